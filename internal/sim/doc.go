@@ -1,0 +1,103 @@
+// Package sim is podstep's built-in simulated container runtime: a real CRI
+// (k8s.io/cri-api runtime v1) gRPC server, RuntimeService and ImageService,
+// served in-process on a unix socket. When no real runtime is reachable
+// podstep starts one and talks to it through its normal gRPC client, so
+// every step, recorded call and error looks the same as against containerd.
+//
+//	srv, err := sim.Start(dir) // listens on dir/sim.sock
+//	defer srv.Stop()
+//	client := cri.Dial(ctx, srv.Endpoint(), srv.Endpoint(), ...)
+//
+// The simulator is deterministic (IDs derive from pod metadata and a
+// per-server counter, IPs are allocated sequentially, timestamps come from
+// Options.Clock) so golden tests of podstep's output are stable.
+//
+// # Behaviour
+//
+//   - Version: runtime "podstep-sim" 0.1.0, CRI API v1. Status: RuntimeReady
+//     and NetworkReady; runtime handlers "" (default) and "runc".
+//     RuntimeConfig: cgroupfs cgroup driver.
+//   - Images: a real store. References are normalized as containerd does
+//     (busybox:1.35 -> docker.io/library/busybox:1.35; no tag -> :latest).
+//     The image ID is "sha256:" + the hex SHA-256 of the normalized
+//     reference. Any reference containing "busybox" or "pause" is
+//     preloaded (like the images the test containerd imports); other
+//     images are absent until PullImage, which always succeeds since there
+//     is no registry. ImageStatus takes a reference or an ID and returns a
+//     nil image when absent.
+//   - Sandboxes get IPs from 10.88.0.0/16 starting at 10.88.0.2 (none for
+//     host-network pods). A second sandbox with the same
+//     name/namespace/uid/attempt fails like containerd:
+//     failed to reserve sandbox name "N_NS_UID_A": name "..." is reserved for "ID".
+//     RunPodSandbox creates log_directory. StopPodSandbox stops running
+//     containers (exit 137, "Error") and is idempotent; RemovePodSandbox
+//     stops and removes the sandbox and its containers, and succeeds for
+//     unknown IDs.
+//   - Containers never run anything. A started container keeps running if
+//     its command or args use sleep, httpd, tail or "nc -l" (or it has no
+//     command and its image is not busybox, e.g. pause or nginx); otherwise
+//     it exits 0 ("Completed") Options.InitRunTime after it started. Exits
+//     are applied lazily when the container is observed. StopContainer
+//     exits a running container with 137 ("Error") at once, never waiting
+//     for the timeout.
+//   - ExecSync returns empty stdout and exit code 0.
+//
+// Logs: if the sandbox has a log_directory and the container a log_path,
+// StartContainer writes the strings the command echoes to that file in the
+// CRI log format, e.g. for sh -c 'echo hello; echo oops >&2; echo x > /f':
+//
+//	2026-01-02T15:04:05.000000001Z stdout F hello
+//	2026-01-02T15:04:05.000000001Z stderr F oops
+//
+// # Fault injection
+//
+// Pod annotations reach the runtime in PodSandboxConfig.annotations
+// (RunPodSandbox, and again in the sandbox config of PullImage and
+// CreateContainer requests), so a manifest can make the simulator fail in
+// the ways a real node does. A real runtime ignores these annotations.
+// CONTAINER is a container name (init, regular or ephemeral), METHOD a CRI
+// method name such as PullImage or CreateContainer.
+//
+//	sim.podstep.dev/exit-code.CONTAINER: "N"
+//	    The container exits with code N (reason "Error", or "Completed" for
+//	    0) InitRunTime after it starts, even if it would keep running.
+//	sim.podstep.dev/keep-running.CONTAINER: "true"
+//	    The container keeps running whatever its command.
+//	sim.podstep.dev/pull-error: "IMAGE=message"
+//	    PullImage of IMAGE (as written in the pod spec; normalized forms
+//	    match too) fails with code Unknown and the message
+//	    failed to pull and unpack image "NORMALIZED-IMAGE": message
+//	    One IMAGE=message pair per line.
+//	sim.podstep.dev/missing-image: "IMAGE"
+//	    IMAGE is not preloaded: ImageStatus reports it absent until it is
+//	    pulled, so imagePullPolicy: Never fails (ErrImageNeverPull).
+//	    Several images may be separated by commas.
+//	sim.podstep.dev/create-error.CONTAINER: "message"
+//	    CreateContainer fails with code Unknown and the message
+//	    (CreateContainerError).
+//	sim.podstep.dev/start-error.CONTAINER: "message"
+//	    StartContainer fails with code Unknown and the message; the
+//	    container is left EXITED with exit code 128, reason "StartError"
+//	    (RunContainerError), as containerd leaves a container whose task
+//	    could not start.
+//	sim.podstep.dev/exec-exit-code.CONTAINER: "N"
+//	    ExecSync in the container (exec probes) returns exit code N.
+//	sim.podstep.dev/exec-stderr.CONTAINER: "text"
+//	    ExecSync in the container returns text on stderr.
+//	sim.podstep.dev/sandbox-error: "message"
+//	    RunPodSandbox fails with code Unknown and the message.
+//	sim.podstep.dev/delay.METHOD: "500ms"
+//	    Every METHOD call sleeps this long (a Go duration) before it is
+//	    handled, returning early with the caller's context error if the
+//	    caller gives up. The call's pod is found from its sandbox config,
+//	    sandbox ID or container ID; calls that name none (ImageStatus,
+//	    ListContainers, Version, ...) use the annotations of all live
+//	    sandboxes.
+//
+// # Errors
+//
+// Errors are gRPC statuses with containerd's codes and message shapes:
+// NotFound for unknown IDs in status/stop calls, InvalidArgument for
+// missing fields, FailedPrecondition for creating a container in a sandbox
+// that is not ready, Unknown for runtime failures.
+package sim

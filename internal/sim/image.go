@@ -1,0 +1,300 @@
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ImageSize is the size every simulated image reports, in bytes.
+const ImageSize = 4_404_019
+
+// imageFsMountpoint is the image filesystem ImageFsInfo reports.
+const imageFsMountpoint = "/var/lib/podstep-sim/io.containerd.snapshotter.v1.overlayfs"
+
+// preloadedImages are present in a new store, mirroring the images the test
+// containerd harness imports offline. Any other reference containing
+// "busybox" or "pause" is preloaded too, materialized on first lookup.
+var preloadedImages = []string{
+	"docker.io/library/busybox:1.36",
+	"docker.io/library/busybox:latest",
+	"registry.k8s.io/pause:3.10",
+}
+
+// image is one image in the simulated store.
+type image struct {
+	id          string
+	repoTags    []string
+	repoDigests []string
+	pinned      bool
+	pulled      bool // pulled explicitly (not just preloaded)
+}
+
+func (img *image) proto() *runtimeapi.Image {
+	spec := ""
+	if len(img.repoTags) > 0 {
+		spec = img.repoTags[0]
+	}
+	return &runtimeapi.Image{
+		Id:          img.id,
+		RepoTags:    append([]string(nil), img.repoTags...),
+		RepoDigests: append([]string(nil), img.repoDigests...),
+		Size:        ImageSize,
+		Pinned:      img.pinned,
+		Spec:        &runtimeapi.ImageSpec{Image: spec},
+	}
+}
+
+// ref returns the reference containerd reports as a container's image_ref:
+// the repo digest when there is one, else the image ID.
+func (img *image) ref() string {
+	if len(img.repoDigests) > 0 {
+		return img.repoDigests[0]
+	}
+	return img.id
+}
+
+// normalizeRef normalizes an image reference as containerd does (docker
+// reference rules): "busybox:1.35" -> "docker.io/library/busybox:1.35",
+// no tag and no digest -> ":latest". Image IDs are returned unchanged.
+func normalizeRef(ref string) string {
+	ref = strings.TrimSpace(ref)
+	if ref == "" || isImageID(ref) {
+		return ref
+	}
+	name, digest := ref, ""
+	if i := strings.Index(ref, "@"); i >= 0 {
+		name, digest = ref[:i], ref[i:]
+	}
+	tag := ""
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		name, tag = name[:i], name[i:]
+	}
+	domain, rest := "docker.io", name
+	if i := strings.Index(name, "/"); i >= 0 {
+		first := name[:i]
+		if strings.ContainsAny(first, ".:") || first == "localhost" {
+			domain, rest = first, name[i+1:]
+		}
+	}
+	if domain == "index.docker.io" {
+		domain = "docker.io"
+	}
+	if domain == "docker.io" && !strings.Contains(rest, "/") {
+		rest = "library/" + rest
+	}
+	if tag == "" && digest == "" {
+		tag = ":latest"
+	}
+	return domain + "/" + rest + tag + digest
+}
+
+// isImageID reports whether ref is an image ID: "sha256:" + 64 hex digits,
+// or the bare 64 hex digits.
+func isImageID(ref string) bool {
+	h := strings.TrimPrefix(ref, "sha256:")
+	if len(h) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+// imageID is the ID of the image a normalized reference names.
+func imageID(norm string) string {
+	if isImageID(norm) {
+		if strings.HasPrefix(norm, "sha256:") {
+			return norm
+		}
+		return "sha256:" + norm
+	}
+	sum := sha256.Sum256([]byte(norm))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// isPreloaded reports whether ref names an image of the preloaded set.
+func isPreloaded(ref string) bool {
+	return strings.Contains(ref, "busybox") || strings.Contains(ref, "pause")
+}
+
+// addImage stores the image ref names and returns it. Callers hold s.mu.
+func (s *service) addImage(ref string, pulled bool) *image {
+	norm := normalizeRef(ref)
+	id := imageID(norm)
+	if img, ok := s.images[id]; ok {
+		img.pulled = img.pulled || pulled
+		return img
+	}
+	name, digest := norm, ""
+	if i := strings.Index(norm, "@"); i >= 0 {
+		name, digest = norm[:i], norm[i+1:]
+	}
+	repo := name
+	var tags []string
+	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
+		repo = name[:i]
+		tags = []string{name}
+	}
+	if digest == "" {
+		sum := sha256.Sum256([]byte("manifest:" + norm))
+		digest = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	img := &image{
+		id:          id,
+		repoTags:    tags,
+		repoDigests: []string{repo + "@" + digest},
+		pinned:      strings.Contains(repo, "pause"),
+		pulled:      pulled,
+	}
+	s.images[id] = img
+	return img
+}
+
+// lookupImage finds an image by reference or ID, materializing preloaded
+// images on demand. Callers hold s.mu.
+func (s *service) lookupImage(ref string) *image {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return nil
+	}
+	if isImageID(ref) {
+		return s.images[imageID(ref)]
+	}
+	norm := normalizeRef(ref)
+	if img, ok := s.images[imageID(norm)]; ok {
+		return img
+	}
+	if isPreloaded(norm) && !s.absent[norm] {
+		return s.addImage(norm, false)
+	}
+	return nil
+}
+
+func imageRefOf(spec *runtimeapi.ImageSpec) (string, error) {
+	ref := strings.TrimSpace(spec.GetImage())
+	if ref == "" {
+		return "", status.Error(codes.InvalidArgument, "image spec must include an image reference")
+	}
+	return ref, nil
+}
+
+// ListImages implements runtimeapi.ImageServiceServer.
+func (s *service) ListImages(_ context.Context, req *runtimeapi.ListImagesRequest) (*runtimeapi.ListImagesResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &runtimeapi.ListImagesResponse{}
+	if ref := req.GetFilter().GetImage().GetImage(); ref != "" {
+		if img := s.lookupImage(ref); img != nil {
+			resp.Images = append(resp.Images, img.proto())
+		}
+		return resp, nil
+	}
+	ids := make([]string, 0, len(s.images))
+	for id := range s.images {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		return sortKey(s.images[ids[i]]) < sortKey(s.images[ids[j]])
+	})
+	for _, id := range ids {
+		resp.Images = append(resp.Images, s.images[id].proto())
+	}
+	return resp, nil
+}
+
+func sortKey(img *image) string {
+	if len(img.repoTags) > 0 {
+		return img.repoTags[0]
+	}
+	return img.repoDigests[0]
+}
+
+// ImageStatus implements runtimeapi.ImageServiceServer. An image that is
+// not present yields a response with a nil Image, as the CRI requires.
+func (s *service) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
+	ref, err := imageRefOf(req.GetImage())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := &runtimeapi.ImageStatusResponse{}
+	if img := s.lookupImage(ref); img != nil {
+		resp.Image = img.proto()
+	}
+	return resp, nil
+}
+
+// PullImage implements runtimeapi.ImageServiceServer. It always succeeds
+// (there is no registry) unless the pull-error fault names the image, and
+// returns the image ID as containerd does.
+func (s *service) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	ref, err := imageRefOf(req.GetImage())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ann := req.GetSandboxConfig().GetAnnotations()
+	if req.GetSandboxConfig() == nil {
+		ann = s.liveAnnotations()
+	}
+	s.markMissing(ann)
+	if msg, ok := pullFault(ann, ref); ok {
+		return nil, status.Error(codes.Unknown, fmt.Sprintf("failed to pull and unpack image %q: %s", normalizeRef(ref), msg))
+	}
+	if isImageID(ref) {
+		if img := s.images[imageID(ref)]; img != nil {
+			return &runtimeapi.PullImageResponse{ImageRef: img.id}, nil
+		}
+		return nil, status.Error(codes.NotFound, fmt.Sprintf("failed to pull and unpack image %q: not found", ref))
+	}
+	norm := normalizeRef(ref)
+	delete(s.absent, norm)
+	img := s.addImage(norm, true)
+	return &runtimeapi.PullImageResponse{ImageRef: img.id}, nil
+}
+
+// RemoveImage implements runtimeapi.ImageServiceServer. Removing an image
+// that is not present is not an error.
+func (s *service) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequest) (*runtimeapi.RemoveImageResponse, error) {
+	ref, err := imageRefOf(req.GetImage())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	img := s.lookupImage(ref)
+	if img == nil {
+		return &runtimeapi.RemoveImageResponse{}, nil
+	}
+	delete(s.images, img.id)
+	for _, t := range img.repoTags {
+		s.absent[t] = true
+	}
+	return &runtimeapi.RemoveImageResponse{}, nil
+}
+
+// ImageFsInfo implements runtimeapi.ImageServiceServer with one image
+// filesystem whose usage is the sum of the stored images.
+func (s *service) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (*runtimeapi.ImageFsInfoResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := uint64(len(s.images))
+	fs := &runtimeapi.FilesystemUsage{
+		Timestamp:  s.now().UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: imageFsMountpoint},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: n * ImageSize},
+		InodesUsed: &runtimeapi.UInt64Value{Value: n * 100},
+	}
+	return &runtimeapi.ImageFsInfoResponse{
+		ImageFilesystems: []*runtimeapi.FilesystemUsage{fs},
+	}, nil
+}

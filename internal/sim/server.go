@@ -1,0 +1,236 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// SocketName is the file name of the unix socket Start listens on.
+const SocketName = "sim.sock"
+
+// DefaultInitRunTime is how long a container that does not keep running
+// (no sleep/httpd/tail/nc -l in its command) runs before exiting.
+const DefaultInitRunTime = 150 * time.Millisecond
+
+// maxSocketPath is the limit of sockaddr_un.sun_path on Linux (108 bytes
+// including the trailing NUL).
+const maxSocketPath = 107
+
+// Options tunes the simulated runtime. The zero value is valid.
+type Options struct {
+	// InitRunTime is how long a container whose process exits by itself
+	// runs before it exits (default DefaultInitRunTime).
+	InitRunTime time.Duration
+	// Clock returns the current time (default time.Now). All timestamps
+	// the runtime reports and all lazy exits use it.
+	Clock func() time.Time
+}
+
+// Server is a running simulated CRI runtime: a gRPC server that implements
+// the CRI v1 RuntimeService and ImageService on a unix socket.
+type Server struct {
+	sock     string
+	grpc     *grpc.Server
+	lis      net.Listener
+	svc      *service
+	served   chan struct{}
+	stopOnce sync.Once
+}
+
+// Start starts a simulated runtime listening on dir/sim.sock with default
+// Options. dir must exist.
+func Start(dir string) (*Server, error) {
+	return StartWithOptions(dir, Options{})
+}
+
+// StartWithOptions starts a simulated runtime listening on dir/sim.sock.
+// dir must exist. A stale socket file left in dir is replaced.
+func StartWithOptions(dir string, o Options) (*Server, error) {
+	if o.InitRunTime <= 0 {
+		o.InitRunTime = DefaultInitRunTime
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("sim: %s is not a directory", abs)
+	}
+	sock := filepath.Join(abs, SocketName)
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("sim: socket path %s is %d bytes, longer than the unix socket limit of %d", sock, len(sock), maxSocketPath)
+	}
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("sim: removing stale socket: %w", err)
+	}
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	svc := newService(o)
+	g := grpc.NewServer(grpc.UnaryInterceptor(svc.delayInterceptor))
+	runtimeapi.RegisterRuntimeServiceServer(g, svc)
+	runtimeapi.RegisterImageServiceServer(g, svc)
+	s := &Server{sock: sock, grpc: g, lis: lis, svc: svc, served: make(chan struct{})}
+	go func() {
+		defer close(s.served)
+		_ = g.Serve(lis)
+	}()
+	return s, nil
+}
+
+// Endpoint returns the runtime endpoint, "unix://" followed by the absolute
+// socket path, suitable for --runtime-endpoint and grpc.NewClient.
+func (s *Server) Endpoint() string {
+	return "unix://" + s.sock
+}
+
+// SocketPath returns the absolute path of the unix socket.
+func (s *Server) SocketPath() string {
+	return s.sock
+}
+
+// Stop gracefully stops the server (in-flight calls finish, waiting at most
+// a few seconds) and removes the socket. It is safe to call more than once.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			s.grpc.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			s.grpc.Stop()
+			<-done
+		}
+		<-s.served
+		_ = os.Remove(s.sock)
+	})
+}
+
+// service implements runtimeapi.RuntimeServiceServer and
+// runtimeapi.ImageServiceServer. All state is guarded by mu.
+type service struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	runtimeapi.UnimplementedImageServiceServer
+
+	opts Options
+
+	mu             sync.Mutex
+	seq            uint64                // per-server counter for IDs and ordering
+	nextIP         uint32                // host part of the next sandbox IP in 10.88.0.0/16
+	sandboxes      map[string]*sandbox   // by ID
+	sandboxNames   map[string]string     // reserved sandbox name -> ID
+	containers     map[string]*container // by ID
+	containerNames map[string]string     // reserved container name -> ID
+	images         map[string]*image     // by image ID
+	absent         map[string]bool       // normalized refs that are not preloaded (missing-image fault, RemoveImage)
+}
+
+func newService(o Options) *service {
+	s := &service{
+		opts:           o,
+		nextIP:         2,
+		sandboxes:      map[string]*sandbox{},
+		sandboxNames:   map[string]string{},
+		containers:     map[string]*container{},
+		containerNames: map[string]string{},
+		images:         map[string]*image{},
+		absent:         map[string]bool{},
+	}
+	for _, ref := range preloadedImages {
+		s.addImage(ref, false)
+	}
+	return s
+}
+
+func (s *service) now() time.Time {
+	return s.opts.Clock()
+}
+
+// Runtime identity reported by Version.
+const (
+	RuntimeName       = "podstep-sim"
+	RuntimeVersion    = "0.1.0"
+	RuntimeAPIVersion = "v1"
+	kubeAPIVersion    = "0.1.0"
+)
+
+// Version implements runtimeapi.RuntimeServiceServer.
+func (s *service) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{
+		Version:           kubeAPIVersion,
+		RuntimeName:       RuntimeName,
+		RuntimeVersion:    RuntimeVersion,
+		RuntimeApiVersion: RuntimeAPIVersion,
+	}, nil
+}
+
+// Status implements runtimeapi.RuntimeServiceServer.
+func (s *service) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	features := &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: false}
+	return &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+			{Type: runtimeapi.RuntimeReady, Status: true},
+			{Type: runtimeapi.NetworkReady, Status: true},
+		}},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{
+			{Name: "", Features: features},
+			{Name: "runc", Features: features},
+		},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+	}, nil
+}
+
+// RuntimeConfig implements runtimeapi.RuntimeServiceServer.
+func (s *service) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
+	return &runtimeapi.RuntimeConfigResponse{
+		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},
+	}, nil
+}
+
+// UpdateRuntimeConfig implements runtimeapi.RuntimeServiceServer; the
+// kubelet sends the pod CIDR here, which the simulator ignores.
+func (s *service) UpdateRuntimeConfig(context.Context, *runtimeapi.UpdateRuntimeConfigRequest) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}
+
+// knownHandler reports whether h names a configured runtime handler.
+func knownHandler(h string) bool {
+	return h == "" || h == "runc"
+}
+
+// matchID reports whether id matches the filter value want: equal, or
+// a unique-enough prefix as containerd's truncindex accepts.
+func matchID(id, want string) bool {
+	return want == "" || strings.HasPrefix(id, want)
+}
+
+// matchLabels reports whether labels contain every key/value in selector.
+func matchLabels(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
