@@ -145,9 +145,16 @@ clean_iptables() {
 # 5. network namespaces of our pods. With netns_mounts_under_state_dir they live under
 #    $DIR/state; older runs may have left /var/run/netns/cni-* bound to our (dead) pods:
 #    those are the ones no process uses any more and whose pod config is in our folder.
+#    Collected before the containers are removed (their records name the netns path).
+OLD_NETNS=()
+collect_netns() {
+	[ -d "$DIR" ] || return 0
+	mapfile -t OLD_NETNS < <(grep -rahoE '/var/run/netns/cni-[0-9a-f-]+' "$DIR/root" "$DIR/state" 2>/dev/null | sort -u)
+}
 clean_netns() {
 	local ns
-	for ns in $(grep -rahoE '/var/run/netns/cni-[0-9a-f-]+' "$DIR/root" 2>/dev/null | sort -u); do
+	for ns in "${OLD_NETNS[@]}"; do
+		[ -e "$ns" ] || continue
 		umount "$ns" 2>/dev/null || true
 		rm -f "$ns"
 	done
@@ -162,6 +169,7 @@ unmount_all() {
 	done < <(findmnt -rn -o TARGET | grep -E "^$DIR(/|$)" | sort -r)
 }
 
+collect_netns
 remove_containers
 stop_containerd
 kill_shims

@@ -79,10 +79,33 @@ running_pid() {
 
 socket_answers() { [ -S "$SOCK" ] && timeout 5 ctr -a "$SOCK" version >/dev/null 2>&1; }
 
-have_podstep_info() {
-	[ -f "$REPO_ROOT/cmd/podstep/info.go" ] || return 1
-	command -v go >/dev/null 2>&1 || return 1
-	(cd "$REPO_ROOT" && go run ./cmd/podstep info --help >/dev/null 2>&1)
+# PODSTEP_INFO: the podstep binary used for the CRI readiness check. PODSTEP_BIN overrides;
+# otherwise cmd/podstep is built (once, cached by go) into $DIR/bin when cmd/podstep/info.go exists.
+PODSTEP_INFO=
+PODSTEP_INFO_WHY=
+find_podstep_info() {
+	local bin=${PODSTEP_BIN:-} help
+	if [ -z "$bin" ]; then
+		if [ ! -f "$REPO_ROOT/cmd/podstep/info.go" ]; then
+			PODSTEP_INFO_WHY="cmd/podstep/info.go does not exist yet"
+			return 1
+		fi
+		command -v go >/dev/null 2>&1 || {
+			PODSTEP_INFO_WHY="no go toolchain"
+			return 1
+		}
+		mkdir -p "$DIR/bin"
+		if ! (cd "$REPO_ROOT" && go build -o "$DIR/bin/podstep" ./cmd/podstep) >"$DIR/bin/build.log" 2>&1; then
+			PODSTEP_INFO_WHY="go build ./cmd/podstep failed (see $DIR/bin/build.log)"
+			return 1
+		fi
+		bin=$DIR/bin/podstep
+	fi
+	if ! help=$("$bin" info --help 2>&1) || [[ $help != *--runtime-endpoint* || $help != *--wait* ]]; then
+		PODSTEP_INFO_WHY="'podstep info --help' has no --runtime-endpoint/--wait"
+		return 1
+	fi
+	PODSTEP_INFO=$bin
 }
 
 # Waits until the CRI runtime is ready. Prefers podstep's own CRI Status check.
@@ -99,20 +122,19 @@ wait_ready() {
 		}
 		sleep 0.2
 	done
-	if have_podstep_info; then
+	if find_podstep_info; then
 		log "readiness: CRI Status via 'podstep info' (RuntimeReady and NetworkReady)"
-		local out left=$((deadline - SECONDS))
-		[ $left -ge 5 ] || left=5
-		if ! out=$(cd "$REPO_ROOT" && go run ./cmd/podstep info --runtime-endpoint "$ENDPOINT" --wait "${left}s" 2>&1); then
+		local out
+		if ! out=$("$PODSTEP_INFO" info --runtime-endpoint "$ENDPOINT" --wait "${WAIT_SECONDS}s" 2>&1); then
 			printf '%s\n' "$out" >&2
 			die "CRI runtime not ready (podstep info failed; log: $LOG)"
 		fi
 		printf '%s\n' "$out" | sed 's/^/  /'
 	else
-		log "readiness: 'ctr version' answers and CNI config present (podstep info not available yet)"
+		log "readiness: 'ctr version' answers, 'ctr plugins ls' shows cri ok, CNI config present (no CRI check: $PODSTEP_INFO_WHY)"
 		[ -f "$DIR/cni/10-$CNI_NETWORK.conflist" ] || die "CNI config $DIR/cni/10-$CNI_NETWORK.conflist missing"
-		until grep -q 'serving...' "$LOG" 2>/dev/null; do
-			[ $SECONDS -lt $deadline ] || die "containerd did not finish start-up within ${WAIT_SECONDS}s (log: $LOG)"
+		until ctr_ plugins ls 2>/dev/null | grep -qE '^io\.containerd\.grpc\.v1[[:space:]]+cri[[:space:]].*[[:space:]]ok[[:space:]]*$'; do
+			[ $SECONDS -lt $deadline ] || die "containerd's CRI plugin is not 'ok' after ${WAIT_SECONDS}s (ctr plugins ls; log: $LOG)"
 			sleep 0.2
 		done
 	fi
