@@ -251,8 +251,8 @@ build_rootfs() {
 	mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,root,home/user,proc,sys,dev,var/www}
 	chmod 1777 "$rootfs/tmp"
 	cp /bin/busybox "$rootfs/bin/busybox"
-	# every applet busybox knows, as a link in /bin (busybox --install -s needs /proc/self/exe to
-	# point into the rootfs, so the links are made by hand).
+	# every applet busybox knows, as a relative link in /bin ("busybox --install -s" would make
+	# absolute links to the host's /usr/bin/busybox, absent in the rootfs).
 	while read -r applet; do
 		[ "$applet" = busybox ] && continue
 		ln -sf busybox "$rootfs/bin/$applet"
