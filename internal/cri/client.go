@@ -1,0 +1,183 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Default per-call timeouts: crictl's 2 s is too short for RunPodSandbox on
+// a loaded node, so podstep uses the kubelet's --runtime-request-timeout
+// default; image pulls get their own, longer budget.
+const (
+	DefaultTimeout     = 2 * time.Minute
+	DefaultPullTimeout = 10 * time.Minute
+)
+
+// Options tune a Client.
+type Options struct {
+	// Timeout bounds each CRI call except PullImage (0 = DefaultTimeout).
+	Timeout time.Duration
+	// PullTimeout bounds PullImage (0 = DefaultPullTimeout).
+	PullTimeout time.Duration
+}
+
+// Client is the one path from podstep to a CRI runtime. It is safe for
+// concurrent use.
+type Client struct {
+	RuntimeEndpoint string
+	ImageEndpoint   string
+	// Redactor masks secrets in recorded calls.
+	Redactor *Redactor
+
+	rt    runtimeapi.RuntimeServiceClient
+	img   runtimeapi.ImageServiceClient
+	conns []*grpc.ClientConn
+	opts  Options
+
+	mu      sync.Mutex
+	seq     int
+	calls   []Call
+	onCall  []func(Call)
+	onStart []func(method string, req proto.Message)
+}
+
+// Dial connects to a runtime (and image service, which defaults to the
+// runtime endpoint). It does not send anything: grpc connects lazily, so the
+// first call is where an unreachable runtime shows.
+func Dial(runtimeEndpoint, imageEndpoint string, o Options) (*Client, error) {
+	if imageEndpoint == "" {
+		imageEndpoint = runtimeEndpoint
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.PullTimeout <= 0 {
+		o.PullTimeout = DefaultPullTimeout
+	}
+	rconn, err := dial(runtimeEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{RuntimeEndpoint: runtimeEndpoint, ImageEndpoint: imageEndpoint, Redactor: &Redactor{}, opts: o}
+	c.conns = append(c.conns, rconn)
+	c.rt = runtimeapi.NewRuntimeServiceClient(rconn)
+	iconn := rconn
+	if imageEndpoint != runtimeEndpoint {
+		if iconn, err = dial(imageEndpoint); err != nil {
+			rconn.Close()
+			return nil, err
+		}
+		c.conns = append(c.conns, iconn)
+	}
+	c.img = runtimeapi.NewImageServiceClient(iconn)
+	return c, nil
+}
+
+func dial(endpoint string) (*grpc.ClientConn, error) {
+	target, err := Target(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", endpoint, err)
+	}
+	return conn, nil
+}
+
+// Close closes the connections.
+func (c *Client) Close() error {
+	var errs []error
+	for _, cc := range c.conns {
+		errs = append(errs, cc.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// OnCall registers fn to receive every finished call, in order.
+func (c *Client) OnCall(fn func(Call)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onCall = append(c.onCall, fn)
+}
+
+// OnStart registers fn to be told when a call is sent (before its answer).
+func (c *Client) OnStart(fn func(method string, req proto.Message)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onStart = append(c.onStart, fn)
+}
+
+// Calls returns every call recorded so far.
+func (c *Client) Calls() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Call(nil), c.calls...)
+}
+
+// TimeInCalls is the total time spent waiting for the runtime.
+func (c *Client) TimeInCalls() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var d time.Duration
+	for _, call := range c.calls {
+		d += call.Duration
+	}
+	return d
+}
+
+// invoke sends one call with its timeout and records it.
+func invoke[Req, Resp proto.Message](ctx context.Context, c *Client, method string, timeout time.Duration, req Req,
+	fn func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
+	c.mu.Lock()
+	starts := append([]func(string, proto.Message){}, c.onStart...)
+	c.mu.Unlock()
+	redReq := c.Redactor.Redact(req)
+	for _, f := range starts {
+		f(method, redReq)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := fn(cctx, req)
+	dur := time.Since(start)
+
+	call := Call{Method: method, Request: redReq, Err: err, Start: start, Duration: dur}
+	if err == nil {
+		call.Response = c.Redactor.Redact(resp)
+	}
+	c.mu.Lock()
+	c.seq++
+	call.Seq = c.seq
+	c.calls = append(c.calls, call)
+	hooks := append([]func(Call){}, c.onCall...)
+	c.mu.Unlock()
+	for _, f := range hooks {
+		f(call)
+	}
+	if err != nil {
+		return resp, &Error{Method: method, Err: err}
+	}
+	return resp, nil
+}
+
+// Error is a failed CRI call. Its text is "<method>: <runtime's message>".
+type Error struct {
+	Method string
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Method + ": " + Message(e.Err) }
+
+// Unwrap returns the gRPC error.
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,223 @@
+package podstate
+
+import (
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Event is one kubelet event (what `kubectl describe pod` lists).
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`   // Normal or Warning
+	Reason  string    `json:"reason"` // e.g. Pulled, Created, Started, Failed
+	Object  string    `json:"object"` // e.g. spec.containers{app}
+	Message string    `json:"message"`
+}
+
+// Snapshot is the pod's state at one moment: what frontends show.
+type Snapshot struct {
+	// Status is the pod status as the kubelet would write it to the API.
+	Status corev1.PodStatus `json:"status"`
+	// Display is the STATUS column of `kubectl get pod`.
+	Display string `json:"display"`
+	// Ready is the READY column, e.g. "1/2".
+	Ready string `json:"ready"`
+	// Restarts is the RESTARTS column.
+	Restarts int32 `json:"restarts"`
+	// Events are all events recorded so far, oldest first.
+	Events []Event `json:"events"`
+}
+
+// Tracker accumulates what happened to one pod and derives its status.
+// It is safe for concurrent use.
+type Tracker struct {
+	mu     sync.Mutex
+	pod    *corev1.Pod
+	now    func() time.Time
+	status corev1.PodStatus
+	events []Event
+	// sandboxReady is the PodReadyToStartContainers fact.
+	sandboxReady bool
+	// transitions remembers when each condition last changed.
+	transitions map[corev1.PodConditionType]condState
+}
+
+type condState struct {
+	status corev1.ConditionStatus
+	at     metav1.Time
+}
+
+// New starts tracking pod; now is the clock (nil = time.Now).
+func New(pod *corev1.Pod, now func() time.Time) *Tracker {
+	if now == nil {
+		now = time.Now
+	}
+	t := &Tracker{pod: pod, now: now, transitions: map[corev1.PodConditionType]condState{}}
+	t.status.Phase = corev1.PodPending
+	for _, c := range pod.Spec.InitContainers {
+		t.status.InitContainerStatuses = append(t.status.InitContainerStatuses, newStatus(c, "PodInitializing"))
+	}
+	regular := "ContainerCreating"
+	if len(pod.Spec.InitContainers) > 0 {
+		regular = "PodInitializing"
+	}
+	for _, c := range pod.Spec.Containers {
+		t.status.ContainerStatuses = append(t.status.ContainerStatuses, newStatus(c, regular))
+	}
+	// An init container about to be created is ContainerCreating too, but only
+	// once the sandbox exists; before that, kubectl shows Init:0/N.
+	t.status.QOSClass = qosClass(pod)
+	return t
+}
+
+func newStatus(c corev1.Container, reason string) corev1.ContainerStatus {
+	f := false
+	return corev1.ContainerStatus{
+		Name:    c.Name,
+		Image:   c.Image,
+		Started: &f,
+		State:   corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}},
+	}
+}
+
+// Record adds a kubelet event.
+func (t *Tracker) Record(typ, reason, object, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events = append(t.events, Event{Time: t.now(), Type: typ, Reason: reason, Object: object, Message: message})
+}
+
+// Admitted marks the pod accepted by the node (HostIP, StartTime).
+func (t *Tracker) Admitted(hostIP string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := metav1.NewTime(t.now())
+	t.status.StartTime = &now
+	t.status.HostIP = hostIP
+	if hostIP != "" {
+		t.status.HostIPs = []corev1.HostIP{{IP: hostIP}}
+	}
+}
+
+// Rejected marks the pod Failed with reason and message, as the kubelet's
+// rejectPod does.
+func (t *Tracker) Rejected(reason, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.status.Phase = corev1.PodFailed
+	t.status.Reason = reason
+	t.status.Message = message
+}
+
+// SandboxReady records the sandbox and its IPs.
+func (t *Tracker) SandboxReady(ips []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sandboxReady = true
+	if len(ips) > 0 {
+		t.status.PodIP = ips[0]
+		t.status.PodIPs = nil
+		for _, ip := range ips {
+			t.status.PodIPs = append(t.status.PodIPs, corev1.PodIP{IP: ip})
+		}
+	}
+	// From here, the next init container (or every container) is being created.
+	for i := range t.status.InitContainerStatuses {
+		t.status.InitContainerStatuses[i].State.Waiting.Reason = "PodInitializing"
+	}
+}
+
+// SandboxGone records that the sandbox was stopped.
+func (t *Tracker) SandboxGone() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sandboxReady = false
+}
+
+// Waiting sets a container's waiting reason (ContainerCreating,
+// ErrImagePull, CreateContainerError, ...).
+func (t *Tracker) Waiting(name, reason, message string) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+	})
+}
+
+// Created records the container ID and image ID.
+func (t *Tracker) Created(name, id, imageID string) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		s.ContainerID = id
+		if imageID != "" {
+			s.ImageID = imageID
+		}
+	})
+}
+
+// Running marks a container running since at.
+func (t *Tracker) Running(name string, at time.Time) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		tr := true
+		s.Started = &tr
+		s.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}
+		// Without a readiness probe a running container is ready.
+		s.Ready = !t.isInit(name) || isSidecar(t.pod, name)
+	})
+}
+
+// Terminated marks a container exited.
+func (t *Tracker) Terminated(name string, exitCode int32, reason, message string, started, finished time.Time) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		f := false
+		s.Started = &f
+		s.Ready = false
+		s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: exitCode, Reason: reason, Message: message,
+			StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(finished), ContainerID: s.ContainerID,
+		}}
+	})
+}
+
+// Restarted moves the current state to LastTerminationState and counts a restart.
+func (t *Tracker) Restarted(name string) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		s.LastTerminationState = s.State
+		s.RestartCount++
+	})
+}
+
+func (t *Tracker) update(name string, fn func(*corev1.ContainerStatus)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.status.InitContainerStatuses {
+		if t.status.InitContainerStatuses[i].Name == name {
+			fn(&t.status.InitContainerStatuses[i])
+			return
+		}
+	}
+	for i := range t.status.ContainerStatuses {
+		if t.status.ContainerStatuses[i].Name == name {
+			fn(&t.status.ContainerStatuses[i])
+			return
+		}
+	}
+}
+
+func (t *Tracker) isInit(name string) bool {
+	for _, c := range t.pod.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func isSidecar(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
+}

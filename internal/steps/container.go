@@ -1,0 +1,178 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/podcfg"
+)
+
+// createStep mirrors startContainer step 2 (pkg/kubelet/kuberuntime/kuberuntime_container.go):
+// generateContainerConfig, then CreateContainer.
+type createStep struct{ name string }
+
+func (createStep) mirrors() string {
+	return "kubeGenericRuntimeManager.startContainer step 2 → generateContainerConfig, CreateContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go)"
+}
+
+func (createStep) explain() string {
+	return "The kubelet builds the ContainerConfig: it looks up the image's user (ImageStatus), expands $(VAR) references, resolves env from ConfigMaps, Secrets and the downward API, makes the mounts (volumes, /etc/hosts, the termination-message file), sets the log path and the cgroup resources from requests and limits. A config it cannot build is CreateContainerConfigError; a CreateContainer the runtime refuses is CreateContainerError."
+}
+
+func (s createStep) requests(e *Engine) []Request {
+	c := e.rt.containers[s.name]
+	cfg, err := e.containerConfig(c)
+	if err != nil {
+		return []Request{{"ImageStatus", &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.spec.Image}}}}
+	}
+	sb, _, _ := e.sandboxConfig()
+	return []Request{
+		{"ImageStatus", &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image}}},
+		{"CreateContainer", &runtimeapi.CreateContainerRequest{PodSandboxId: e.placeholderSandbox(), Config: cfg, SandboxConfig: sb}},
+	}
+}
+
+// containerConfig builds the config with what is known now; before the
+// image step ran, the image ID is a placeholder.
+func (e *Engine) containerConfig(c *containerRuntime) (*runtimeapi.ContainerConfig, error) {
+	sb, _, err := e.sandboxConfig()
+	if err != nil {
+		return nil, err
+	}
+	ref := c.imageRef
+	if ref == "" {
+		ref = c.spec.Image
+	}
+	hosts := ""
+	if !e.pod.Spec.HostNetwork {
+		hosts = filepath.Join(e.rt.podDir, "etc-hosts")
+	}
+	return podcfg.ContainerConfig(e.pod, sb, podcfg.ContainerInput{
+		Container: c.spec, Init: c.init, ImageRef: ref, ImageUser: c.imageUser,
+		PodIP: first(e.rt.podIPs), PodIPs: e.rt.podIPs, VolumeHostPaths: e.rt.volumePaths,
+		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle,
+	}, e.opts.Config)
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func (s createStep) run(ctx context.Context, e *Engine) Result {
+	c := e.rt.containers[s.name]
+	obj := containerObject(c)
+	e.tracker.Waiting(s.name, "ContainerCreating", "")
+	st, err := e.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image})
+	if err != nil {
+		return e.createFailed(c, "CreateContainerConfigError", err, "ImageStatus failed")
+	}
+	if img := st.GetImage(); img != nil {
+		if img.Uid != nil {
+			c.imageUser = strconv.FormatInt(img.Uid.Value, 10)
+		} else {
+			c.imageUser = img.Username
+		}
+		if c.imageRef == "" {
+			c.imageRef = img.Id
+		}
+	}
+	// makeMounts: the pod's hosts file and this container's termination-message file.
+	if !e.pod.Spec.HostNetwork {
+		if err := writeHostsFile(filepath.Join(e.rt.podDir, "etc-hosts"), e.pod, e.rt.podIPs); err != nil {
+			return e.createFailed(c, "CreateContainerConfigError", err, "cannot write etc-hosts")
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(c.termLog), 0o750); err != nil {
+		return e.createFailed(c, "CreateContainerConfigError", err, "cannot make the termination-message file")
+	}
+	if f, err := os.OpenFile(c.termLog, os.O_CREATE|os.O_WRONLY, 0o666); err == nil {
+		f.Close()
+		_ = os.Chmod(c.termLog, 0o666)
+	} else {
+		return e.createFailed(c, "CreateContainerConfigError", err, "cannot make the termination-message file")
+	}
+	cfg, err := e.containerConfig(c)
+	if err != nil {
+		var ce *podcfg.ConfigError
+		if errors.As(err, &ce) {
+			return e.createFailed(c, "CreateContainerConfigError", err, "cannot build the container config")
+		}
+		return e.createFailed(c, "CreateContainerConfigError", err, "cannot build the container config")
+	}
+	sb, _, _ := e.sandboxConfig()
+	resp, err := e.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
+	if err != nil {
+		return e.createFailed(c, "CreateContainerError", err, "CreateContainer failed")
+	}
+	e.mu.Lock()
+	c.config = cfg
+	c.id = resp.ContainerId
+	e.mu.Unlock()
+	e.tracker.Created(s.name, "containerd://"+resp.ContainerId, c.imageRef)
+	e.tracker.Record("Normal", "Created", obj, "Created container: "+s.name)
+	return ok("container "+shortID(resp.ContainerId)+" created",
+		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))
+}
+
+func (e *Engine) createFailed(c *containerRuntime, reason string, err error, summary string) Result {
+	msg := unwrapCRIMessage(err)
+	e.tracker.Record("Warning", "Failed", containerObject(c), "Error: "+msg)
+	e.tracker.Waiting(c.spec.Name, reason, msg)
+	return fail(reason, err, summary)
+}
+
+// writeHostsFile writes the kubelet-managed hosts file (managedHostsHeader
+// and nodeHostsFileContent in pkg/kubelet/kubelet_pods.go).
+func writeHostsFile(path string, pod interface{ GetName() string }, ips []string) error {
+	var b strings.Builder
+	b.WriteString("# Kubernetes-managed hosts file.\n")
+	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
+	for _, ip := range ips {
+		fmt.Fprintf(&b, "%s\t%s\n", ip, pod.GetName())
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// startStep mirrors startContainer step 3: StartContainer.
+type startStep struct{ name string }
+
+func (startStep) mirrors() string {
+	return "kubeGenericRuntimeManager.startContainer step 3 → StartContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go)"
+}
+
+func (startStep) explain() string {
+	return "The kubelet asks the runtime to start the created container; the runtime starts its process inside the sandbox's namespaces. A refused start is RunContainerError."
+}
+
+func (s startStep) requests(e *Engine) []Request {
+	id := e.rt.containers[s.name].id
+	if id == "" {
+		id = "<container id from CreateContainer>"
+	}
+	return []Request{{"StartContainer", &runtimeapi.StartContainerRequest{ContainerId: id}}}
+}
+
+func (s startStep) run(ctx context.Context, e *Engine) Result {
+	c := e.rt.containers[s.name]
+	obj := containerObject(c)
+	if _, err := e.client.StartContainer(ctx, c.id); err != nil {
+		msg := unwrapCRIMessage(err)
+		e.tracker.Record("Warning", "Failed", obj, "Error: "+msg)
+		e.tracker.Waiting(s.name, "RunContainerError", msg)
+		return fail("RunContainerError", err, "StartContainer failed")
+	}
+	c.startedAt = e.now()
+	e.tracker.Running(s.name, c.startedAt)
+	e.tracker.Record("Normal", "Started", obj, "Started container "+s.name)
+	return ok("container "+shortID(c.id)+" started")
+}

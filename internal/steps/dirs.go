@@ -1,0 +1,42 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func metav1ObjectMeta(name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Labels: labels}
+}
+
+// dirsStep mirrors Kubelet.makePodDataDirs (pkg/kubelet/kubelet_pods.go),
+// the first thing SyncPod does for a pod it will run.
+type dirsStep struct{}
+
+func (dirsStep) mirrors() string {
+	return "Kubelet.SyncPod → makePodDataDirs (pkg/kubelet/kubelet.go, kubelet_pods.go)"
+}
+
+func (dirsStep) explain() string {
+	return "The kubelet makes the pod's data directory under its root dir, pods/<uid>, with volumes/ (where volume plugins put their data), plugins/ and containers/ (one folder per container for its termination-message file). The etc-hosts file next to them is written later, when the first container's config is made."
+}
+
+func (dirsStep) requests(*Engine) []Request { return nil }
+
+func (dirsStep) run(_ context.Context, e *Engine) Result {
+	dirs := []string{e.rt.podDir}
+	for _, sub := range []string{"volumes", "plugins", "containers"} {
+		dirs = append(dirs, filepath.Join(e.rt.podDir, sub))
+	}
+	e.rt.dirsCreated = true // from here teardown removes the pod dir
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fail("FailedMakePodDataDirs", err, fmt.Sprintf("cannot make %s", d))
+		}
+	}
+	return ok("made "+e.rt.podDir+"/{volumes,plugins,containers}", kv("pod dir", e.rt.podDir))
+}

@@ -1,0 +1,436 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/podstate"
+)
+
+// ManagedLabel marks everything podstep creates in a runtime, so that
+// `podstep cleanup` finds it and kubelets sharing the runtime can be told apart.
+const ManagedLabel = "podstep.dev/managed"
+
+// RootDirAnnotation records on the sandbox which root dir holds its pod dir.
+const RootDirAnnotation = "podstep.dev/root-dir"
+
+// Options configure an Engine.
+type Options struct {
+	// Config shapes the CRI configs (root dir, log dir, DNS, cgroups).
+	Config podcfg.Options
+	// GracePeriod overrides the pod's terminationGracePeriodSeconds at teardown when set.
+	GracePeriod *int64
+	// PollInterval is how often the init stage asks ContainerStatus while
+	// waiting for an init container to exit (the kubelet's PLEG relists every 1 s).
+	PollInterval time.Duration
+	// InitTimeout bounds the wait for one init container (0 = 5 minutes).
+	InitTimeout time.Duration
+	// Node is the node the pod is admitted to (nil = this machine).
+	Node *corev1.Node
+	// Observer receives every event; it is called from the goroutine that
+	// runs the engine and must not block for long.
+	Observer func(Event)
+	// Now is the clock (nil = time.Now).
+	Now func() time.Time
+}
+
+// Engine walks one pod through the kubelet's creation path.
+type Engine struct {
+	bundle *manifest.Bundle
+	pod    *corev1.Pod
+	client *cri.Client
+	opts   Options
+	now    func() time.Time
+
+	// Tracker holds the pod's status.
+	tracker *podstate.Tracker
+
+	mu       sync.Mutex
+	steps    []*Step
+	next     int // index of the next step to run
+	current  *Step
+	breaks   map[Stage]bool
+	stepBrk  map[int]bool
+	failed   *Step
+	teardown bool // teardown steps were planned
+
+	rt podRuntime
+}
+
+// podRuntime is what the engine learned from the runtime and created.
+type podRuntime struct {
+	podDir        string
+	dirsCreated   bool
+	logDirCreated bool
+	volumePaths   map[string]string
+	createdVols   []string
+	auth          map[string]*runtimeapi.AuthConfig // by image
+	authSource    map[string]string                 // by image: "secret X, registry Y"
+	runtimeName   string
+	handlers      []string
+	networkReady  bool
+	cgroupDriver  string
+	sandboxConfig *runtimeapi.PodSandboxConfig
+	sandboxID     string
+	sandboxGone   bool
+	podIPs        []string
+	containers    map[string]*containerRuntime
+	order         []string // container names in creation order
+}
+
+// containerRuntime is what the engine knows of one container.
+type containerRuntime struct {
+	spec      *corev1.Container
+	init      bool
+	termLog   string // host path of the termination-log file
+	imageRef  string
+	imageUser string
+	config    *runtimeapi.ContainerConfig
+	id        string
+	startedAt time.Time
+	exited    bool
+}
+
+// New plans the pod's creation. It contacts nothing.
+func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
+	if o.PollInterval <= 0 {
+		o.PollInterval = 100 * time.Millisecond
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = 5 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Config.Seen.IsZero() {
+		o.Config.Seen = o.Now()
+	}
+	if o.Config.ExtraLabels == nil {
+		o.Config.ExtraLabels = map[string]string{}
+	}
+	o.Config.ExtraLabels[ManagedLabel] = "true"
+	e := &Engine{
+		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
+		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
+	}
+	e.tracker = podstate.New(b.Pod, o.Now)
+	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
+	e.rt.containers = map[string]*containerRuntime{}
+	e.rt.auth = map[string]*runtimeapi.AuthConfig{}
+	e.rt.authSource = map[string]string{}
+	for i := range b.Pod.Spec.InitContainers {
+		c := &b.Pod.Spec.InitContainers[i]
+		e.rt.containers[c.Name] = e.newContainer(c, true)
+		e.rt.order = append(e.rt.order, c.Name)
+	}
+	for i := range b.Pod.Spec.Containers {
+		c := &b.Pod.Spec.Containers[i]
+		e.rt.containers[c.Name] = e.newContainer(c, false)
+		e.rt.order = append(e.rt.order, c.Name)
+	}
+	if client != nil {
+		for _, c := range b.Pod.Spec.Containers {
+			client.Redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
+		}
+		for _, c := range b.Pod.Spec.InitContainers {
+			client.Redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
+		}
+	}
+	e.plan()
+	e.attach()
+	return e, nil
+}
+
+func (e *Engine) newContainer(c *corev1.Container, init bool) *containerRuntime {
+	return &containerRuntime{
+		spec: c, init: init,
+		termLog: filepath.Join(e.rt.podDir, "containers", c.Name, podcfg.TerminationLogName()),
+	}
+}
+
+// Pod returns the pod being created (defaulted).
+func (e *Engine) Pod() *corev1.Pod { return e.pod }
+
+// Bundle returns the manifest.
+func (e *Engine) Bundle() *manifest.Bundle { return e.bundle }
+
+// PodState returns the pod's state now.
+func (e *Engine) PodState() podstate.Snapshot { return e.tracker.Snapshot() }
+
+// Steps returns a copy of the plan with each step's current state. A
+// pending step's Requests are rebuilt from what the engine knows now, so
+// they show exactly what will be sent.
+func (e *Engine) Steps() []Step {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]Step, len(e.steps))
+	for i, s := range e.steps {
+		out[i] = *s
+		if s.State == Pending {
+			out[i].Requests = s.act.requests(e)
+		}
+		out[i].Calls = append([]cri.Call(nil), s.Calls...)
+	}
+	return out
+}
+
+// NextStep returns the step that Next would run, or false at the end.
+func (e *Engine) NextStep() (Step, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.next >= len(e.steps) {
+		return Step{}, false
+	}
+	s := *e.steps[e.next]
+	s.Requests = s.act.requests(e)
+	return s, true
+}
+
+// Failed returns the failed step, if the pod failed.
+func (e *Engine) Failed() (Step, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed == nil {
+		return Step{}, false
+	}
+	return *e.failed, true
+}
+
+// Finished reports whether no creation step is left to run (all done, or one failed).
+func (e *Engine) Finished() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failed != nil || e.next >= len(e.steps) || e.steps[e.next].Stage == StageTeardown
+}
+
+// ToggleBreakStage sets or clears a breakpoint before the first step of stage.
+func (e *Engine) ToggleBreakStage(st Stage) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.breaks[st] = !e.breaks[st]
+	return e.breaks[st]
+}
+
+// ToggleBreakStep sets or clears a breakpoint before step id.
+func (e *Engine) ToggleBreakStep(id int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.stepBrk[id] = !e.stepBrk[id]
+	return e.stepBrk[id]
+}
+
+// Breakpoint reports whether execution stops before step id.
+func (e *Engine) Breakpoint(id int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.breakAt(id)
+}
+
+func (e *Engine) breakAt(id int) bool {
+	if id < 1 || id > len(e.steps) {
+		return false
+	}
+	s := e.steps[id-1]
+	if e.stepBrk[id] {
+		return true
+	}
+	// A stage breakpoint stops before the stage's first step.
+	return e.breaks[s.Stage] && (id == 1 || e.steps[id-2].Stage != s.Stage)
+}
+
+// ErrNoStep is returned by Next when nothing is left to run.
+var ErrNoStep = errors.New("no step left to run")
+
+// Next runs exactly one step and returns it. A failed step is returned
+// with State Failed and a nil error; the error is for misuse (nothing to
+// run) only.
+func (e *Engine) Next(ctx context.Context) (Step, error) {
+	e.mu.Lock()
+	if e.next >= len(e.steps) || (e.failed != nil && e.steps[e.next].Stage != StageTeardown) {
+		e.mu.Unlock()
+		return Step{}, ErrNoStep
+	}
+	s := e.steps[e.next]
+	e.current = s
+	s.State = Running
+	s.Started = e.now()
+	s.Requests = s.act.requests(e)
+	snap := *s
+	e.mu.Unlock()
+	e.emit(Event{Kind: StepStarted, Step: snap})
+
+	res := s.act.run(ctx, e)
+	pod := e.tracker.Snapshot()
+
+	e.mu.Lock()
+	s.Duration = e.now().Sub(s.Started)
+	s.Result = res
+	s.Pod = &pod
+	e.current = nil
+	if res.Err != nil {
+		s.State = Failed
+		if s.Stage != StageTeardown {
+			e.failed = s
+			for _, rest := range e.steps[e.next+1:] {
+				if rest.Stage != StageTeardown {
+					rest.State = Skipped
+				}
+			}
+		}
+	} else {
+		s.State = Done
+	}
+	e.next++
+	if e.failed != nil && s.Stage != StageTeardown {
+		// Skip to teardown steps, if any were planned.
+		for e.next < len(e.steps) && e.steps[e.next].Stage != StageTeardown {
+			e.next++
+		}
+	}
+	done := *s
+	e.mu.Unlock()
+	e.emit(Event{Kind: StepDone, Step: done, Pod: &pod})
+	return done, nil
+}
+
+// Continue runs steps until the next breakpoint, a failure, or the end of
+// the creation steps (teardown steps, once planned, run too). It always runs
+// at least one step.
+func (e *Engine) Continue(ctx context.Context) error {
+	first := true
+	for {
+		e.mu.Lock()
+		stop := e.next >= len(e.steps) ||
+			(e.failed != nil && e.steps[e.next].Stage != StageTeardown) ||
+			(!first && e.breakAt(e.next+1))
+		e.mu.Unlock()
+		if stop {
+			return nil
+		}
+		first = false
+		if _, err := e.Next(ctx); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if _, failed := e.Failed(); failed && !e.inTeardown() {
+			return nil
+		}
+	}
+}
+
+func (e *Engine) inTeardown() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.next < len(e.steps) && e.steps[e.next].Stage == StageTeardown
+}
+
+// Retry makes the failed step pending again (and the steps it skipped), as
+// the kubelet retries a failed sync on its next pass.
+func (e *Engine) Retry() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failed == nil {
+		return errors.New("no failed step to retry")
+	}
+	if e.teardown {
+		return errors.New("the pod is being torn down")
+	}
+	idx := e.failed.ID - 1
+	for _, s := range e.steps[idx:] {
+		s.State = Pending
+		s.Calls = nil
+		s.Result = Result{}
+		s.Pod = nil
+	}
+	e.failed = nil
+	e.next = idx
+	return nil
+}
+
+// emit forwards an event to the observer.
+func (e *Engine) emit(ev Event) {
+	if e.opts.Observer != nil {
+		e.opts.Observer(ev)
+	}
+}
+
+// record attaches a finished CRI call to the running step and emits it.
+func (e *Engine) record(call cri.Call) {
+	e.mu.Lock()
+	s := e.current
+	var snap Step
+	if s != nil {
+		s.Calls = append(s.Calls, call)
+		snap = *s
+	}
+	e.mu.Unlock()
+	e.emit(Event{Kind: CallDone, Step: snap, Call: &call})
+}
+
+func (e *Engine) sent(method string, _ proto.Message) {
+	e.mu.Lock()
+	var snap Step
+	if e.current != nil {
+		snap = *e.current
+	}
+	e.mu.Unlock()
+	e.emit(Event{Kind: CallSent, Step: snap, Method: method})
+}
+
+// Attach connects the engine to its client's call stream. New calls it.
+func (e *Engine) attach() {
+	if e.client == nil {
+		return
+	}
+	e.client.OnStart(e.sent)
+	e.client.OnCall(e.record)
+}
+
+// Client returns the CRI client (for frontends that show call history).
+func (e *Engine) Client() *cri.Client { return e.client }
+
+// SandboxID returns the sandbox ID once created.
+func (e *Engine) SandboxID() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rt.sandboxID
+}
+
+// ContainerLogPath returns the host path of a container's current log file,
+// once the container was created ("" before).
+func (e *Engine) ContainerLogPath(name string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.rt.containers[name]
+	if c == nil || c.config == nil || e.rt.sandboxConfig == nil {
+		return ""
+	}
+	return filepath.Join(e.rt.sandboxConfig.LogDirectory, c.config.LogPath)
+}
+
+func shortID(id string) string {
+	if len(id) > 13 {
+		return id[:13]
+	}
+	return id
+}
+
+func containerObject(c *containerRuntime) string {
+	if c.init {
+		return fmt.Sprintf("spec.initContainers{%s}", c.spec.Name)
+	}
+	return fmt.Sprintf("spec.containers{%s}", c.spec.Name)
+}

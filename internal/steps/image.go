@@ -1,0 +1,98 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// pullStep mirrors imageManager.EnsureImageExists
+// (pkg/kubelet/images/image_manager.go), step 1 of startContainer.
+type pullStep struct{ name string }
+
+func (pullStep) mirrors() string {
+	return "kubeGenericRuntimeManager.startContainer step 1 → imageManager.EnsureImageExists (pkg/kubelet/images/image_manager.go)"
+}
+
+func (pullStep) explain() string {
+	return "Before creating a container the kubelet makes sure its image is on the node, by the pull policy: Never uses only a present image (else ErrImageNeverPull); IfNotPresent asks ImageStatus and pulls only when absent; Always pulls every time. A pull sends the credentials matched from the pod's pull secrets. A failed pull is ErrImagePull, and ImagePullBackOff on the retries."
+}
+
+func (s pullStep) imageSpec(e *Engine) *runtimeapi.ImageSpec {
+	return &runtimeapi.ImageSpec{Image: e.rt.containers[s.name].spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: e.rt.containers[s.name].spec.Image}
+}
+
+func (s pullStep) requests(e *Engine) []Request {
+	c := e.rt.containers[s.name]
+	reqs := []Request{{"ImageStatus", &runtimeapi.ImageStatusRequest{Image: s.imageSpec(e)}}}
+	if c.spec.ImagePullPolicy != corev1.PullNever {
+		cfg, _, _ := e.sandboxConfig()
+		reqs = append(reqs, Request{"PullImage", &runtimeapi.PullImageRequest{Image: s.imageSpec(e), Auth: e.rt.auth[c.spec.Image], SandboxConfig: cfg}})
+	}
+	return reqs
+}
+
+func (s pullStep) run(ctx context.Context, e *Engine) Result {
+	c := e.rt.containers[s.name]
+	img := c.spec.Image
+	obj := containerObject(c)
+	policy := c.spec.ImagePullPolicy
+	details := []Detail{kv("pull policy", string(policy))}
+	if src, ok := e.rt.authSource[img]; ok {
+		details = append(details, kv("credentials", src))
+	}
+	st, err := e.client.ImageStatus(ctx, s.imageSpec(e))
+	if err != nil {
+		e.tracker.Waiting(s.name, "ErrImageInspect", unwrapCRIMessage(err))
+		return fail("ErrImageInspect", err, "ImageStatus failed")
+	}
+	present := st.GetImage() != nil
+	if present && policy != corev1.PullAlways {
+		c.imageRef = st.GetImage().GetId()
+		msg := fmt.Sprintf("Container image %q already present on machine", img)
+		e.tracker.Record("Normal", "Pulled", obj, msg)
+		details = append(details, kv("image", c.imageRef))
+		return ok("image present: "+shortImageID(c.imageRef), details...)
+	}
+	if policy == corev1.PullNever {
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", img)
+		e.tracker.Record("Warning", "ErrImageNeverPull", obj, msg)
+		e.tracker.Waiting(s.name, "ErrImageNeverPull", msg)
+		r := fail("ErrImageNeverPull", fmt.Errorf("%s", msg), msg)
+		r.Details = details
+		return r
+	}
+	e.tracker.Record("Normal", "Pulling", obj, fmt.Sprintf("Pulling image %q", img))
+	cfg, _, _ := e.sandboxConfig()
+	start := time.Now()
+	resp, err := e.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: s.imageSpec(e), Auth: e.rt.auth[img], SandboxConfig: cfg})
+	if err != nil {
+		msg := fmt.Sprintf("Failed to pull image %q: %s", img, unwrapCRIMessage(err))
+		e.tracker.Record("Warning", "Failed", obj, msg)
+		e.tracker.Record("Warning", "Failed", obj, "Error: ErrImagePull")
+		e.tracker.Waiting(s.name, "ErrImagePull", msg)
+		r := fail("ErrImagePull", err, "PullImage failed")
+		r.Details = details
+		return r
+	}
+	took := time.Since(start)
+	c.imageRef = resp.ImageRef
+	var size uint64
+	if st2, err := e.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: resp.ImageRef}); err == nil && st2.GetImage() != nil {
+		size = st2.GetImage().GetSize()
+	}
+	e.tracker.Record("Normal", "Pulled", obj, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
+		img, took.Round(time.Millisecond), took.Round(time.Millisecond), size))
+	details = append(details, kv("image", resp.ImageRef))
+	return ok("pulled "+img+" → "+shortImageID(resp.ImageRef), details...)
+}
+
+func shortImageID(id string) string {
+	if len(id) > 19 {
+		return id[:19]
+	}
+	return id
+}

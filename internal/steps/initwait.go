@@ -1,0 +1,71 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// waitInitStep mirrors how the kubelet notices an init container finished:
+// the PLEG relists containers (GenericPLEG.Relist, pkg/kubelet/pleg/generic.go,
+// once a second), the pod worker syncs again, and computePodActions moves to
+// the next init container only when this one exited 0.
+type waitInitStep struct{ name string }
+
+func (waitInitStep) mirrors() string {
+	return "GenericPLEG.Relist (pkg/kubelet/pleg/generic.go) → computePodActions / findNextInitContainerToRun (pkg/kubelet/kuberuntime/kuberuntime_manager.go)"
+}
+
+func (waitInitStep) explain() string {
+	return "Init containers run one at a time, to completion. The kubelet learns that one exited from its PLEG, which relists containers once a second (podstep asks ContainerStatus more often). Exit code 0 lets the next init container start; any other exit fails the pod (restartPolicy Never) or restarts the init container with back-off."
+}
+
+func (s waitInitStep) requests(e *Engine) []Request {
+	id := e.rt.containers[s.name].id
+	if id == "" {
+		id = "<container id from CreateContainer>"
+	}
+	return []Request{{"ContainerStatus", &runtimeapi.ContainerStatusRequest{ContainerId: id}}}
+}
+
+func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
+	c := e.rt.containers[s.name]
+	ctx, cancel := context.WithTimeout(ctx, e.opts.InitTimeout)
+	defer cancel()
+	tick := time.NewTicker(e.opts.PollInterval)
+	defer tick.Stop()
+	polls := 0
+	for {
+		polls++
+		st, err := e.client.ContainerStatus(ctx, c.id)
+		if err != nil {
+			return fail("Error", err, "ContainerStatus failed")
+		}
+		cs := st.GetStatus()
+		if cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			c.exited = true
+			started := time.Unix(0, cs.StartedAt)
+			finished := time.Unix(0, cs.FinishedAt)
+			e.tracker.Terminated(s.name, cs.ExitCode, cs.Reason, cs.Message, started, finished)
+			details := []Detail{kv("exit code", fmt.Sprint(cs.ExitCode)), kv("reason", cs.Reason),
+				kv("ran for", finished.Sub(started).Round(time.Millisecond).String()), kv("polls", fmt.Sprint(polls))}
+			if cs.ExitCode != 0 {
+				err := fmt.Errorf("init container %q exited with code %d (%s)", s.name, cs.ExitCode, cs.Reason)
+				r := fail("Error", err, err.Error())
+				r.Details = details
+				if cs.Message != "" {
+					r.Details = append(r.Details, kv("termination message", cs.Message))
+				}
+				return r
+			}
+			return ok(fmt.Sprintf("init container %q exited 0 (%s)", s.name, cs.Reason), details...)
+		}
+		select {
+		case <-ctx.Done():
+			return fail("Error", ctx.Err(), fmt.Sprintf("init container %q did not exit", s.name))
+		case <-tick.C:
+		}
+	}
+}

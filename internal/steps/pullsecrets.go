@@ -1,0 +1,80 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/credential"
+)
+
+// pullSecretsStep mirrors Kubelet.getPullSecretsForPod (pkg/kubelet/kubelet_pods.go):
+// the kubelet fetches each Secret named in imagePullSecrets; a missing one is
+// only a warning, and the pull is tried anyway.
+type pullSecretsStep struct{}
+
+func (pullSecretsStep) mirrors() string {
+	return "Kubelet.SyncPod → getPullSecretsForPod (pkg/kubelet/kubelet_pods.go); keyring lookup in pkg/credentialprovider/keyring.go"
+}
+
+func (pullSecretsStep) explain() string {
+	return "The kubelet fetches the Secrets named in spec.imagePullSecrets. A Secret that cannot be found is a warning event (FailedToRetrieveImagePullSecret), not an error: the image pull is attempted without it. At pull time the image's registry is matched against the docker config entries of those Secrets."
+}
+
+func (pullSecretsStep) requests(*Engine) []Request { return nil }
+
+func (pullSecretsStep) run(_ context.Context, e *Engine) Result {
+	if len(e.pod.Spec.ImagePullSecrets) == 0 {
+		return ok("the pod names no image pull secrets")
+	}
+	var kr credential.Keyring
+	var missing []string
+	var details []Detail
+	var warnings []string
+	for _, ref := range e.pod.Spec.ImagePullSecrets {
+		s, found := e.bundle.Secret(e.pod.Namespace, ref.Name)
+		if !found {
+			missing = append(missing, ref.Name)
+			continue
+		}
+		if err := kr.Add(s); err != nil {
+			warnings = append(warnings, err.Error())
+			continue
+		}
+		details = append(details, kv("secret "+ref.Name, "found ("+string(s.Type)+")"))
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
+		warnings = append(warnings, msg)
+		e.tracker.Record("Warning", "FailedToRetrieveImagePullSecret", "", msg)
+	}
+	for _, c := range e.rt.order {
+		img := e.rt.containers[c].spec.Image
+		if _, done := e.rt.authSource[img]; done {
+			continue
+		}
+		hits := kr.Lookup(img)
+		if len(hits) == 0 {
+			e.rt.authSource[img] = "no credentials matched"
+			details = append(details, kv(img, "no credentials matched; pulled anonymously"))
+			continue
+		}
+		h := hits[0]
+		e.rt.auth[img] = &runtimeapi.AuthConfig{Username: h.Username, Password: h.Password}
+		src := fmt.Sprintf("secret %s, registry %q, user %s, password %s", h.Secret, h.Registry, h.Username, maskedLen(h.Password))
+		e.rt.authSource[img] = src
+		details = append(details, kv(img, src))
+	}
+	r := ok(fmt.Sprintf("%d secret(s) resolved", len(e.pod.Spec.ImagePullSecrets)-len(missing)), details...)
+	r.Warnings = warnings
+	return r
+}
+
+func maskedLen(p string) string {
+	if p == "" {
+		return "(empty)"
+	}
+	return "(set)"
+}

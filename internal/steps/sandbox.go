@@ -1,0 +1,220 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/podcfg"
+)
+
+// runtimeStatusStep mirrors the kubelet's runtime health check: its sync
+// loop only syncs pods while the runtime's last Status said RuntimeReady
+// (and, for pods not on the host network, NetworkReady).
+type runtimeStatusStep struct{}
+
+func (runtimeStatusStep) mirrors() string {
+	return "Kubelet.updateRuntimeUp / syncLoop runtimeState check (pkg/kubelet/kubelet.go); cgroup driver from RuntimeConfig (pkg/kubelet/kuberuntime/kuberuntime_manager.go)"
+}
+
+func (runtimeStatusStep) explain() string {
+	return "The kubelet keeps asking the runtime for its Version and Status; it syncs no pod while RuntimeReady is false, and creates no pod sandbox needing a network while NetworkReady is false. It also asks the runtime which cgroup driver it uses (RuntimeConfig; older runtimes answer Unimplemented and the kubelet uses its own --cgroup-driver)."
+}
+
+func (runtimeStatusStep) requests(*Engine) []Request {
+	return []Request{
+		{"Version", &runtimeapi.VersionRequest{Version: "0.1.0"}},
+		{"Status", &runtimeapi.StatusRequest{}},
+		{"RuntimeConfig", &runtimeapi.RuntimeConfigRequest{}},
+	}
+}
+
+func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
+	v, err := e.client.Version(ctx)
+	if err != nil {
+		return fail("RuntimeUnavailable", err, "the runtime does not answer Version")
+	}
+	e.rt.runtimeName = v.RuntimeName + " " + v.RuntimeVersion
+	st, err := e.client.Status(ctx, false)
+	if err != nil {
+		return fail("RuntimeUnavailable", err, "the runtime does not answer Status")
+	}
+	details := []Detail{kv("runtime", fmt.Sprintf("%s %s (CRI %s)", v.RuntimeName, v.RuntimeVersion, v.RuntimeApiVersion))}
+	var conds []string
+	runtimeReady := false
+	for _, c := range st.GetStatus().GetConditions() {
+		conds = append(conds, fmt.Sprintf("%s=%t", c.Type, c.Status))
+		switch c.Type {
+		case runtimeapi.RuntimeReady:
+			runtimeReady = c.Status
+		case runtimeapi.NetworkReady:
+			e.rt.networkReady = c.Status
+		}
+	}
+	details = append(details, kv("conditions", strings.Join(conds, ", ")))
+	for _, h := range st.RuntimeHandlers {
+		e.rt.handlers = append(e.rt.handlers, h.Name)
+	}
+	if !runtimeReady {
+		err := fmt.Errorf("container runtime is down: RuntimeReady=false")
+		return fail("RuntimeNotReady", err, "the runtime is not ready")
+	}
+	hostNet := e.pod.Spec.HostNetwork
+	if !e.rt.networkReady && !hostNet {
+		err := fmt.Errorf("container runtime network not ready: NetworkReady=false")
+		return fail("NetworkNotReady", err, "the runtime's network is not ready")
+	}
+	// Cgroup driver: ask the runtime, else keep the configured one.
+	driver := e.opts.Config.CgroupDriver
+	src := "--cgroup-driver"
+	if rc, err := e.client.RuntimeConfig(ctx); err == nil && rc.GetLinux() != nil {
+		switch rc.GetLinux().GetCgroupDriver() {
+		case runtimeapi.CgroupDriver_SYSTEMD:
+			driver, src = "systemd", "RuntimeConfig"
+		case runtimeapi.CgroupDriver_CGROUPFS:
+			driver, src = "cgroupfs", "RuntimeConfig"
+		}
+	} else if err != nil {
+		src = "--cgroup-driver (RuntimeConfig: " + unwrapMsg(err) + ")"
+	}
+	e.rt.cgroupDriver = driver
+	e.opts.Config.CgroupDriver = driver
+	details = append(details, kv("cgroup driver", driver+" from "+src))
+	return ok(fmt.Sprintf("%s %s ready", v.RuntimeName, v.RuntimeVersion), details...)
+}
+
+func unwrapMsg(err error) string {
+	return strings.TrimSpace(fmt.Sprint(unwrapCRIMessage(err)))
+}
+
+// runSandboxStep mirrors kubeGenericRuntimeManager.createPodSandbox
+// (pkg/kubelet/kuberuntime/kuberuntime_sandbox.go), SyncPod's step 4.
+type runSandboxStep struct{}
+
+func (runSandboxStep) mirrors() string {
+	return "kubeGenericRuntimeManager.SyncPod step 4 → createPodSandbox → generatePodSandboxConfig (pkg/kubelet/kuberuntime/kuberuntime_sandbox.go)"
+}
+
+func (runSandboxStep) explain() string {
+	return "The kubelet builds the PodSandboxConfig (metadata, hostname, log directory, DNS, port mappings, labels, cgroup parent, namespaces), makes the pod's log directory, and asks the runtime to run the sandbox: the runtime starts the pause container and sets up the pod's network namespace through CNI."
+}
+
+func (runSandboxStep) requests(e *Engine) []Request {
+	cfg, _, err := e.sandboxConfig()
+	if err != nil {
+		return nil
+	}
+	return []Request{{"RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: e.runtimeHandler()}}}
+}
+
+// sandboxConfig builds (once) the PodSandboxConfig.
+func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning, error) {
+	if e.rt.sandboxConfig != nil {
+		return e.rt.sandboxConfig, nil, nil
+	}
+	cfg, warns, err := podcfg.SandboxConfig(e.pod, 0, e.opts.Config)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Annotations == nil {
+		cfg.Annotations = map[string]string{}
+	}
+	cfg.Annotations[RootDirAnnotation] = e.opts.Config.RootDir
+	return cfg, warns, nil
+}
+
+func (e *Engine) runtimeHandler() string {
+	// RuntimeClass objects are not modelled yet: the default handler.
+	return ""
+}
+
+func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
+	cfg, warns, err := e.sandboxConfig()
+	if err != nil {
+		return fail("CreatePodSandboxConfigError", err, "cannot build the sandbox config")
+	}
+	var warnings []string
+	for _, w := range warns {
+		warnings = append(warnings, w.Reason+": "+w.Message)
+		e.tracker.Record("Warning", w.Reason, "", w.Message)
+	}
+	if cfg.LogDirectory != "" {
+		e.rt.logDirCreated = true
+		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+			return fail("CreatePodSandboxError", err, "cannot make the pod log directory")
+		}
+	}
+	resp, err := e.client.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: e.runtimeHandler()})
+	if err != nil {
+		msg := fmt.Sprintf("Failed to create pod sandbox: %s", unwrapCRIMessage(err))
+		e.tracker.Record("Warning", "FailedCreatePodSandBox", "", msg)
+		r := fail("CreatePodSandboxError", err, "RunPodSandbox failed")
+		r.Warnings = warnings
+		return r
+	}
+	e.mu.Lock()
+	e.rt.sandboxConfig = cfg
+	e.rt.sandboxID = resp.PodSandboxId
+	e.mu.Unlock()
+	r := ok("sandbox "+shortID(resp.PodSandboxId)+" running",
+		kv("sandbox", resp.PodSandboxId), kv("log dir", cfg.LogDirectory), kv("cgroup parent", orNone(cfg.GetLinux().GetCgroupParent())))
+	r.Warnings = warnings
+	return r
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// sandboxStatusStep mirrors SyncPod reading the new sandbox's status for the
+// pod IPs it passes to every container config.
+type sandboxStatusStep struct{}
+
+func (sandboxStatusStep) mirrors() string {
+	return "kubeGenericRuntimeManager.SyncPod step 4, PodSandboxStatus → determinePodSandboxIPs (pkg/kubelet/kuberuntime/kuberuntime_manager.go)"
+}
+
+func (sandboxStatusStep) explain() string {
+	return "Right after creating the sandbox, the kubelet reads its status to learn the pod IPs the CNI plugin assigned. They go into every container's environment (status.podIP) and the pod's status."
+}
+
+func (sandboxStatusStep) requests(e *Engine) []Request {
+	return []Request{{"PodSandboxStatus", &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}}}
+}
+
+func (e *Engine) placeholderSandbox() string {
+	if e.rt.sandboxID != "" {
+		return e.rt.sandboxID
+	}
+	return "<sandbox id from RunPodSandbox>"
+}
+
+func (sandboxStatusStep) run(ctx context.Context, e *Engine) Result {
+	st, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID)
+	if err != nil {
+		return fail("CreatePodSandboxError", err, "PodSandboxStatus failed")
+	}
+	var ips []string
+	if n := st.GetStatus().GetNetwork(); n != nil {
+		if n.Ip != "" {
+			ips = append(ips, n.Ip)
+		}
+		for _, ip := range n.AdditionalIps {
+			ips = append(ips, ip.Ip)
+		}
+	}
+	e.rt.podIPs = ips
+	e.tracker.SandboxReady(ips)
+	ip := "(host network)"
+	if len(ips) > 0 {
+		ip = strings.Join(ips, ", ")
+	}
+	return ok(fmt.Sprintf("sandbox %s, IP %s", st.GetStatus().GetState(), ip),
+		kv("state", st.GetStatus().GetState().String()), kv("pod IP", ip))
+}

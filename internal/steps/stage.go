@@ -1,0 +1,43 @@
+package steps
+
+// Stage is one of the phases of pod creation, in the kubelet's order.
+type Stage string
+
+// The stages, in the order the kubelet goes through them.
+const (
+	StageAdmit       Stage = "admit"
+	StageDirs        Stage = "dirs"
+	StageVolumes     Stage = "volumes"
+	StagePullSecrets Stage = "pull-secrets"
+	StageSandbox     Stage = "sandbox"
+	StageInit        Stage = "init"
+	StageContainers  Stage = "containers"
+	StagePostStart   Stage = "post-start"
+	// StageTeardown is podstep's cleanup: what the kubelet does when the pod is deleted.
+	StageTeardown Stage = "teardown"
+)
+
+// Stages lists the creation stages in order (teardown excluded).
+var Stages = []Stage{StageAdmit, StageDirs, StageVolumes, StagePullSecrets, StageSandbox, StageInit, StageContainers, StagePostStart}
+
+// ParseStage returns the stage named s.
+func ParseStage(s string) (Stage, bool) {
+	for _, st := range append(Stages, StageTeardown) {
+		if string(st) == s {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+// State is where a step is in its life.
+type State string
+
+// Step states.
+const (
+	Pending State = "pending"
+	Running State = "running"
+	Done    State = "done"
+	Failed  State = "failed"
+	Skipped State = "skipped"
+)

@@ -1,0 +1,113 @@
+package steps
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/podstate"
+)
+
+// Step is one thing the kubelet does while creating the pod. Before it runs
+// it says what it will do and which CRI requests it will send; after, what
+// happened and the pod's state.
+type Step struct {
+	// ID is the step's 1-based position in the plan.
+	ID int `json:"id"`
+	// Stage is the stage the step belongs to.
+	Stage Stage `json:"stage"`
+	// Name is a short stable name, e.g. "run-sandbox" or "create/app".
+	Name string `json:"name"`
+	// Title is one line for humans.
+	Title string `json:"title"`
+	// Container is the container the step is about, if any.
+	Container string `json:"container,omitempty"`
+	// Mirrors names the kubelet function and file the step mirrors.
+	Mirrors string `json:"mirrors"`
+	// Explain says in plain words what the kubelet does here.
+	Explain string `json:"explain"`
+	// Requests are the CRI requests the step will send, built from what is
+	// known now (IDs that earlier steps will learn are placeholders).
+	Requests []Request `json:"-"`
+
+	// State is pending, running, done, failed or skipped.
+	State State `json:"state"`
+	// Calls are the CRI calls the step sent, in order.
+	Calls []cri.Call `json:"-"`
+	// Result says what happened.
+	Result Result `json:"result"`
+	// Started and Duration time the step.
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+	// Pod is the pod's state after the step ran.
+	Pod *podstate.Snapshot `json:"-"`
+
+	act action
+}
+
+// Request is one CRI request a step will send.
+type Request struct {
+	Method  string
+	Message proto.Message
+}
+
+// Result is what a step found, modelled on the kubelet's SyncResult: a short
+// reason users see in pod status or events (ErrImagePull,
+// CreateContainerError, ...) plus a human message.
+type Result struct {
+	// Summary is one line saying what happened.
+	Summary string `json:"summary"`
+	// Details are "key: value" facts the step found (IDs, IP, exit code, checks).
+	Details []Detail `json:"details,omitempty"`
+	// Warnings are kubelet warnings the step raised that did not fail it.
+	Warnings []string `json:"warnings,omitempty"`
+	// Reason is the kubelet's reason when the step failed.
+	Reason string `json:"reason,omitempty"`
+	// Message is the error message when the step failed (the runtime's own text for CRI errors).
+	Message string `json:"message,omitempty"`
+	// Err is the failure, nil when the step succeeded.
+	Err error `json:"-"`
+}
+
+// Detail is one fact a step reports.
+type Detail struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// action is a step's behaviour.
+type action interface {
+	// requests builds the CRI requests the step will send, from what the
+	// engine knows now. It has no side effects.
+	requests(e *Engine) []Request
+	// run performs the step.
+	run(ctx context.Context, e *Engine) Result
+}
+
+// fail builds a failed Result with the kubelet's reason.
+func fail(reason string, err error, summary string) Result {
+	return Result{Summary: summary, Reason: reason, Message: cri.Message(unwrapCRI(err)), Err: err}
+}
+
+func unwrapCRI(err error) error {
+	if ce, ok := err.(*cri.Error); ok {
+		return ce.Err
+	}
+	return err
+}
+
+// ok builds a successful Result.
+func ok(summary string, details ...Detail) Result {
+	return Result{Summary: summary, Details: details}
+}
+
+func kv(k, v string) Detail { return Detail{Key: k, Value: v} }
+
+// unwrapCRIMessage is the runtime's own text for err.
+func unwrapCRIMessage(err error) string { return cri.Message(unwrapCRI(err)) }
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

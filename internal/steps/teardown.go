@@ -1,0 +1,264 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// minimumGracePeriod is the kubelet's floor for a container's grace period
+// (minimumGracePeriodInSeconds in kuberuntime_container.go).
+const minimumGracePeriod = 2
+
+// gracePeriod is what killContainer gives StopContainer: the pod's
+// terminationGracePeriodSeconds (at least 2 s), or the override.
+func (e *Engine) gracePeriod() int64 {
+	if e.opts.GracePeriod != nil {
+		return *e.opts.GracePeriod
+	}
+	g := int64(30)
+	if e.pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *e.pod.Spec.TerminationGracePeriodSeconds
+	}
+	if g < minimumGracePeriod {
+		g = minimumGracePeriod
+	}
+	return g
+}
+
+// created lists the containers that exist in the runtime, in creation order.
+func (e *Engine) created() []*containerRuntime {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*containerRuntime
+	for _, n := range e.rt.order {
+		if c := e.rt.containers[n]; c.id != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// stopContainersStep mirrors KillPod → killContainersWithSyncResult
+// (pkg/kubelet/kuberuntime/kuberuntime_container.go): all containers are
+// stopped in parallel, each with the grace period.
+type stopContainersStep struct{}
+
+func (stopContainersStep) mirrors() string {
+	return "kubeGenericRuntimeManager.KillPod → killContainersWithSyncResult → killContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go)"
+}
+
+func (stopContainersStep) explain() string {
+	return "When a pod is deleted the kubelet stops all its containers in parallel: StopContainer sends SIGTERM, then SIGKILL once the grace period (terminationGracePeriodSeconds, at least 2 s) is over. A process that ignores SIGTERM, like `sleep` as PID 1, takes the whole grace period."
+}
+
+func (stopContainersStep) requests(e *Engine) []Request {
+	var out []Request
+	for _, c := range e.createdLocked() {
+		out = append(out, Request{"StopContainer", &runtimeapi.StopContainerRequest{ContainerId: c.id, Timeout: e.gracePeriod()}})
+	}
+	return out
+}
+
+// createdLocked is created() for callers that hold e.mu.
+func (e *Engine) createdLocked() []*containerRuntime {
+	var out []*containerRuntime
+	for _, n := range e.rt.order {
+		if c := e.rt.containers[n]; c.id != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
+	cs := e.created()
+	if len(cs) == 0 {
+		return ok("no containers to stop")
+	}
+	grace := e.gracePeriod()
+	var wg sync.WaitGroup
+	errs := make([]error, len(cs))
+	for i, c := range cs {
+		e.tracker.Record("Normal", "Killing", containerObject(c), "Stopping container "+c.spec.Name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.client.StopContainer(ctx, c.id, grace); err != nil && !notFound(err) {
+				errs[i] = fmt.Errorf("stop container %q: %w", c.spec.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fail("KillContainerError", err, "some containers did not stop")
+	}
+	return ok(fmt.Sprintf("stopped %d container(s), grace period %ds", len(cs), grace))
+}
+
+func notFound(err error) bool {
+	var ce interface{ Unwrap() error }
+	if errors.As(err, &ce) {
+		return isNotFound(ce.Unwrap())
+	}
+	return isNotFound(err)
+}
+
+// stopSandboxStep mirrors KillPod → StopPodSandbox.
+type stopSandboxStep struct{}
+
+func (stopSandboxStep) mirrors() string {
+	return "kubeGenericRuntimeManager.KillPod → killPodWithSyncResult → StopPodSandbox (pkg/kubelet/kuberuntime/kuberuntime_manager.go)"
+}
+
+func (stopSandboxStep) explain() string {
+	return "After its containers, the kubelet stops the pod sandbox: the runtime tears down the pod's network through CNI (releasing the IP) and stops the pause container."
+}
+
+func (stopSandboxStep) requests(e *Engine) []Request {
+	if e.rt.sandboxID == "" {
+		return nil
+	}
+	return []Request{{"StopPodSandbox", &runtimeapi.StopPodSandboxRequest{PodSandboxId: e.rt.sandboxID}}}
+}
+
+func (stopSandboxStep) run(ctx context.Context, e *Engine) Result {
+	if e.SandboxID() == "" {
+		return ok("no sandbox to stop")
+	}
+	if _, err := e.client.StopPodSandbox(ctx, e.SandboxID()); err != nil {
+		return fail("KillPodSandboxError", err, "StopPodSandbox failed")
+	}
+	e.tracker.SandboxGone()
+	return ok("sandbox " + shortID(e.SandboxID()) + " stopped")
+}
+
+// removeContainersStep mirrors the container garbage collector removing
+// the dead pod's containers (containerGC.evictContainers, kuberuntime_gc.go).
+type removeContainersStep struct{}
+
+func (removeContainersStep) mirrors() string {
+	return "containerGC.evictContainers → removeContainer (pkg/kubelet/kuberuntime/kuberuntime_gc.go)"
+}
+
+func (removeContainersStep) explain() string {
+	return "The kubelet's container garbage collector removes the stopped containers of deleted pods, with their log files."
+}
+
+func (removeContainersStep) requests(e *Engine) []Request {
+	var out []Request
+	for _, c := range e.createdLocked() {
+		out = append(out, Request{"RemoveContainer", &runtimeapi.RemoveContainerRequest{ContainerId: c.id}})
+	}
+	return out
+}
+
+func (removeContainersStep) run(ctx context.Context, e *Engine) Result {
+	cs := e.created()
+	if len(cs) == 0 {
+		return ok("no containers to remove")
+	}
+	var errs []error
+	for _, c := range cs {
+		if _, err := e.client.RemoveContainer(ctx, c.id); err != nil && !notFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %q: %w", c.spec.Name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fail("RemoveContainerError", err, "some containers were not removed")
+	}
+	return ok(fmt.Sprintf("removed %d container(s)", len(cs)))
+}
+
+// removeSandboxStep mirrors the garbage collector removing the sandbox
+// (containerGC.evictSandboxes / podSandboxDeleter).
+type removeSandboxStep struct{}
+
+func (removeSandboxStep) mirrors() string {
+	return "containerGC.evictSandboxes → RemovePodSandbox (pkg/kubelet/kuberuntime/kuberuntime_gc.go)"
+}
+
+func (removeSandboxStep) explain() string {
+	return "Finally the garbage collector removes the stopped sandbox, which frees its name so a pod with the same name and UID can be created again."
+}
+
+func (removeSandboxStep) requests(e *Engine) []Request {
+	if e.rt.sandboxID == "" {
+		return nil
+	}
+	return []Request{{"RemovePodSandbox", &runtimeapi.RemovePodSandboxRequest{PodSandboxId: e.rt.sandboxID}}}
+}
+
+func (removeSandboxStep) run(ctx context.Context, e *Engine) Result {
+	id := e.SandboxID()
+	if id == "" {
+		return ok("no sandbox to remove")
+	}
+	if _, err := e.client.RemovePodSandbox(ctx, id); err != nil && !notFound(err) {
+		return fail("RemovePodSandboxError", err, "RemovePodSandbox failed")
+	}
+	return ok("sandbox " + shortID(id) + " removed")
+}
+
+// removeDirsStep mirrors Kubelet.cleanupOrphanedPodDirs
+// (pkg/kubelet/kubelet_volumes.go) and the removal of the pod's log
+// directory by the container GC.
+type removeDirsStep struct{}
+
+func (removeDirsStep) mirrors() string {
+	return "Kubelet.cleanupOrphanedPodDirs (pkg/kubelet/kubelet_volumes.go); containerGC.evictPodLogsDirectories (kuberuntime_gc.go)"
+}
+
+func (removeDirsStep) explain() string {
+	return "Once the pod's volumes are unmounted, the kubelet removes the pod's data directory pods/<uid>, and the garbage collector removes its log directory."
+}
+
+func (removeDirsStep) requests(*Engine) []Request { return nil }
+
+func (removeDirsStep) run(_ context.Context, e *Engine) Result {
+	var removed []string
+	var errs []error
+	if e.rt.dirsCreated {
+		if err := os.RemoveAll(e.rt.podDir); err != nil {
+			errs = append(errs, err)
+		} else {
+			removed = append(removed, e.rt.podDir)
+		}
+	}
+	if e.rt.logDirCreated && e.rt.sandboxConfig != nil {
+		if err := os.RemoveAll(e.rt.sandboxConfig.LogDirectory); err != nil {
+			errs = append(errs, err)
+		} else {
+			removed = append(removed, e.rt.sandboxConfig.LogDirectory)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fail("RemoveDirsError", err, "pod directories not removed")
+	}
+	if len(removed) == 0 {
+		return ok("no directories to remove")
+	}
+	var d []Detail
+	for _, r := range removed {
+		d = append(d, kv("removed", r))
+	}
+	return ok(fmt.Sprintf("removed %d directories", len(removed)), d...)
+}
+
+// Teardown plans the teardown steps (once) and runs every remaining step.
+// Use a context that is not already cancelled: teardown must run after Ctrl-C.
+func (e *Engine) Teardown(ctx context.Context) error {
+	e.PlanTeardown()
+	for {
+		if _, err := e.Next(ctx); err != nil {
+			if errors.Is(err, ErrNoStep) {
+				return nil
+			}
+			return err
+		}
+	}
+}
