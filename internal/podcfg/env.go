@@ -1,0 +1,367 @@
+package podcfg
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// envVar is one resolved variable and whether its value came from a Secret.
+type envVar struct {
+	name, value string
+	secret      bool
+}
+
+// envList keeps variables in first-definition order, later definitions
+// replacing the value (the kubelet uses a map; see the package doc).
+type envList struct {
+	vars  []envVar
+	index map[string]int
+}
+
+func (l *envList) set(name, value string, secret bool) {
+	if l.index == nil {
+		l.index = map[string]int{}
+	}
+	if i, ok := l.index[name]; ok {
+		l.vars[i].value, l.vars[i].secret = value, secret
+		return
+	}
+	l.index[name] = len(l.vars)
+	l.vars = append(l.vars, envVar{name, value, secret})
+}
+
+func (l *envList) lookup(name string) (string, bool) {
+	i, ok := l.index[name]
+	if !ok {
+		return "", false
+	}
+	return l.vars[i].value, true
+}
+
+// environment mirrors kubelet_pods.go makeEnvironmentVariables: envFrom
+// sources first (configMap / secret data, with prefix), then env in order
+// ($(VAR) expanded against what is defined so far; valueFrom resolved).
+// Missing non-optional configMaps, secrets and keys give the kubelet's
+// errors. With lenient set, errors are skipped (used by SecretEnvNames).
+//
+// enableServiceLinks: the kubelet adds <SVC>_SERVICE_HOST/... variables for
+// the Services of the namespace. podstep has no Services (and a standalone
+// kubelet has none either: the traces send no env), so none are added.
+func environment(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o Options, lenient bool) (*envList, error) {
+	env := &envList{}
+	src := in.Env
+	fail := func(err error) error {
+		if lenient {
+			return nil
+		}
+		return err
+	}
+	getCM := func(name string) (*corev1.ConfigMap, bool) {
+		if src == nil {
+			return nil, false
+		}
+		return src.ConfigMap(pod.Namespace, name)
+	}
+	getSecret := func(name string) (*corev1.Secret, bool) {
+		if src == nil {
+			return nil, false
+		}
+		return src.Secret(pod.Namespace, name)
+	}
+	for _, ef := range c.EnvFrom {
+		switch {
+		case ef.ConfigMapRef != nil:
+			cm, ok := getCM(ef.ConfigMapRef.Name)
+			if !ok {
+				if isTrue(ef.ConfigMapRef.Optional) {
+					continue
+				}
+				if err := fail(configErrorf("configmap %q not found", ef.ConfigMapRef.Name)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			for _, k := range sortedKeys(cm.Data) {
+				env.set(ef.Prefix+k, cm.Data[k], false)
+			}
+		case ef.SecretRef != nil:
+			s, ok := getSecret(ef.SecretRef.Name)
+			if !ok {
+				if isTrue(ef.SecretRef.Optional) {
+					continue
+				}
+				if err := fail(configErrorf("secret %q not found", ef.SecretRef.Name)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			for _, k := range sortedKeys(secretData(s)) {
+				env.set(ef.Prefix+k, secretData(s)[k], true)
+			}
+		}
+	}
+	for _, ev := range c.Env {
+		val, secret := ev.Value, false
+		if val != "" {
+			val = Expand(val, env.lookup)
+		} else if vf := ev.ValueFrom; vf != nil {
+			var err error
+			switch {
+			case vf.FieldRef != nil:
+				val, err = fieldRefValue(vf.FieldRef, pod, in, o)
+			case vf.ResourceFieldRef != nil:
+				val, err = resourceFieldRefValue(vf.ResourceFieldRef, pod, c)
+			case vf.ConfigMapKeyRef != nil:
+				ref := vf.ConfigMapKeyRef
+				cm, ok := getCM(ref.Name)
+				if !ok {
+					if isTrue(ref.Optional) {
+						continue
+					}
+					err = configErrorf("configmap %q not found", ref.Name)
+					break
+				}
+				v, ok := cm.Data[ref.Key]
+				if !ok {
+					if isTrue(ref.Optional) {
+						continue
+					}
+					err = configErrorf("couldn't find key %v in ConfigMap %v/%v", ref.Key, pod.Namespace, ref.Name)
+					break
+				}
+				val = v
+			case vf.SecretKeyRef != nil:
+				ref := vf.SecretKeyRef
+				s, ok := getSecret(ref.Name)
+				if !ok {
+					if isTrue(ref.Optional) {
+						continue
+					}
+					err = configErrorf("secret %q not found", ref.Name)
+					break
+				}
+				v, ok := secretData(s)[ref.Key]
+				if !ok {
+					if isTrue(ref.Optional) {
+						continue
+					}
+					err = configErrorf("couldn't find key %v in Secret %v/%v", ref.Key, pod.Namespace, ref.Name)
+					break
+				}
+				val, secret = v, true
+			}
+			if err != nil {
+				if err = fail(err); err != nil {
+					return nil, err
+				}
+				continue
+			}
+		}
+		env.set(ev.Name, val, secret)
+	}
+	return env, nil
+}
+
+// SecretEnvNames lists the container's env var names whose values come from
+// Secrets (secretKeyRef, envFrom secretRef), in the order ContainerConfig
+// sends them; podstep redacts their values in its output. Missing sources are
+// skipped.
+func SecretEnvNames(pod *corev1.Pod, c *corev1.Container, src EnvSource) []string {
+	env, _ := environment(pod, c, ContainerInput{Container: c, Env: src}, Options{}, true)
+	var out []string
+	for _, v := range env.vars {
+		if v.secret {
+			out = append(out, v.name)
+		}
+	}
+	return out
+}
+
+// secretData merges stringData over data (the API server does this on write;
+// manifests given to podstep may still carry stringData).
+func secretData(s *corev1.Secret) map[string]string {
+	m := make(map[string]string, len(s.Data)+len(s.StringData))
+	for k, v := range s.Data {
+		m[k] = string(v)
+	}
+	for k, v := range s.StringData {
+		m[k] = v
+	}
+	return m
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// fieldRefValue mirrors kubelet_pods.go podFieldSelectorRuntimeValue and
+// pkg/fieldpath ExtractFieldPathAsString.
+func fieldRefValue(fs *corev1.ObjectFieldSelector, pod *corev1.Pod, in ContainerInput, o Options) (string, error) {
+	if fs.APIVersion != "" && fs.APIVersion != "v1" {
+		return "", configErrorf("unsupported pod version: %s", fs.APIVersion)
+	}
+	p := fs.FieldPath
+	switch p {
+	case "spec.nodeName":
+		if pod.Spec.NodeName != "" {
+			return pod.Spec.NodeName, nil
+		}
+		return o.NodeName, nil
+	case "spec.serviceAccountName":
+		return pod.Spec.ServiceAccountName, nil
+	case "status.hostIP":
+		return pod.Status.HostIP, nil
+	case "status.hostIPs":
+		ips := make([]string, 0, len(pod.Status.HostIPs))
+		for _, ip := range pod.Status.HostIPs {
+			ips = append(ips, ip.IP)
+		}
+		return strings.Join(ips, ","), nil
+	case "status.podIP":
+		return in.PodIP, nil
+	case "status.podIPs":
+		return strings.Join(in.PodIPs, ","), nil
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	case "metadata.labels":
+		return formatMap(pod.Labels), nil
+	case "metadata.annotations":
+		return formatMap(podAnnotations(pod, o)), nil
+	}
+	if key, ok := subscript(p, "metadata.labels"); ok {
+		return pod.Labels[key], nil
+	}
+	if key, ok := subscript(p, "metadata.annotations"); ok {
+		return podAnnotations(pod, o)[key], nil
+	}
+	return "", configErrorf("field label not supported: %s", p)
+}
+
+// subscript parses "<prefix>['key']".
+func subscript(p, prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, prefix+"['")
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(rest, "']")
+}
+
+// formatMap is pkg/fieldpath FormatMap: sorted key="value" lines.
+func formatMap(m map[string]string) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%v=%q", k, m[k])
+	}
+	return b.String()
+}
+
+// resourceFieldRefValue mirrors containerResourceRuntimeValue with the
+// kubelet's defaultPodLimitsForDownwardAPI: a missing cpu/memory limit is the
+// node's allocatable (approximated by NodeCPUCapacity/NodeMemoryCapacity).
+func resourceFieldRefValue(fs *corev1.ResourceFieldSelector, pod *corev1.Pod, c *corev1.Container) (string, error) {
+	target := c
+	if fs.ContainerName != "" && fs.ContainerName != c.Name {
+		target = nil
+		for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+			for i := range list {
+				if list[i].Name == fs.ContainerName {
+					target = &list[i]
+				}
+			}
+		}
+		if target == nil {
+			return "", configErrorf("container %s not found", fs.ContainerName)
+		}
+	}
+	limits := corev1.ResourceList{}
+	for k, v := range target.Resources.Limits {
+		limits[k] = v
+	}
+	if _, ok := limits[corev1.ResourceCPU]; !ok {
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(NodeCPUCapacity, resource.DecimalSI)
+	}
+	if _, ok := limits[corev1.ResourceMemory]; !ok {
+		limits[corev1.ResourceMemory] = *resource.NewQuantity(NodeMemoryCapacity, resource.BinarySI)
+	}
+	requests := defaultRequests(target.Resources.Requests, target.Resources.Limits)
+	divisor := fs.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	var list corev1.ResourceList
+	name := ""
+	if n, ok := strings.CutPrefix(fs.Resource, "limits."); ok {
+		list, name = limits, n
+	} else if n, ok := strings.CutPrefix(fs.Resource, "requests."); ok {
+		list, name = requests, n
+	}
+	switch {
+	case name == "cpu":
+		q := list[corev1.ResourceCPU]
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	case name == "memory" || name == "ephemeral-storage" || strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
+		q := list[corev1.ResourceName(name)]
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	}
+	return "", configErrorf("unsupported container resource : %v", fs.Resource)
+}
+
+// Expand replaces $(VAR) references in s like the kubelet's
+// third_party/forked/golang/expansion Expand: "$$" is an escaped "$", a
+// reference to an undefined variable (lookup false) is left as "$(VAR)", an
+// unterminated "$(" and any other "$x" are copied as is.
+func Expand(s string, lookup func(string) (string, bool)) string {
+	var b strings.Builder
+	checkpoint := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			continue
+		}
+		b.WriteString(s[checkpoint:i])
+		next := s[i+1]
+		advance := 1
+		switch next {
+		case '$':
+			b.WriteByte('$')
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString("$(")
+				break
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := lookup(name); ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString("$(" + name + ")")
+			}
+			advance = end + 2
+		default:
+			b.WriteByte('$')
+			b.WriteByte(next)
+		}
+		i += advance
+		checkpoint = i + 1
+	}
+	return b.String() + s[checkpoint:]
+}

@@ -1,0 +1,101 @@
+package podcfg
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Options are the node/kubelet settings that shape the configs. They stand for
+// the kubelet's flags and config file (--root-dir, podLogsDir,
+// --cgroup-driver, --cgroups-per-qos, --cgroup-root,
+// --cluster-dns, --cluster-domain, --resolv-conf).
+type Options struct {
+	RootDir       string            // kubelet root dir (pods/<uid>/... lives here)
+	LogDir        string            // pod logs root, e.g. /var/log/pods
+	NodeName      string            // used for spec.nodeName when the pod has none
+	CgroupDriver  string            // "cgroupfs" or "systemd"
+	CgroupsPerQOS bool              // when false, cgroup_parent is empty (as in the simple trace)
+	CgroupRoot    string            // default "/"
+	ClusterDNS    []string          // kubelet --cluster-dns
+	ClusterDomain string            // kubelet --cluster-domain
+	ResolvConf    string            // host resolv.conf path, default /etc/resolv.conf
+	ExtraLabels   map[string]string // added to sandbox and container labels (podstep adds "podstep.dev/managed": "true")
+	Seen          time.Time         // kubernetes.io/config.seen; the zero time means now
+}
+
+func (o Options) logDir() string {
+	if o.LogDir == "" {
+		return "/var/log/pods"
+	}
+	return o.LogDir
+}
+
+func (o Options) rootDir() string {
+	if o.RootDir == "" {
+		return "/var/lib/kubelet"
+	}
+	return o.RootDir
+}
+
+func (o Options) resolvConf() string {
+	if o.ResolvConf == "" {
+		return "/etc/resolv.conf"
+	}
+	return o.ResolvConf
+}
+
+// Warning is a kubelet event the config generation records (e.g.
+// MissingClusterDNS, DNSConfigForming), with the kubelet's reason and message.
+type Warning struct{ Reason, Message string }
+
+// ContainerInput is what the kubelet knows when it generates a container config
+// (the arguments of generateContainerConfig plus what GenerateRunContainerOptions
+// and getImageUser look up).
+type ContainerInput struct {
+	Container    *corev1.Container
+	Init         bool // an init container (regular or sidecar)
+	RestartCount int  // metadata.attempt, log file <name>/<RestartCount>.log
+	// ImageRef is the image ID from ImageStatus (sha256:...), sent as image.image.
+	ImageRef string
+	// ImageUser is the image's user from ImageStatus: a numeric uid or a user
+	// name. "" means the image sets no user, which the kubelet treats as root
+	// (uid 0, hence run_as_user {} in the trace).
+	ImageUser string
+	// PodIP / PodIPs are the sandbox's IPs (PodSandboxStatus). The kubelet
+	// mounts /etc/hosts only when the pod has at least one IP.
+	PodIP  string
+	PodIPs []string
+	// VolumeHostPaths maps a volume name to its host path (from the volumes stage).
+	VolumeHostPaths map[string]string
+	// TerminationLogPath is the host file for terminationMessagePath
+	// (<root>/pods/<uid>/containers/<name>/<TerminationLogName()>), created by
+	// the caller. "" means no termination-log mount.
+	TerminationLogPath string
+	// EtcHostsPath is <root>/pods/<uid>/etc-hosts, or "" when the caller does
+	// not manage /etc/hosts (podstep passes "" for hostNetwork pods; a kubelet
+	// would mount a copy of the node's /etc/hosts there).
+	EtcHostsPath string
+	// Env resolves configMap/secret references; may be nil (then every
+	// reference is "not found").
+	Env EnvSource
+}
+
+// EnvSource gives the ConfigMaps and Secrets the kubelet would get from its
+// configmap/secret managers.
+type EnvSource interface {
+	ConfigMap(namespace, name string) (*corev1.ConfigMap, bool)
+	Secret(namespace, name string) (*corev1.Secret, bool)
+}
+
+// ConfigError is CreateContainerConfigError: a missing configmap/secret/key, a
+// bad field reference, runAsNonRoot violations... Msg is the kubelet's message
+// (the pod's container status message and the "Error: <Msg>" Failed event).
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+func configErrorf(format string, args ...any) error {
+	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
+}
