@@ -20,12 +20,12 @@ const ImageSize = 4_404_019
 const imageFsMountpoint = "/var/lib/podstep-sim/io.containerd.snapshotter.v1.overlayfs"
 
 // preloadedImages are present in a new store, mirroring the images the test
-// containerd harness imports offline. Any other reference containing
-// "busybox" or "pause" is preloaded too, materialized on first lookup.
+// containerd harness (hack/containerd-up.sh) imports offline. Any other
+// reference containing "busybox" or "pause" is preloaded too, materialized
+// on first lookup.
 var preloadedImages = []string{
-	"docker.io/library/busybox:1.36",
-	"docker.io/library/busybox:latest",
-	"registry.k8s.io/pause:3.10",
+	"docker.io/library/busybox:1.35",
+	"podstep.local/pause:1.0",
 }
 
 // image is one image in the simulated store.
