@@ -1,0 +1,186 @@
+package manifest
+
+import (
+	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Supported object kinds. Every document must have apiVersion v1 and one of
+// these kinds.
+const (
+	KindPod       = "Pod"
+	KindSecret    = "Secret"
+	KindConfigMap = "ConfigMap"
+	KindNode      = "Node"
+)
+
+// StdinName is the file name shown for a manifest read from standard input
+// (path "-").
+const StdinName = "<stdin>"
+
+// Bundle is one manifest file, decoded, defaulted and validated.
+type Bundle struct {
+	// File is the path as given to Load; "-" (stdin) is shown as "<stdin>".
+	File string
+	// Pod is the one Pod of the file, with API server defaults applied and
+	// a UID set (see PodUID).
+	Pod *corev1.Pod
+	// Secrets holds the Secrets of the file, keyed "namespace/name".
+	Secrets map[string]*corev1.Secret
+	// ConfigMaps holds the ConfigMaps of the file, keyed "namespace/name".
+	ConfigMaps map[string]*corev1.ConfigMap
+	// Node is the Node of the file; nil when the file has none.
+	Node *corev1.Node
+	// Digest is the hex sha256 of the raw file bytes.
+	Digest string
+}
+
+// Secret returns the Secret namespace/name of the bundle, if the file has it.
+func (b *Bundle) Secret(namespace, name string) (*corev1.Secret, bool) {
+	s, ok := b.Secrets[namespace+"/"+name]
+	return s, ok
+}
+
+// ConfigMap returns the ConfigMap namespace/name of the bundle, if the file
+// has it.
+func (b *Bundle) ConfigMap(namespace, name string) (*corev1.ConfigMap, bool) {
+	c, ok := b.ConfigMaps[namespace+"/"+name]
+	return c, ok
+}
+
+// Error is a bad-input error: one clear message naming file, document, field
+// path, what is wrong and what is expected.
+type Error struct {
+	// File is the file name as given ("<stdin>" for standard input).
+	File string
+	// Doc is the 1-based number of the document (empty documents are not
+	// counted); 0 means the error concerns the whole file.
+	Doc int
+	// Kind and Name identify the object of the document, when known.
+	Kind, Name string
+	// Field is the field path within the object, such as
+	// "spec.containers[0].image"; empty when the error is not about a field.
+	Field string
+	// Msg says what is wrong and what is expected.
+	Msg string
+}
+
+// Error formats the error as
+//
+//	FILE: document N (KIND "NAME"): FIELD: MSG
+//
+// leaving out the parts that are unknown or do not apply.
+func (e *Error) Error() string {
+	var sb strings.Builder
+	if e.File != "" {
+		sb.WriteString(e.File)
+		sb.WriteString(": ")
+	}
+	if e.Doc > 0 {
+		fmt.Fprintf(&sb, "document %d", e.Doc)
+		switch {
+		case e.Kind != "" && e.Name != "":
+			fmt.Fprintf(&sb, " (%s %q)", e.Kind, e.Name)
+		case e.Kind != "":
+			fmt.Fprintf(&sb, " (%s)", e.Kind)
+		}
+		sb.WriteString(": ")
+	}
+	if e.Field != "" {
+		sb.WriteString(e.Field)
+		sb.WriteString(": ")
+	}
+	sb.WriteString(e.Msg)
+	return sb.String()
+}
+
+// Load reads the manifest file at path ("-" reads standard input) and parses
+// it with Parse. A file that cannot be read is reported as an *Error too.
+func Load(path string) (*Bundle, error) {
+	var (
+		data []byte
+		err  error
+		file = path
+	)
+	if path == "-" {
+		file = StdinName
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &Error{File: file, Msg: fmt.Sprintf("cannot read the manifest: %v; expected a readable YAML file (or - for standard input)", err)}
+	}
+	return Parse(file, data)
+}
+
+// Parse decodes, defaults and validates the manifest data; file is the name
+// used in the Bundle and in error messages ("-" is shown as "<stdin>").
+//
+// Defaults applied, as the API server would (pkg/apis/core/v1/defaults.go):
+//
+//   - metadata.namespace "default" on every object that has none (as kubectl
+//     would with no -n; Secrets and ConfigMaps do not inherit the Pod's);
+//   - Pod: restartPolicy Always, dnsPolicy ClusterFirst, schedulerName
+//     default-scheduler, terminationGracePeriodSeconds 30, an empty
+//     securityContext, enableServiceLinks true; with hostNetwork, hostPort
+//     defaults to containerPort;
+//   - every container (init containers too): imagePullPolicy Always when the
+//     image tag is "latest" or the image has neither tag nor digest, else
+//     IfNotPresent; terminationMessagePath /dev/termination-log;
+//     terminationMessagePolicy File; port protocol TCP; requests defaulted
+//     from limits for resources with a limit and no request; probe timeouts,
+//     periods and thresholds (1s, 10s, 1, 3); httpGet path "/" and scheme
+//     HTTP; fieldRef apiVersion v1;
+//   - volumes: emptyDir when no source is set; configMap, secret,
+//     downwardAPI and projected defaultMode 0644; hostPath type "";
+//     serviceAccountToken expirationSeconds 3600;
+//   - Secret: type Opaque, stringData merged into data (stringData wins) and
+//     then cleared;
+//   - Node: status.allocatable copied from status.capacity when unset;
+//   - Pod metadata.uid: see PodUID.
+//
+// Any problem is returned as an *Error.
+func Parse(file string, data []byte) (*Bundle, error) {
+	if file == "-" {
+		file = StdinName
+	}
+	sum := sha256.Sum256(data)
+	b := &Bundle{
+		File:       file,
+		Secrets:    map[string]*corev1.Secret{},
+		ConfigMaps: map[string]*corev1.ConfigMap{},
+		Digest:     hex.EncodeToString(sum[:]),
+	}
+	p := &parser{file: file, bundle: b}
+	if err := p.parse(data); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// PodUID returns the UID podstep gives a Pod that has no metadata.uid: the
+// hex md5 of the raw bytes of its YAML document (32 hex characters, the same
+// shape as the UIDs the kubelet gives static pods from its file source,
+// which hashes the pod object in pkg/kubelet/config/common.go
+// applyDefaults). The same document always gets the same UID, so repeated
+// runs and cleanup find the same sandbox; any change to the document gives a
+// different UID.
+func PodUID(rawDoc []byte) types.UID {
+	sum := md5.Sum(rawDoc)
+	return types.UID(hex.EncodeToString(sum[:]))
+}
