@@ -114,3 +114,12 @@ func (f fakeEnv) Secret(ns, name string) (*corev1.Secret, bool) {
 	s, ok := f.secrets[ns+"/"+name]
 	return s, ok
 }
+
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
