@@ -95,11 +95,15 @@ type header struct {
 func (p *parser) parse(data []byte) error {
 	p.seen = map[string]int{}
 	for _, d := range splitDocuments(data) {
-		js, err := yaml.YAMLToJSON(d.data)
+		js, err := yaml.YAMLToJSONStrict(d.data)
 		if err != nil {
 			p.doc++
 			p.kind, p.name = "", ""
-			return p.errf("", "invalid YAML: %s; expected well-formed YAML (indent with spaces, not tabs)", yamlMessage(err, d.line))
+			msg := yamlMessage(err, d.line)
+			if strings.Contains(msg, "already set in map") {
+				return p.errf("", "invalid YAML: %s; expected each key at most once per mapping", msg)
+			}
+			return p.errf("", "invalid YAML: %s; expected well-formed YAML (indent with spaces, not tabs)", msg)
 		}
 		js = bytes.TrimSpace(js)
 		if bytes.Equal(js, []byte("null")) {
@@ -124,7 +128,8 @@ func yamlMessage(err error, firstLine int) string {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
-	msg = strings.ReplaceAll(msg, "\n", " ")
+	msg = strings.TrimPrefix(msg, "unmarshal errors:")
+	msg = strings.Join(strings.Fields(msg), " ")
 	return yamlLineRE.ReplaceAllStringFunc(msg, func(s string) string {
 		n, _ := strconv.Atoi(strings.TrimPrefix(s, "line "))
 		return "line " + strconv.Itoa(n+firstLine-1)
@@ -465,8 +470,14 @@ func decodeMessage(t reflect.Type, raw []byte, err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		msg := fmt.Sprintf("wrong type: got %s; expected %s", got, describeType(t))
-		if t.Kind() == reflect.String && len(raw) > 0 && raw[0] != '{' && raw[0] != '[' && raw[0] != 'n' {
-			msg += fmt.Sprintf(" (quote the value to make it a string: \"%s\")", raw)
+		if t.Kind() == reflect.String && len(raw) > 0 {
+			switch raw[0] {
+			case 't', 'f':
+				msg += " (quote the value to make it a string: unquoted yes/no, on/off, y/n and true/false are booleans in YAML)"
+			case '{', '[', 'n', '"':
+			default:
+				msg += fmt.Sprintf(" (quote the value to make it a string: \"%s\")", raw)
+			}
 		}
 		return msg
 	}
