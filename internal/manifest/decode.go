@@ -73,7 +73,6 @@ type parser struct {
 	kind   string // kind of the current document
 	name   string // name of the current document
 	podDoc int    // document of the Pod, 0 until seen
-	podRaw []byte
 	nodeAt int // document of the Node, 0 until seen
 	seen   map[string]int
 }
@@ -180,7 +179,6 @@ func (p *parser) document(raw, js []byte) error {
 			return err
 		}
 		p.podDoc = p.doc
-		p.podRaw = raw
 		setPodDefaults(pod, raw)
 		if e := validatePod(pod); e != nil {
 			return p.errf(e.field, "%s", e.msg)

@@ -265,7 +265,7 @@ func validatePorts(c *corev1.Container, f string, hostNetwork bool) *fieldErr {
 	return nil
 }
 
-// validHostPort records a host port in use, to find conflicts.
+// hostPortKey identifies a host port in use, to find conflicts.
 type hostPortKey struct {
 	ip    string
 	port  int32
