@@ -73,7 +73,7 @@ type parser struct {
 	kind   string // kind of the current document
 	name   string // name of the current document
 	podDoc int    // document of the Pod, 0 until seen
-	nodeAt int // document of the Node, 0 until seen
+	nodeAt int    // document of the Node, 0 until seen
 	seen   map[string]int
 }
 
