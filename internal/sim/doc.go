@@ -53,8 +53,9 @@
 //
 // Pod annotations reach the runtime in PodSandboxConfig.annotations
 // (RunPodSandbox, and again in the sandbox config of PullImage and
-// CreateContainer requests), so a manifest can make the simulator fail in
-// the ways a real node does. A real runtime ignores these annotations.
+// CreateContainer requests) and in ImageSpec.annotations (ImageStatus,
+// PullImage), so a manifest can make the simulator fail in the ways a real
+// node does. A real runtime ignores these annotations.
 // CONTAINER is a container name (init, regular or ephemeral), METHOD a CRI
 // method name such as PullImage or CreateContainer.
 //

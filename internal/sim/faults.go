@@ -112,23 +112,44 @@ func (s *service) liveAnnotations() map[string]string {
 }
 
 // requestAnnotations finds the pod annotations relevant to a request: from
-// the sandbox config it carries, the sandbox or container it names, or
-// else from all live sandboxes.
+// the sandbox config it carries, the pod annotations the kubelet copies
+// into an ImageSpec, the sandbox or container it names, or else from all
+// live sandboxes.
 func (s *service) requestAnnotations(req any) map[string]string {
-	type sandboxConfigured interface {
-		GetSandboxConfig() *runtimeapi.PodSandboxConfig
-	}
-	type sandboxNamed interface{ GetPodSandboxId() string }
-	type containerNamed interface{ GetContainerId() string }
-
-	if r, ok := req.(*runtimeapi.RunPodSandboxRequest); ok {
-		return r.GetConfig().GetAnnotations()
-	}
-	if r, ok := req.(sandboxConfigured); ok && r.GetSandboxConfig() != nil {
-		return r.GetSandboxConfig().GetAnnotations()
+	if ann, ok := carriedAnnotations(req); ok {
+		return ann
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.lockedRequestAnnotations(req)
+}
+
+// carriedAnnotations returns the pod annotations a request carries itself:
+// its sandbox config's, or those of its ImageSpec.
+func carriedAnnotations(req any) (map[string]string, bool) {
+	type sandboxConfigured interface {
+		GetSandboxConfig() *runtimeapi.PodSandboxConfig
+	}
+	type imageNamed interface {
+		GetImage() *runtimeapi.ImageSpec
+	}
+	if r, ok := req.(*runtimeapi.RunPodSandboxRequest); ok {
+		return r.GetConfig().GetAnnotations(), true
+	}
+	if r, ok := req.(sandboxConfigured); ok && r.GetSandboxConfig() != nil {
+		return r.GetSandboxConfig().GetAnnotations(), true
+	}
+	if r, ok := req.(imageNamed); ok && len(r.GetImage().GetAnnotations()) > 0 {
+		return r.GetImage().GetAnnotations(), true
+	}
+	return nil, false
+}
+
+// lockedRequestAnnotations is requestAnnotations for a request that
+// carries no annotations itself. Callers hold s.mu.
+func (s *service) lockedRequestAnnotations(req any) map[string]string {
+	type sandboxNamed interface{ GetPodSandboxId() string }
+	type containerNamed interface{ GetContainerId() string }
 	if r, ok := req.(containerNamed); ok {
 		if c := s.containers[r.GetContainerId()]; c != nil {
 			return c.faults

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -171,6 +172,14 @@ func (s *service) lookupImage(ref string) *image {
 	if img, ok := s.images[imageID(norm)]; ok {
 		return img
 	}
+	if strings.Contains(norm, "@") {
+		// A repo digest the store reported (a container's image_ref).
+		for _, img := range s.images {
+			if slices.Contains(img.repoDigests, norm) {
+				return img
+			}
+		}
+	}
 	if isPreloaded(norm) && !s.absent[norm] {
 		return s.addImage(norm, false)
 	}
@@ -225,6 +234,7 @@ func (s *service) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequ
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.markMissing(req.GetImage().GetAnnotations())
 	resp := &runtimeapi.ImageStatusResponse{}
 	if img := s.lookupImage(ref); img != nil {
 		resp.Image = img.proto()
@@ -242,9 +252,9 @@ func (s *service) PullImage(_ context.Context, req *runtimeapi.PullImageRequest)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ann := req.GetSandboxConfig().GetAnnotations()
-	if req.GetSandboxConfig() == nil {
-		ann = s.liveAnnotations()
+	ann, ok := carriedAnnotations(req)
+	if !ok {
+		ann = s.lockedRequestAnnotations(req)
 	}
 	s.markMissing(ann)
 	if msg, ok := pullFault(ann, ref); ok {

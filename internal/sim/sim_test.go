@@ -485,6 +485,17 @@ func TestFaults(t *testing.T) {
 					e.t.Error(err)
 				}
 			}},
+		{"faults from ImageSpec annotations", map[string]string{AnnotationMissingImage: "busybox:1.35", AnnotationPullError: "busybox:1.35=denied"},
+			func(e *env, sbCfg *runtimeapi.PodSandboxConfig) {
+				// The kubelet copies pod annotations into the ImageSpec; no sandbox yet.
+				spec := &runtimeapi.ImageSpec{Image: "busybox:1.35", Annotations: sbCfg.Annotations}
+				is, err := e.im.ImageStatus(e.ctx, &runtimeapi.ImageStatusRequest{Image: spec})
+				if err != nil || is.GetImage() != nil {
+					e.t.Fatalf("ImageStatus = %v, %v; want absent", is, err)
+				}
+				_, err = e.im.PullImage(e.ctx, &runtimeapi.PullImageRequest{Image: spec})
+				wantCode(e.t, err, codes.Unknown, `failed to pull and unpack image "docker.io/library/busybox:1.35": denied`)
+			}},
 		{"missing-image", map[string]string{AnnotationMissingImage: "busybox:1.35"},
 			func(e *env, sbCfg *runtimeapi.PodSandboxConfig) {
 				// Looked up before the pod exists: preloaded.
@@ -810,6 +821,9 @@ func TestImages(t *testing.T) {
 	}
 	if got := status("docker.io/library/busybox:1.35"); got == nil || got.Id != bb.Id {
 		t.Errorf("ImageStatus by normalized name = %v", got)
+	}
+	if got := status(bb.RepoDigests[0]); got == nil || got.Id != bb.Id {
+		t.Errorf("ImageStatus by repo digest = %v", got)
 	}
 	if status("registry.k8s.io/pause:3.10") == nil {
 		t.Error("pause not preloaded")
