@@ -55,7 +55,7 @@ type Warning struct{ Reason, Message string }
 // and getImageUser look up).
 type ContainerInput struct {
 	Container    *corev1.Container
-	Init         bool // an init container (regular or sidecar)
+	Init         bool // an init container (regular or sidecar); informational, the kubelet builds the same config
 	RestartCount int  // metadata.attempt, log file <name>/<RestartCount>.log
 	// ImageRef is the image ID from ImageStatus (sha256:...), sent as image.image.
 	ImageRef string

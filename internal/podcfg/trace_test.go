@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"google.golang.org/protobuf/proto"
 )
 
@@ -153,5 +155,55 @@ func eq(t *testing.T, what string, got, want any) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s = %#v, want %#v", what, got, want)
+	}
+}
+
+// TestMatchesKubeletInitTrace checks init.calls.txt: the init container gets
+// the same kind of config as a regular one (its own hash, log path, mounts).
+func TestMatchesKubeletInitTrace(t *testing.T) {
+	pod := loadPod(t, "init.yaml")
+	pod.Name, pod.UID = "init-kref-node", "a737085854bbd31c81806baaf3b9834e"
+	o := traceOptions(t, false)
+	o.RootDir = traceKRef + "/kubelet-root"
+	sb, _, err := SandboxConfig(pod, 0, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "log_directory", sb.LogDirectory, "/var/log/pods/default_init-kref-node_a737085854bbd31c81806baaf3b9834e")
+	eq(t, "labels", sb.Labels, map[string]string{
+		"app": "init", "io.kubernetes.pod.name": "init-kref-node",
+		"io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": "a737085854bbd31c81806baaf3b9834e",
+	})
+	podDir := filepath.Join(o.RootDir, "pods", string(pod.UID))
+	for _, tc := range []struct {
+		c             *corev1.Container
+		init          bool
+		hash, termLog string
+		cmd           []string
+	}{
+		{&pod.Spec.InitContainers[0], true, "a6e2928c", "97548470", []string{"sh", "-c", "echo init; exit 0"}},
+		{&pod.Spec.Containers[0], false, "85580d84", "826248dd", []string{"sleep", "3600"}},
+	} {
+		cc, err := ContainerConfig(pod, sb, ContainerInput{
+			Container: tc.c, Init: tc.init, ImageRef: traceImageID, PodIPs: []string{"10.88.90.3"},
+			TerminationLogPath: filepath.Join(podDir, "containers", tc.c.Name, tc.termLog),
+			EtcHostsPath:       filepath.Join(podDir, "etc-hosts"),
+		}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, tc.c.Name+" hash", cc.Annotations["io.kubernetes.container.hash"], tc.hash)
+		eq(t, tc.c.Name+" command", cc.Command, tc.cmd)
+		eq(t, tc.c.Name+" log_path", cc.LogPath, tc.c.Name+"/0.log")
+		eq(t, tc.c.Name+" mounts", []string{cc.Mounts[0].HostPath, cc.Mounts[1].HostPath}, []string{
+			"/kref/kubelet-root/pods/a737085854bbd31c81806baaf3b9834e/etc-hosts",
+			"/kref/kubelet-root/pods/a737085854bbd31c81806baaf3b9834e/containers/" + tc.c.Name + "/" + tc.termLog,
+		})
+		eq(t, tc.c.Name+" labels", cc.Labels, map[string]string{
+			"io.kubernetes.container.name": tc.c.Name, "io.kubernetes.pod.name": "init-kref-node",
+			"io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": "a737085854bbd31c81806baaf3b9834e",
+		})
+		eq(t, tc.c.Name+" resources", jsonOf(t, cc.Linux.Resources),
+			`{"cpu_period":"100000","cpu_shares":"2","oom_score_adj":"1000","hugepage_limits":[{"page_size":"2MB"},{"page_size":"1GB"}]}`)
 	}
 }
