@@ -174,5 +174,5 @@ func (s startStep) run(ctx context.Context, e *Engine) Result {
 	c.startedAt = e.now()
 	e.tracker.Running(s.name, c.startedAt)
 	e.tracker.Record("Normal", "Started", obj, "Started container "+s.name)
-	return ok("container "+shortID(c.id)+" started")
+	return ok("container " + shortID(c.id) + " started")
 }

@@ -123,6 +123,7 @@ func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning
 		cfg.Annotations = map[string]string{}
 	}
 	cfg.Annotations[RootDirAnnotation] = e.opts.Config.RootDir
+	cfg.Annotations[LogDirAnnotation] = cfg.LogDirectory
 	return cfg, warns, nil
 }
 

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podstep/podstep/internal/steps"
+)
+
+func newCleanupCmd(g *globalOptions) *cobra.Command {
+	var grace int64
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Remove every pod sandbox podstep created on the runtime, and its pod and log dirs",
+		Long: `cleanup finds the sandboxes labelled podstep.dev/managed=true on the chosen runtime,
+stops and removes their containers, stops and removes the sandboxes, and removes the pod
+data and log directories recorded on them. Pods of a kubelet sharing the runtime are
+never touched.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.sim {
+				return usageErr("cleanup: the simulated runtime lives only while podstep runs; there is nothing to clean")
+			}
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer c.stop()
+			if c.info.Simulated {
+				return runtimeErr(fmt.Errorf("cleanup: no runtime answered (%s); name one with -r", c.info.Why))
+			}
+			done, err := steps.Cleanup(cmd.Context(), c.client, grace)
+			if err != nil {
+				return runtimeErr(err)
+			}
+			w := cmd.OutOrStdout()
+			if len(done) == 0 {
+				fmt.Fprintf(w, "nothing to clean on %s\n", c.info.Endpoint)
+				return nil
+			}
+			failed := 0
+			for _, d := range done {
+				if d.Err != nil {
+					failed++
+					fmt.Fprintf(w, "✗ pod %s sandbox %.13s: %v\n", d.Pod, d.SandboxID, d.Err)
+					continue
+				}
+				fmt.Fprintf(w, "✓ pod %s: removed sandbox %.13s, %d container(s), %d dir(s)\n", d.Pod, d.SandboxID, d.Containers, len(d.Dirs))
+			}
+			if failed > 0 {
+				return runtimeErr(fmt.Errorf("cleanup: %d of %d sandboxes not fully removed", failed, len(done)))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&grace, "grace-period", 2, "seconds StopContainer waits before SIGKILL")
+	return cmd
+}

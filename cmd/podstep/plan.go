@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+func newPlanCmd(g *globalOptions) *cobra.Command {
+	o := &runOptions{}
+	var crictlDir string
+	var output string
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE",
+		Short: "Print the ordered steps and every CRI request they would send, contacting no runtime",
+		Long: `plan prints the steps podstep would take for the pod, in the kubelet's order, each with
+the kubelet function it mirrors and the CRI requests (YAML) it would send. IDs that only
+the runtime can give (sandbox and container IDs, the pod IP, image IDs) are shown as
+placeholders. No runtime is contacted and nothing is created.
+
+--crictl DIR writes pod-config.json and one <container>-container-config.json per
+container in the form crictl runp / crictl create accept, to replay a step by hand:
+  crictl runp DIR/pod-config.json
+  crictl create <POD-ID> DIR/<name>-container-config.json DIR/pod-config.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.file == "" {
+				return usageErr("-f/--filename is required: the pod manifest to plan")
+			}
+			if output != "yaml" && output != "json" {
+				return usageErr("-o/--output %q: expected yaml or json", output)
+			}
+			b, err := loadManifest(cmd, o.file)
+			if err != nil {
+				return err
+			}
+			eng, err := steps.New(b, nil, o.engineOptions(g))
+			if err != nil {
+				return err
+			}
+			if crictlDir != "" {
+				if err := writeCrictl(crictlDir, eng); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote crictl configs to %s\n", crictlDir)
+			}
+			return printPlan(cmd, eng, output)
+		},
+	}
+	addPodFlags(cmd, o)
+	o.gracePeriod = -1
+	cmd.Flags().StringVar(&crictlDir, "crictl", "", "also write crictl-ready JSON configs into this directory")
+	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "yaml (readable, with comments) or json (one object per step)")
+	return cmd
+}
+
+func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
+	w := cmd.OutOrStdout()
+	pod := eng.Pod()
+	if output == "json" {
+		for _, s := range eng.Steps() {
+			var reqs []map[string]any
+			for _, r := range s.Requests {
+				reqs = append(reqs, map[string]any{"method": r.Method, "request": report.ProtoJSON(r.Message)})
+			}
+			b, _ := json.Marshal(map[string]any{"id": s.ID, "stage": s.Stage, "name": s.Name, "title": s.Title,
+				"mirrors": s.Mirrors, "explain": s.Explain, "requests": reqs})
+			fmt.Fprintln(w, string(b))
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "# podstep plan for pod %s/%s (uid %s)\n# no runtime contacted; <...> are values the runtime will give\n", pod.Namespace, pod.Name, pod.UID)
+	var stage steps.Stage
+	for _, s := range eng.Steps() {
+		if s.Stage != stage {
+			stage = s.Stage
+			fmt.Fprintf(w, "\n## stage %s\n", stage)
+		}
+		fmt.Fprintf(w, "\n### %d. %s  [%s]\n# kubelet: %s\n", s.ID, s.Title, s.Name, s.Mirrors)
+		for _, line := range wrap(s.Explain, 96) {
+			fmt.Fprintf(w, "# %s\n", line)
+		}
+		if len(s.Requests) == 0 {
+			fmt.Fprintln(w, "# (no CRI call: the kubelet does this itself)")
+		}
+		for _, r := range s.Requests {
+			y, err := yaml.JSONToYAML(report.ProtoJSON(r.Message))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "%s:\n%s", r.Method, indent(string(y), "  "))
+		}
+	}
+	return nil
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pre + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func wrap(s string, width int) []string {
+	var out []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			out = append(out, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	if line != "" {
+		out = append(out, line)
+	}
+	return out
+}
+
+// writeCrictl writes the sandbox and container configs as crictl reads
+// them: encoding/json of the Go types (crictl decodes with encoding/json,
+// so enums are numbers and int64s plain numbers, unlike protojson).
+func writeCrictl(dir string, eng *steps.Engine) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usageErr("--crictl: %v", err)
+	}
+	write := func(name string, v any) error {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
+	}
+	for _, s := range eng.Steps() {
+		for _, r := range s.Requests {
+			switch m := r.Message.(type) {
+			case *runtimeapi.RunPodSandboxRequest:
+				if err := write("pod-config.json", m.Config); err != nil {
+					return err
+				}
+			case *runtimeapi.CreateContainerRequest:
+				if err := write(m.Config.GetMetadata().GetName()+"-container-config.json", m.Config); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// runOptions are the flags of `podstep run` (and, where shared, `plan`).
+type runOptions struct {
+	file          string
+	auto          bool
+	keep          bool
+	gracePeriod   int64
+	breaks        []string
+	output        string
+	clusterDNS    []string
+	clusterDomain string
+	cgroupDriver  string
+	cgroupsPerQOS bool
+	pollInterval  time.Duration
+	initTimeout   time.Duration
+}
+
+func addPodFlags(cmd *cobra.Command, o *runOptions) {
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "filename", "f", "", "pod manifest (multi-document YAML: one Pod plus its Secrets/ConfigMaps/Node); - reads stdin")
+	f.StringSliceVar(&o.clusterDNS, "cluster-dns", nil, "kubelet --cluster-dns: DNS server IPs for ClusterFirst pods (none: the host's resolv.conf, as the kubelet falls back)")
+	f.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "kubelet --cluster-domain")
+	f.StringVar(&o.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver when the runtime does not report one (cgroupfs or systemd)")
+	f.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
+}
+
+func newRunCmd(g *globalOptions) *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run -f FILE",
+		Short: "Create the pod step by step against a CRI runtime (TUI on a terminal, --auto otherwise)",
+		Example: `  podstep run -f testdata/pods/hello.yaml                # interactive, one keypress per step
+  podstep run --auto -f testdata/pods/hello.yaml         # all steps, one line each
+  podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPod(cmd, g, o)
+		},
+	}
+	addPodFlags(cmd, o)
+	f := cmd.Flags()
+	f.BoolVar(&o.auto, "auto", false, "run every step without stopping (for CI and scripts)")
+	f.BoolVar(&o.keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
+	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds StopContainer waits before SIGKILL at teardown (default: the pod's terminationGracePeriodSeconds)")
+	f.StringSliceVar(&o.breaks, "break", nil, "stop before these stages in the TUI (e.g. sandbox,containers)")
+	f.StringVarP(&o.output, "output", "o", "text", "output of --auto: text or json")
+	f.DurationVar(&o.pollInterval, "poll-interval", 100*time.Millisecond, "how often to ask ContainerStatus while an init container runs (the kubelet's PLEG: 1s)")
+	f.DurationVar(&o.initTimeout, "init-timeout", 5*time.Minute, "how long to wait for one init container to exit")
+	return cmd
+}
+
+// validate checks flags before anything is read or sent.
+func (o *runOptions) validate() error {
+	if o.file == "" {
+		return usageErr("-f/--filename is required: the pod manifest to run")
+	}
+	if o.output != "text" && o.output != "json" {
+		return usageErr("-o/--output %q: expected text or json", o.output)
+	}
+	for _, b := range o.breaks {
+		if _, ok := steps.ParseStage(b); !ok {
+			return usageErr("--break %q: expected one of %s", b, stageNames())
+		}
+	}
+	if o.cgroupDriver != "cgroupfs" && o.cgroupDriver != "systemd" {
+		return usageErr("--cgroup-driver %q: expected cgroupfs or systemd", o.cgroupDriver)
+	}
+	return nil
+}
+
+func stageNames() string {
+	var s []string
+	for _, st := range steps.Stages {
+		s = append(s, string(st))
+	}
+	return strings.Join(s, ", ")
+}
+
+// loadManifest reads the manifest (stdin for "-").
+func loadManifest(cmd *cobra.Command, file string) (*manifest.Bundle, error) {
+	if file == "-" {
+		data, err := io.ReadAll(cmd.InOrStdin())
+		if err != nil {
+			return nil, usageErr("read stdin: %v", err)
+		}
+		return manifest.Parse("<stdin>", data)
+	}
+	return manifest.Load(file)
+}
+
+func (o *runOptions) configOptions(g *globalOptions) podcfg.Options {
+	node, _ := os.Hostname()
+	return podcfg.Options{
+		RootDir: g.rootDir, LogDir: g.logDir, NodeName: strings.ToLower(node),
+		CgroupDriver: o.cgroupDriver, CgroupsPerQOS: o.cgroupsPerQOS,
+		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain,
+	}
+}
+
+func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
+	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout}
+	if o.gracePeriod >= 0 {
+		gp := o.gracePeriod
+		eo.GracePeriod = &gp
+	}
+	return eo
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	bundle, err := loadManifest(cmd, o.file)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	interactive := !o.auto && isTerminal(stdout)
+	if !o.auto && !interactive {
+		fmt.Fprintln(stderr, "podstep: stdout is not a terminal: running as --auto")
+	}
+	if !isTerminal(stdout) {
+		noColor()
+	}
+
+	// Signals: the first SIGINT/SIGTERM cancels the run and tears down; a
+	// second one gives up on teardown.
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	interrupted := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			close(interrupted)
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(stderr, "podstep: interrupted again: teardown abandoned; run `podstep cleanup` to remove what is left")
+			os.Exit(ExitInterrupted)
+		case <-ctx.Done():
+		}
+	}()
+
+	c, err := connect(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer c.stop()
+
+	if interactive {
+		return runInteractive(cmd, g, o, bundle, c)
+	}
+
+	printer := report.New(stdout, o.output)
+	eo := o.engineOptions(g)
+	eo.Observer = printer.Observe
+	eng, err := steps.New(bundle, c.client, eo)
+	if err != nil {
+		return err
+	}
+	pod := bundle.Pod.Namespace + "/" + bundle.Pod.Name
+	printer.Start(c.info, pod)
+
+	start := time.Now()
+	for !eng.Finished() && ctx.Err() == nil {
+		if err := eng.Continue(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	created := time.Since(start)
+	snap := eng.PodState()
+	callsCreate := c.client.Calls()
+
+	wasInterrupted := false
+	select {
+	case <-interrupted:
+		wasInterrupted = true
+	default:
+	}
+	sum := report.Summary{Pod: pod, UID: string(bundle.Pod.UID), Display: snap.Display, Ready: snap.Ready,
+		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: o.keep && !wasInterrupted}
+	sum.Timing = timing(eng, callsCreate, created)
+
+	if !sum.Kept {
+		tctx, tcancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), teardownBudget(eng))
+		tstart := time.Now()
+		err := eng.Teardown(tctx)
+		tcancel()
+		sum.Timing.TeardownMs = msSince(tstart)
+		if err != nil {
+			fmt.Fprintln(stderr, "podstep: teardown:", err)
+		}
+	}
+
+	code := ExitOK
+	sum.Outcome = "running"
+	if f, failed := eng.Failed(); failed {
+		code = ExitPodFailed
+		sum.Outcome = "failed"
+		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message}
+		if f.Result.Reason == "RuntimeUnavailable" {
+			code = ExitRuntime
+		}
+	}
+	if wasInterrupted {
+		code = ExitInterrupted
+		sum.Outcome = "interrupted"
+		sum.Failed = nil
+	}
+	sum.ExitCode = code
+	printer.Finish(sum)
+	if code == ExitPodFailed && o.output == "json" {
+		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)
+	}
+	if wasInterrupted {
+		fmt.Fprintln(stderr, "podstep: interrupted: torn down")
+	}
+	return silentExit(code)
+}
+
+// teardownBudget leaves time for every StopContainer's grace period.
+func teardownBudget(eng *steps.Engine) time.Duration {
+	return 5*time.Minute + time.Duration(len(eng.Pod().Spec.Containers)+len(eng.Pod().Spec.InitContainers))*time.Minute
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// timing splits the creation wall time into time in CRI calls, time spent
+// deliberately waiting between polls, and podstep's own overhead.
+func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timing {
+	var cri time.Duration
+	for _, c := range calls {
+		cri += c.Duration
+	}
+	var waiting time.Duration
+	for _, s := range eng.Steps() {
+		if strings.HasPrefix(s.Name, "wait/") {
+			var in time.Duration
+			for _, c := range s.Calls {
+				in += c.Duration
+			}
+			waiting += s.Duration - in
+		}
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return report.Timing{CreateMs: ms(wall), CRIMs: ms(cri), WaitMs: ms(waiting), OverheadMs: ms(wall - cri - waiting), Calls: len(calls)}
+}

@@ -1,0 +1,301 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fatih/color"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// Runtime describes the runtime a run talks to.
+type Runtime struct {
+	Endpoint  string `json:"endpoint"`
+	Simulated bool   `json:"simulated"`
+	// Why says how the endpoint was chosen (flag, env, well-known socket, fallback).
+	Why string `json:"why"`
+}
+
+// Summary is the end of a run.
+type Summary struct {
+	Pod      string            `json:"pod"`
+	UID      string            `json:"uid"`
+	Outcome  string            `json:"outcome"` // running, failed, interrupted
+	ExitCode int               `json:"exit_code"`
+	Failed   *Failure          `json:"failure,omitempty"`
+	Display  string            `json:"display"`
+	Ready    string            `json:"ready"`
+	Restarts int32             `json:"restarts"`
+	PodIP    string            `json:"pod_ip,omitempty"`
+	Status   corev1.PodStatus  `json:"status"`
+	Events   []podstate.Event  `json:"events"`
+	Timing   Timing            `json:"timing"`
+	Kept     bool              `json:"kept"`
+	Leftover map[string]string `json:"leftover,omitempty"`
+}
+
+// Failure names where and why the pod failed.
+type Failure struct {
+	Stage   steps.Stage `json:"stage"`
+	Step    string      `json:"step"`
+	Reason  string      `json:"reason"`
+	Message string      `json:"message"`
+}
+
+// Timing splits a run's wall time into the runtime's and podstep's own.
+type Timing struct {
+	CreateMs   float64 `json:"create_ms"`
+	CRIMs      float64 `json:"cri_ms"`
+	WaitMs     float64 `json:"wait_ms"`
+	OverheadMs float64 `json:"overhead_ms"`
+	TeardownMs float64 `json:"teardown_ms"`
+	Calls      int     `json:"calls"`
+}
+
+// Printer writes step events as text or JSON lines.
+type Printer struct {
+	w      io.Writer
+	json   bool
+	mu     sync.Mutex
+	events int // pod events already printed
+}
+
+// New returns a printer; format is "text" or "json".
+func New(w io.Writer, format string) *Printer {
+	return &Printer{w: w, json: format == "json"}
+}
+
+// Start prints the first line: which runtime, and whether it is simulated.
+func (p *Printer) Start(rt Runtime, pod string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		p.emit(map[string]any{"type": "start", "pod": pod, "runtime": rt})
+		return
+	}
+	label := "runtime " + rt.Endpoint
+	if rt.Simulated {
+		label = color.New(color.FgYellow, color.Bold).Sprint("SIMULATED runtime") + " (built-in, no containers really run) at " + rt.Endpoint
+	}
+	fmt.Fprintf(p.w, "podstep: pod %s on %s (%s)\n", pod, label, rt.Why)
+}
+
+// Observe is an engine observer: it prints each finished step.
+func (p *Printer) Observe(ev steps.Event) {
+	if ev.Kind != steps.StepDone {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		p.emit(p.stepJSON(ev))
+		return
+	}
+	p.stepText(ev)
+}
+
+var (
+	okMark   = color.New(color.FgGreen).Sprint("✓")
+	failMark = color.New(color.FgRed, color.Bold).Sprint("✗")
+	dim      = color.New(color.Faint)
+	warnCol  = color.New(color.FgYellow)
+	stageCol = color.New(color.FgCyan)
+)
+
+func (p *Printer) stepText(ev steps.Event) {
+	s := ev.Step
+	mark := okMark
+	if s.State == steps.Failed {
+		mark = failMark
+	}
+	var calls []string
+	for _, c := range s.Calls {
+		calls = append(calls, c.Method)
+	}
+	callStr := ""
+	if len(calls) > 0 {
+		callStr = " " + dim.Sprint("["+compactCalls(calls)+"]")
+	}
+	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Result.Summary, callStr, dim.Sprint(FormatDuration(s.Duration)))
+	for _, w := range s.Result.Warnings {
+		fmt.Fprintf(p.w, "       %s %s\n", warnCol.Sprint("warning:"), w)
+	}
+	if s.State == steps.Failed {
+		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Result.Reason+":"), s.Result.Message)
+		for _, d := range s.Result.Details {
+			fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
+		}
+	}
+}
+
+// compactCalls folds runs of the same method: "ContainerStatus ×7".
+func compactCalls(m []string) string {
+	var out []string
+	for i := 0; i < len(m); {
+		j := i
+		for j < len(m) && m[j] == m[i] {
+			j++
+		}
+		if j-i > 1 {
+			out = append(out, fmt.Sprintf("%s ×%d", m[i], j-i))
+		} else {
+			out = append(out, m[i])
+		}
+		i = j
+	}
+	return strings.Join(out, ", ")
+}
+
+// Finish prints the final line (text) or summary object (JSON).
+func (p *Printer) Finish(s Summary) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		p.emit(struct {
+			Type string `json:"type"`
+			Summary
+		}{"summary", s})
+		return
+	}
+	status := s.Display
+	switch s.Outcome {
+	case "running":
+		status = color.New(color.FgGreen, color.Bold).Sprint(status)
+	default:
+		status = color.New(color.FgRed, color.Bold).Sprint(status)
+	}
+	ip := s.PodIP
+	if ip == "" {
+		ip = "<none>"
+	}
+	fmt.Fprintf(p.w, "pod/%s  READY %s  STATUS %s  RESTARTS %d  IP %s  created in %s (runtime %s, podstep %s, %d CRI calls)",
+		s.Pod, s.Ready, status, s.Restarts, ip, FormatMs(s.Timing.CreateMs), FormatMs(s.Timing.CRIMs), FormatMs(s.Timing.OverheadMs), s.Timing.Calls)
+	if s.Kept {
+		fmt.Fprintf(p.w, "; kept (remove with: podstep cleanup)\n")
+	} else {
+		fmt.Fprintf(p.w, "; torn down in %s\n", FormatMs(s.Timing.TeardownMs))
+	}
+	if s.Failed != nil {
+		fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
+			s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
+	}
+}
+
+// FormatDuration prints a duration the way the step lines show it.
+func FormatDuration(d time.Duration) string {
+	return FormatMs(float64(d) / float64(time.Millisecond))
+}
+
+// FormatMs prints milliseconds compactly: 0.4ms, 12ms, 1.20s.
+func FormatMs(ms float64) string {
+	switch {
+	case ms < 10:
+		return fmt.Sprintf("%.1fms", ms)
+	case ms < 1000:
+		return fmt.Sprintf("%.0fms", ms)
+	default:
+		return fmt.Sprintf("%.2fs", ms/1000)
+	}
+}
+
+func (p *Printer) emit(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"type": "error", "error": err.Error()})
+	}
+	p.w.Write(append(b, '\n'))
+}
+
+// StepJSON is the JSON object of one finished step (documented in the README).
+type StepJSON struct {
+	Type       string           `json:"type"`
+	ID         int              `json:"id"`
+	Stage      steps.Stage      `json:"stage"`
+	Name       string           `json:"name"`
+	Title      string           `json:"title"`
+	Container  string           `json:"container,omitempty"`
+	Mirrors    string           `json:"mirrors"`
+	State      steps.State      `json:"state"`
+	Summary    string           `json:"summary"`
+	Details    []steps.Detail   `json:"details,omitempty"`
+	Warnings   []string         `json:"warnings,omitempty"`
+	Reason     string           `json:"reason,omitempty"`
+	Message    string           `json:"message,omitempty"`
+	Started    time.Time        `json:"started"`
+	DurationMs float64          `json:"duration_ms"`
+	Calls      []CallJSON       `json:"calls"`
+	Pod        *PodJSON         `json:"pod,omitempty"`
+	Events     []podstate.Event `json:"events,omitempty"`
+}
+
+// CallJSON is one CRI call in JSON output. Request and Response are the
+// protobuf JSON (field names as in api.proto), secrets redacted.
+type CallJSON struct {
+	Method     string          `json:"method"`
+	Request    json.RawMessage `json:"request,omitempty"`
+	Response   json.RawMessage `json:"response,omitempty"`
+	Code       string          `json:"code"`
+	Error      string          `json:"error,omitempty"`
+	DurationMs float64         `json:"duration_ms"`
+}
+
+// PodJSON is the pod's state after a step.
+type PodJSON struct {
+	Phase    corev1.PodPhase  `json:"phase"`
+	Display  string           `json:"display"`
+	Ready    string           `json:"ready"`
+	Restarts int32            `json:"restarts"`
+	Status   corev1.PodStatus `json:"status"`
+}
+
+func (p *Printer) stepJSON(ev steps.Event) StepJSON {
+	s := ev.Step
+	out := StepJSON{Type: "step", ID: s.ID, Stage: s.Stage, Name: s.Name, Title: s.Title, Container: s.Container,
+		Mirrors: s.Mirrors, State: s.State, Summary: s.Result.Summary, Details: s.Result.Details,
+		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message,
+		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{}}
+	for _, c := range s.Calls {
+		out.Calls = append(out.Calls, CallToJSON(c))
+	}
+	if ev.Pod != nil {
+		out.Pod = &PodJSON{Phase: ev.Pod.Status.Phase, Display: ev.Pod.Display, Ready: ev.Pod.Ready, Restarts: ev.Pod.Restarts, Status: ev.Pod.Status}
+		if len(ev.Pod.Events) > p.events {
+			out.Events = ev.Pod.Events[p.events:]
+			p.events = len(ev.Pod.Events)
+		}
+	}
+	return out
+}
+
+// CallToJSON converts a recorded call.
+func CallToJSON(c cri.Call) CallJSON {
+	j := CallJSON{Method: c.Method, Code: c.Code().String(), DurationMs: ms(c.Duration), Request: ProtoJSON(c.Request), Response: ProtoJSON(c.Response)}
+	if c.Err != nil {
+		j.Error = c.ErrorMessage()
+	}
+	return j
+}
+
+// ProtoJSON renders a CRI message as JSON with api.proto field names.
+func ProtoJSON(m proto.Message) json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
