@@ -3,8 +3,8 @@ package cri
 import (
 	"sync"
 
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Mask replaces secret values in everything podstep records or prints.
