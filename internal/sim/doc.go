@@ -6,7 +6,7 @@
 //
 //	srv, err := sim.Start(dir) // listens on dir/sim.sock
 //	defer srv.Stop()
-//	client := cri.Dial(ctx, srv.Endpoint(), srv.Endpoint(), ...)
+//	client, err := cri.Dial(srv.Endpoint(), "", cri.Options{})
 //
 // The simulator is deterministic (IDs derive from pod metadata and a
 // per-server counter, IPs are allocated sequentially, timestamps come from
@@ -91,9 +91,9 @@
 //	    Every METHOD call sleeps this long (a Go duration) before it is
 //	    handled, returning early with the caller's context error if the
 //	    caller gives up. The call's pod is found from its sandbox config,
-//	    sandbox ID or container ID; calls that name none (ImageStatus,
-//	    ListContainers, Version, ...) use the annotations of all live
-//	    sandboxes.
+//	    its ImageSpec annotations, or the sandbox or container ID it names;
+//	    calls that carry none (ListContainers, Version, ...) use the
+//	    annotations of all live sandboxes.
 //
 // # Errors
 //
