@@ -70,7 +70,7 @@ func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
 		for _, s := range eng.Steps() {
 			var reqs []map[string]any
 			for _, r := range s.Requests {
-				reqs = append(reqs, map[string]any{"method": r.Method, "request": report.ProtoJSON(r.Message)})
+				reqs = append(reqs, map[string]any{"method": r.Method, "note": r.Note, "request": report.ProtoJSON(r.Message)})
 			}
 			b, _ := json.Marshal(map[string]any{"id": s.ID, "stage": s.Stage, "name": s.Name, "title": s.Title,
 				"mirrors": s.Mirrors, "explain": s.Explain, "requests": reqs})
@@ -93,11 +93,19 @@ func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
 			fmt.Fprintln(w, "# (no CRI call: the kubelet does this itself)")
 		}
 		for _, r := range s.Requests {
+			note := ""
+			if r.Note != "" {
+				note = "  # " + r.Note
+			}
+			fmt.Fprintf(w, "%s:%s\n", r.Method, note)
+			if r.Message == nil {
+				continue
+			}
 			y, err := yaml.JSONToYAML(report.ProtoJSON(r.Message))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "%s:\n%s", r.Method, indent(string(y), "  "))
+			fmt.Fprint(w, indent(string(y), "  "))
 		}
 	}
 	return nil

@@ -28,15 +28,14 @@ func (createStep) explain() string {
 
 func (s createStep) requests(e *Engine) []Request {
 	c := e.rt.containers[s.name]
+	status := Request{Method: "ImageStatus", Message: &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image}},
+		Note: "looks up the image's user for the config"}
 	cfg, err := e.containerConfig(c)
 	if err != nil {
-		return []Request{{"ImageStatus", &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.spec.Image}}}}
+		return []Request{status, {Method: "CreateContainer", Note: "not sent: the config cannot be built: " + err.Error()}}
 	}
 	sb, _, _ := e.sandboxConfig()
-	return []Request{
-		{"ImageStatus", &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image}}},
-		{"CreateContainer", &runtimeapi.CreateContainerRequest{PodSandboxId: e.placeholderSandbox(), Config: cfg, SandboxConfig: sb}},
-	}
+	return []Request{status, {Method: "CreateContainer", Message: &runtimeapi.CreateContainerRequest{PodSandboxId: e.placeholderSandbox(), Config: cfg, SandboxConfig: sb}}}
 }
 
 // containerConfig builds the config with what is known now; before the
@@ -48,7 +47,15 @@ func (e *Engine) containerConfig(c *containerRuntime) (*runtimeapi.ContainerConf
 	}
 	ref := c.imageRef
 	if ref == "" {
-		ref = c.spec.Image
+		ref = "<image id from ImageStatus>"
+	}
+	vols := e.rt.volumePaths
+	if vols == nil {
+		vols = e.plannedVolumePaths()
+	}
+	ips := e.rt.podIPs
+	if e.rt.sandboxID == "" && !e.pod.Spec.HostNetwork {
+		ips = []string{"<pod IP from PodSandboxStatus>"}
 	}
 	hosts := ""
 	if !e.pod.Spec.HostNetwork {
@@ -56,7 +63,7 @@ func (e *Engine) containerConfig(c *containerRuntime) (*runtimeapi.ContainerConf
 	}
 	return podcfg.ContainerConfig(e.pod, sb, podcfg.ContainerInput{
 		Container: c.spec, Init: c.init, ImageRef: ref, ImageUser: c.imageUser,
-		PodIP: first(e.rt.podIPs), PodIPs: e.rt.podIPs, VolumeHostPaths: e.rt.volumePaths,
+		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
 		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle,
 	}, e.opts.Config)
 }
@@ -159,7 +166,7 @@ func (s startStep) requests(e *Engine) []Request {
 	if id == "" {
 		id = "<container id from CreateContainer>"
 	}
-	return []Request{{"StartContainer", &runtimeapi.StartContainerRequest{ContainerId: id}}}
+	return []Request{{Method: "StartContainer", Message: &runtimeapi.StartContainerRequest{ContainerId: id}}}
 }
 
 func (s startStep) run(ctx context.Context, e *Engine) Result {

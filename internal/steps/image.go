@@ -27,10 +27,14 @@ func (s pullStep) imageSpec(e *Engine) *runtimeapi.ImageSpec {
 
 func (s pullStep) requests(e *Engine) []Request {
 	c := e.rt.containers[s.name]
-	reqs := []Request{{"ImageStatus", &runtimeapi.ImageStatusRequest{Image: s.imageSpec(e)}}}
+	reqs := []Request{{Method: "ImageStatus", Message: &runtimeapi.ImageStatusRequest{Image: s.imageSpec(e)}, Note: "is the image present?"}}
 	if c.spec.ImagePullPolicy != corev1.PullNever {
 		cfg, _, _ := e.sandboxConfig()
-		reqs = append(reqs, Request{"PullImage", &runtimeapi.PullImageRequest{Image: s.imageSpec(e), Auth: e.rt.auth[c.spec.Image], SandboxConfig: cfg}})
+		note := "pull policy Always: pulled every time"
+		if c.spec.ImagePullPolicy == corev1.PullIfNotPresent {
+			note = "only if ImageStatus finds no image (pull policy IfNotPresent)"
+		}
+		reqs = append(reqs, Request{Method: "PullImage", Message: &runtimeapi.PullImageRequest{Image: s.imageSpec(e), Auth: e.rt.auth[c.spec.Image], SandboxConfig: cfg}, Note: note})
 	}
 	return reqs
 }

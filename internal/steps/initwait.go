@@ -19,7 +19,7 @@ func (waitInitStep) mirrors() string {
 }
 
 func (waitInitStep) explain() string {
-	return "Init containers run one at a time, to completion. The kubelet learns that one exited from its PLEG, which relists containers once a second (podstep asks ContainerStatus more often). Exit code 0 lets the next init container start; any other exit fails the pod (restartPolicy Never) or restarts the init container with back-off."
+	return "Init containers run one at a time, to completion. The kubelet learns that one changed state from its PLEG, which relists the containers once a second (podstep relists more often) and, for each change, reads the pod's status again (PodSandboxStatus, ContainerStatus). Exit code 0 lets the next init container start; any other exit fails the pod (restartPolicy Never) or restarts the init container with back-off."
 }
 
 func (s waitInitStep) requests(e *Engine) []Request {
@@ -27,7 +27,16 @@ func (s waitInitStep) requests(e *Engine) []Request {
 	if id == "" {
 		id = "<container id from CreateContainer>"
 	}
-	return []Request{{"ContainerStatus", &runtimeapi.ContainerStatusRequest{ContainerId: id}}}
+	return []Request{
+		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}},
+		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}},
+		{Method: "ContainerStatus", Message: &runtimeapi.ContainerStatusRequest{ContainerId: id}},
+	}
+}
+
+// podFilter selects the pod's containers by the kubelet's pod UID label.
+func (e *Engine) podFilter() *runtimeapi.ContainerFilter {
+	return &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(e.pod.UID)}}
 }
 
 func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
@@ -36,31 +45,34 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 	defer cancel()
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
-	polls := 0
+	relists := 0
+	last := runtimeapi.ContainerState(-1)
 	for {
-		polls++
-		st, err := e.client.ContainerStatus(ctx, c.id)
+		// PLEG relist: what state is the container in now?
+		relists++
+		list, err := e.client.ListContainers(ctx, e.podFilter())
 		if err != nil {
-			return fail("Error", err, "ContainerStatus failed")
+			return fail("Error", err, "ListContainers failed")
 		}
-		cs := st.GetStatus()
-		if cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-			c.exited = true
-			started := time.Unix(0, cs.StartedAt)
-			finished := time.Unix(0, cs.FinishedAt)
-			e.tracker.Terminated(s.name, cs.ExitCode, cs.Reason, cs.Message, started, finished)
-			details := []Detail{kv("exit code", fmt.Sprint(cs.ExitCode)), kv("reason", cs.Reason),
-				kv("ran for", finished.Sub(started).Round(time.Millisecond).String()), kv("polls", fmt.Sprint(polls))}
-			if cs.ExitCode != 0 {
-				err := fmt.Errorf("init container %q exited with code %d (%s)", s.name, cs.ExitCode, cs.Reason)
-				r := fail("Error", err, err.Error())
-				r.Details = details
-				if cs.Message != "" {
-					r.Details = append(r.Details, kv("termination message", cs.Message))
-				}
-				return r
+		state := last
+		for _, ctr := range list.Containers {
+			if ctr.Id == c.id {
+				state = ctr.State
 			}
-			return ok(fmt.Sprintf("init container %q exited 0 (%s)", s.name, cs.Reason), details...)
+		}
+		if state != last {
+			// A change: the pod worker reads the pod's status again (GetPodStatus).
+			last = state
+			if _, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID); err != nil {
+				return fail("Error", err, "PodSandboxStatus failed")
+			}
+			st, err := e.client.ContainerStatus(ctx, c.id)
+			if err != nil {
+				return fail("Error", err, "ContainerStatus failed")
+			}
+			if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+				return s.exited(e, c, cs, relists)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -68,4 +80,23 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 		case <-tick.C:
 		}
 	}
+}
+
+func (s waitInitStep) exited(e *Engine, c *containerRuntime, cs *runtimeapi.ContainerStatus, relists int) Result {
+	c.exited = true
+	started := time.Unix(0, cs.StartedAt)
+	finished := time.Unix(0, cs.FinishedAt)
+	e.tracker.Terminated(s.name, cs.ExitCode, cs.Reason, cs.Message, started, finished)
+	details := []Detail{kv("exit code", fmt.Sprint(cs.ExitCode)), kv("reason", cs.Reason),
+		kv("ran for", finished.Sub(started).Round(time.Millisecond).String()), kv("relists", fmt.Sprint(relists))}
+	if cs.ExitCode != 0 {
+		err := fmt.Errorf("init container %q exited with code %d (%s)", s.name, cs.ExitCode, cs.Reason)
+		r := fail("Error", err, err.Error())
+		r.Details = details
+		if cs.Message != "" {
+			r.Details = append(r.Details, kv("termination message", cs.Message))
+		}
+		return r
+	}
+	return ok(fmt.Sprintf("init container %q exited 0 (%s)", s.name, cs.Reason), details...)
 }

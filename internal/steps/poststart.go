@@ -37,7 +37,7 @@ func (s postStartStep) requests(e *Engine) []Request {
 	if id == "" {
 		id = "<container id from CreateContainer>"
 	}
-	return []Request{{"ExecSync", &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: h.Exec.Command}}}
+	return []Request{{Method: "ExecSync", Message: &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: h.Exec.Command}}}
 }
 
 func (s postStartStep) run(ctx context.Context, e *Engine) Result {

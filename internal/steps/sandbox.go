@@ -26,9 +26,9 @@ func (runtimeStatusStep) explain() string {
 
 func (runtimeStatusStep) requests(*Engine) []Request {
 	return []Request{
-		{"Version", &runtimeapi.VersionRequest{Version: "0.1.0"}},
-		{"Status", &runtimeapi.StatusRequest{}},
-		{"RuntimeConfig", &runtimeapi.RuntimeConfigRequest{}},
+		{Method: "Version", Message: &runtimeapi.VersionRequest{Version: "0.1.0"}},
+		{Method: "Status", Message: &runtimeapi.StatusRequest{}},
+		{Method: "RuntimeConfig", Message: &runtimeapi.RuntimeConfigRequest{}},
 	}
 }
 
@@ -107,7 +107,7 @@ func (runSandboxStep) requests(e *Engine) []Request {
 	if err != nil {
 		return nil
 	}
-	return []Request{{"RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: e.runtimeHandler()}}}
+	return []Request{{Method: "RunPodSandbox", Message: &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: e.runtimeHandler()}}}
 }
 
 // sandboxConfig builds (once) the PodSandboxConfig.
@@ -186,7 +186,7 @@ func (sandboxStatusStep) explain() string {
 }
 
 func (sandboxStatusStep) requests(e *Engine) []Request {
-	return []Request{{"PodSandboxStatus", &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}}}
+	return []Request{{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}}}
 }
 
 func (e *Engine) placeholderSandbox() string {

@@ -51,8 +51,11 @@ type Step struct {
 
 // Request is one CRI request a step will send.
 type Request struct {
-	Method  string
+	Method string
+	// Message is the request; nil when it cannot be built yet (see Note).
 	Message proto.Message
+	// Note qualifies the request, e.g. "only if the image is not present".
+	Note string
 }
 
 // Result is what a step found, modelled on the kubelet's SyncResult: a short

@@ -59,7 +59,7 @@ func (stopContainersStep) explain() string {
 func (stopContainersStep) requests(e *Engine) []Request {
 	var out []Request
 	for _, c := range e.createdLocked() {
-		out = append(out, Request{"StopContainer", &runtimeapi.StopContainerRequest{ContainerId: c.id, Timeout: e.gracePeriod()}})
+		out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: c.id, Timeout: e.gracePeriod()}})
 	}
 	return out
 }
@@ -123,7 +123,7 @@ func (stopSandboxStep) requests(e *Engine) []Request {
 	if e.rt.sandboxID == "" {
 		return nil
 	}
-	return []Request{{"StopPodSandbox", &runtimeapi.StopPodSandboxRequest{PodSandboxId: e.rt.sandboxID}}}
+	return []Request{{Method: "StopPodSandbox", Message: &runtimeapi.StopPodSandboxRequest{PodSandboxId: e.rt.sandboxID}}}
 }
 
 func (stopSandboxStep) run(ctx context.Context, e *Engine) Result {
@@ -152,7 +152,7 @@ func (removeContainersStep) explain() string {
 func (removeContainersStep) requests(e *Engine) []Request {
 	var out []Request
 	for _, c := range e.createdLocked() {
-		out = append(out, Request{"RemoveContainer", &runtimeapi.RemoveContainerRequest{ContainerId: c.id}})
+		out = append(out, Request{Method: "RemoveContainer", Message: &runtimeapi.RemoveContainerRequest{ContainerId: c.id}})
 	}
 	return out
 }
@@ -190,7 +190,7 @@ func (removeSandboxStep) requests(e *Engine) []Request {
 	if e.rt.sandboxID == "" {
 		return nil
 	}
-	return []Request{{"RemovePodSandbox", &runtimeapi.RemovePodSandboxRequest{PodSandboxId: e.rt.sandboxID}}}
+	return []Request{{Method: "RemovePodSandbox", Message: &runtimeapi.RemovePodSandboxRequest{PodSandboxId: e.rt.sandboxID}}}
 }
 
 func (removeSandboxStep) run(ctx context.Context, e *Engine) Result {

@@ -33,11 +33,12 @@ func (volumesStep) run(_ context.Context, e *Engine) Result {
 		return ok("the pod has no volumes")
 	}
 	paths := map[string]string{}
+	planned := e.plannedVolumePaths()
 	var details []Detail
 	for _, v := range vols {
 		switch {
 		case v.EmptyDir != nil:
-			p := filepath.Join(e.rt.podDir, "volumes", "kubernetes.io~empty-dir", v.Name)
+			p := planned[v.Name]
 			if err := os.MkdirAll(p, 0o777); err != nil {
 				return fail("FailedMount", err, fmt.Sprintf("cannot set up emptyDir volume %q", v.Name))
 			}
@@ -58,6 +59,35 @@ func (volumesStep) run(_ context.Context, e *Engine) Result {
 	}
 	e.rt.volumePaths = paths
 	return ok(fmt.Sprintf("%d volume(s) ready", len(paths)), details...)
+}
+
+// plannedVolumePaths is where each volume will be on the host, as the
+// kubelet lays them out: pods/<uid>/volumes/kubernetes.io~<plugin>/<name>,
+// or the host path itself for hostPath volumes.
+func (e *Engine) plannedVolumePaths() map[string]string {
+	out := map[string]string{}
+	for _, v := range e.pod.Spec.Volumes {
+		plugin := ""
+		switch {
+		case v.HostPath != nil:
+			out[v.Name] = v.HostPath.Path
+			continue
+		case v.EmptyDir != nil:
+			plugin = "empty-dir"
+		case v.ConfigMap != nil:
+			plugin = "configmap"
+		case v.Secret != nil:
+			plugin = "secret"
+		case v.DownwardAPI != nil:
+			plugin = "downward-api"
+		case v.Projected != nil:
+			plugin = "projected"
+		default:
+			plugin = strings.ToLower(volumeKind(v.VolumeSource))
+		}
+		out[v.Name] = filepath.Join(e.rt.podDir, "volumes", "kubernetes.io~"+plugin, v.Name)
+	}
+	return out
 }
 
 // volumeKind names the volume source that is set, by its API field name
