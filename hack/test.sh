@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# podstep's one test command:  bash hack/test.sh
+#
+#   1. go vet (all packages, and the integration package with its build tag)
+#   2. go test ./...                     unit tests
+#   3. as root: the integration suite against a real containerd
+#        hack/containerd-up.sh  →  go build -o $TMP/podstep ./cmd/podstep
+#        →  go test -count=1 -tags integration ./test/integration/ -v
+#        →  hack/containerd-down.sh (always, from a trap)
+#
+# Not root: the integration suite is SKIPPED (loudly) and the exit status is the unit tests'.
+# CI=true: not being root, or a harness that does not come up, FAILS the run.
+# Exit status: non-zero when any part failed.
+set -uo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO_ROOT" || exit 2
+if [ -x /usr/local/go/bin/go ]; then
+	export PATH=/usr/local/go/bin:$PATH
+fi
+command -v go >/dev/null 2>&1 || {
+	echo "hack/test.sh: no go toolchain in PATH (expected /usr/local/go/bin/go)" >&2
+	exit 2
+}
+CI=${CI:-}
+
+declare -a RESULTS=()
+FAILED=0
+section() { printf '\n=== %s\n' "$*"; }
+record() { # record NAME STATUS
+	if [ "$2" = 0 ]; then
+		RESULTS+=("ok      $1")
+	else
+		RESULTS+=("FAILED  $1 (exit $2)")
+		FAILED=1
+	fi
+}
+banner() { # banner WORD TEXT...
+	local word=$1
+	shift
+	printf '\n'
+	printf '!%.0s' {1..78}
+	printf '\n!!! %s: %s\n' "$word" "$*"
+	printf '!%.0s' {1..78}
+	printf '\n'
+}
+finish() {
+	section "summary"
+	printf '  %s\n' "${RESULTS[@]}"
+	if [ "$FAILED" = 0 ]; then
+		echo "hack/test.sh: PASS"
+		exit 0
+	fi
+	echo "hack/test.sh: FAIL"
+	exit 1
+}
+
+# --- 1. vet ------------------------------------------------------------------------------------
+section "go vet ./..."
+go vet ./...
+record "go vet ./..." $?
+section "go vet -tags integration ./test/integration/"
+go vet -tags integration ./test/integration/
+record "go vet -tags integration ./test/integration/" $?
+
+# --- 2. unit tests -----------------------------------------------------------------------------
+section "go test ./..."
+go test ./...
+record "go test ./... (unit)" $?
+
+# --- 3. integration ----------------------------------------------------------------------------
+if [ "$(id -u)" != 0 ]; then
+	if [ "$CI" = true ]; then
+		banner FAILED "integration suite needs root (CI=true: running as uid $(id -u) is a failure)"
+		record "integration suite (needs root)" 1
+	else
+		banner SKIPPED "integration suite needs root (it starts a private containerd: run 'sudo bash hack/test.sh')"
+		RESULTS+=("SKIPPED integration suite (needs root)")
+	fi
+	finish
+fi
+
+TMP=$(mktemp -d /tmp/podstep-test.XXXXXX)
+HARNESS_UP=0
+teardown() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [ "$HARNESS_UP" = 1 ]; then
+		section "hack/containerd-down.sh"
+		bash "$REPO_ROOT/hack/containerd-down.sh" || echo "hack/test.sh: containerd-down.sh failed" >&2
+	fi
+	rm -rf "$TMP"
+	exit "$rc"
+}
+trap teardown EXIT
+trap 'echo "hack/test.sh: interrupted" >&2; exit 130' INT TERM
+
+section "go build -o $TMP/podstep ./cmd/podstep"
+go build -o "$TMP/podstep" ./cmd/podstep
+build=$?
+record "go build ./cmd/podstep" $build
+if [ $build != 0 ]; then
+	finish
+fi
+
+section "hack/containerd-up.sh"
+HARNESS_UP=1 # from here on, tear down whatever came up, even half of it
+# PODSTEP_BIN: the harness checks readiness with this binary instead of building its own.
+PODSTEP_BIN=$TMP/podstep bash "$REPO_ROOT/hack/containerd-up.sh" | tee "$TMP/harness.out"
+up=$?
+ENDPOINT=$(tail -n 1 "$TMP/harness.out" | sed -n 's/^CONTAINER_RUNTIME_ENDPOINT=//p')
+SUBNET=$(sed -n 's/^CNI_SUBNET=//p' "$TMP/harness.out" | tail -n 1)
+if [ $up != 0 ] || [ -z "$ENDPOINT" ]; then
+	banner FAILED "the containerd harness did not come up (exit $up, endpoint '${ENDPOINT}'); integration suite not run"
+	record "hack/containerd-up.sh" $((up == 0 ? 1 : up))
+	finish
+fi
+record "hack/containerd-up.sh" 0
+
+section "go test -count=1 -tags integration ./test/integration/ -v  (PODSTEP_ENDPOINT=$ENDPOINT)"
+PODSTEP_BIN=$TMP/podstep PODSTEP_ENDPOINT=$ENDPOINT PODSTEP_CNI_SUBNET=${SUBNET:-10.88.77.0/24} \
+	go test -count=1 -timeout 10m -tags integration ./test/integration/ -v
+record "integration suite (go test -tags integration ./test/integration/)" $?
+
+finish

@@ -1,0 +1,400 @@
+//go:build integration
+
+// Package integration runs the podstep binary against a real containerd (the
+// harness of hack/containerd-up.sh), the way a user would, and looks inside
+// the runtime through its own small CRI client to check what podstep did.
+//
+// Environment (set by hack/test.sh):
+//
+//	PODSTEP_BIN         the podstep binary under test
+//	PODSTEP_ENDPOINT    the harness CRI endpoint, unix:///.../containerd.sock
+//	PODSTEP_CNI_SUBNET  the harness CNI subnet (default 10.88.77.0/24)
+//	CI=true             a missing PODSTEP_BIN/PODSTEP_ENDPOINT fails instead of skipping
+//
+// The tests share one containerd and run serially.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+const (
+	managedLabel  = "podstep.dev/managed"
+	defaultSubnet = "10.88.77.0/24"
+	// runTimeout bounds one podstep invocation.
+	runTimeout = 90 * time.Second
+)
+
+// env is what every test needs: the binary and the endpoint.
+type env struct {
+	bin      string
+	endpoint string
+	subnet   string
+	repo     string // repository root (for testdata/pods)
+}
+
+// setup returns the environment or, when it is missing, skips the test loudly
+// (fails it under CI=true). It also makes sure no podstep pod is left on the
+// runtime from an earlier test, and removes whatever this test leaves.
+func setup(t *testing.T) *env {
+	t.Helper()
+	e := &env{
+		bin:      os.Getenv("PODSTEP_BIN"),
+		endpoint: os.Getenv("PODSTEP_ENDPOINT"),
+		subnet:   os.Getenv("PODSTEP_CNI_SUBNET"),
+	}
+	if e.subnet == "" {
+		e.subnet = defaultSubnet
+	}
+	var missing []string
+	if e.bin == "" {
+		missing = append(missing, "PODSTEP_BIN")
+	}
+	if e.endpoint == "" {
+		missing = append(missing, "PODSTEP_ENDPOINT")
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("\n\n*** INTEGRATION TEST NOT RUN: %s not set ***\n"+
+			"*** run `bash hack/test.sh` as root: it starts the containerd harness and sets them ***\n",
+			strings.Join(missing, " and "))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + "*** CI=true: this is a failure ***")
+		}
+		t.Skip(msg)
+	}
+	if _, err := os.Stat(e.bin); err != nil {
+		t.Fatalf("PODSTEP_BIN: %v", err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	e.repo = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+
+	c := dialCRI(t, e.endpoint)
+	if left := c.managedSandboxes(t); len(left) > 0 {
+		t.Logf("removing %d podstep sandbox(es) left by an earlier test", len(left))
+		e.cleanup(t)
+	}
+	t.Cleanup(func() {
+		if left := c.managedSandboxes(t); len(left) > 0 {
+			e.cleanup(t)
+		}
+	})
+	return e
+}
+
+// dirs are a run's --root-dir and --log-dir.
+type dirs struct{ root, logs string }
+
+func newDirs(t *testing.T) dirs {
+	base := t.TempDir()
+	return dirs{root: filepath.Join(base, "root"), logs: filepath.Join(base, "logs")}
+}
+
+// podDir is the kubelet-style pod dir podstep makes: <root>/pods/<uid>.
+func (d dirs) podDir(uid string) string { return filepath.Join(d.root, "pods", uid) }
+
+// podLogDir is the pod's log dir: <log-dir>/<ns>_<name>_<uid>.
+func (d dirs) podLogDir(ns, name, uid string) string {
+	return filepath.Join(d.logs, ns+"_"+name+"_"+uid)
+}
+
+// result is one finished podstep invocation.
+type result struct {
+	args   []string
+	code   int
+	stdout string
+	stderr string
+	// JSON output (-o json) parsed line by line.
+	startEv *startEvent
+	steps   []stepEvent
+	summary *summaryEvent
+}
+
+func (r *result) String() string {
+	return fmt.Sprintf("podstep %s\nexit code %d\n--- stdout\n%s\n--- stderr\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+}
+
+// step returns the JSON step with this name, or nil.
+func (r *result) step(name string) *stepEvent {
+	for i := range r.steps {
+		if r.steps[i].Name == name {
+			return &r.steps[i]
+		}
+	}
+	return nil
+}
+
+type startEvent struct {
+	Type    string `json:"type"`
+	Pod     string `json:"pod"`
+	Runtime struct {
+		Endpoint  string `json:"endpoint"`
+		Simulated bool   `json:"simulated"`
+		Why       string `json:"why"`
+	} `json:"runtime"`
+}
+
+type detail struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+type callJSON struct {
+	Method     string          `json:"method"`
+	Request    json.RawMessage `json:"request"`
+	Response   json.RawMessage `json:"response"`
+	Code       string          `json:"code"`
+	Error      string          `json:"error"`
+	DurationMs float64         `json:"duration_ms"`
+}
+
+type stepEvent struct {
+	Type       string     `json:"type"`
+	ID         int        `json:"id"`
+	Stage      string     `json:"stage"`
+	Name       string     `json:"name"`
+	Container  string     `json:"container"`
+	State      string     `json:"state"`
+	Summary    string     `json:"summary"`
+	Details    []detail   `json:"details"`
+	Reason     string     `json:"reason"`
+	Message    string     `json:"message"`
+	DurationMs float64    `json:"duration_ms"`
+	Calls      []callJSON `json:"calls"`
+	Pod        *struct {
+		Phase   string           `json:"phase"`
+		Display string           `json:"display"`
+		Ready   string           `json:"ready"`
+		Status  corev1.PodStatus `json:"status"`
+	} `json:"pod"`
+}
+
+type failure struct {
+	Stage   string `json:"stage"`
+	Step    string `json:"step"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+type timing struct {
+	CreateMs   float64 `json:"create_ms"`
+	CRIMs      float64 `json:"cri_ms"`
+	WaitMs     float64 `json:"wait_ms"`
+	OverheadMs float64 `json:"overhead_ms"`
+	TeardownMs float64 `json:"teardown_ms"`
+	Calls      int     `json:"calls"`
+}
+
+type summaryEvent struct {
+	Type     string           `json:"type"`
+	Pod      string           `json:"pod"`
+	UID      string           `json:"uid"`
+	Outcome  string           `json:"outcome"`
+	ExitCode int              `json:"exit_code"`
+	Failure  *failure         `json:"failure"`
+	Display  string           `json:"display"`
+	Ready    string           `json:"ready"`
+	PodIP    string           `json:"pod_ip"`
+	Status   corev1.PodStatus `json:"status"`
+	Timing   timing           `json:"timing"`
+	Kept     bool             `json:"kept"`
+}
+
+// podstep runs the binary with args and returns what it did; it never fails
+// the test by itself (the caller asserts the exit code).
+func (e *env) podstep(t *testing.T, args ...string) *result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := &result{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	if ctx.Err() != nil {
+		t.Fatalf("podstep did not finish within %s\n%s", runTimeout, r)
+	}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("podstep %s: %v", strings.Join(args, " "), err)
+		}
+		r.code = ee.ExitCode()
+	}
+	t.Logf("podstep %s → exit %d in %s", strings.Join(args, " "), r.code, time.Since(start).Round(time.Millisecond))
+	if hasArg(args, "json") {
+		r.parseJSON(t)
+	}
+	return r
+}
+
+func hasArg(args []string, want string) bool {
+	for _, a := range args {
+		if a == want {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *result) parseJSON(t *testing.T) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if err := r.parseLine(sc.Bytes()); err != nil {
+			t.Fatalf("JSON output line %q: %v\n%s", sc.Text(), err, r)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading JSON output: %v", err)
+	}
+}
+
+func (r *result) parseLine(line []byte) error {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
+	}
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		return err
+	}
+	switch head.Type {
+	case "start":
+		r.startEv = &startEvent{}
+		return json.Unmarshal(line, r.startEv)
+	case "step":
+		var s stepEvent
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		r.steps = append(r.steps, s)
+	case "summary":
+		r.summary = &summaryEvent{}
+		return json.Unmarshal(line, r.summary)
+	default:
+		return fmt.Errorf("unknown type %q", head.Type)
+	}
+	return nil
+}
+
+// run is `podstep run --auto -o json -f FILE -r ENDPOINT --grace-period 0
+// --root-dir ... --log-dir ...` plus extra flags. It checks the JSON stream's
+// shape: a start event on the real (not simulated) runtime and a summary
+// whose exit_code is the process's.
+func (e *env) run(t *testing.T, d dirs, file string, extra ...string) *result {
+	t.Helper()
+	args := append([]string{"run", "--auto", "-o", "json", "-f", file, "-r", e.endpoint,
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}, extra...)
+	r := e.podstep(t, args...)
+	e.checkStream(t, r)
+	return r
+}
+
+func (e *env) checkStream(t *testing.T, r *result) {
+	t.Helper()
+	if r.startEv == nil {
+		t.Fatalf("no {\"type\":\"start\"} line\n%s", r)
+	}
+	if r.startEv.Runtime.Simulated {
+		t.Fatalf("podstep used the SIMULATED runtime, not %s\n%s", e.endpoint, r)
+	}
+	if r.startEv.Runtime.Endpoint != e.endpoint {
+		t.Errorf("start.runtime.endpoint = %q, want %q", r.startEv.Runtime.Endpoint, e.endpoint)
+	}
+	if r.summary == nil {
+		t.Fatalf("no {\"type\":\"summary\"} line\n%s", r)
+	}
+	if r.summary.ExitCode != r.code {
+		t.Errorf("summary.exit_code = %d, process exit code %d", r.summary.ExitCode, r.code)
+	}
+}
+
+// mustRun runs the pod and requires it to be running (exit 0).
+func (e *env) mustRun(t *testing.T, d dirs, file string, extra ...string) *result {
+	t.Helper()
+	r := e.run(t, d, file, extra...)
+	if r.code != 0 || r.summary.Outcome != "running" {
+		t.Fatalf("want exit 0 and outcome running, got exit %d outcome %q\n%s", r.code, r.summary.Outcome, r)
+	}
+	return r
+}
+
+// cleanup runs `podstep cleanup` and requires it to succeed.
+func (e *env) cleanup(t *testing.T) {
+	t.Helper()
+	r := e.podstep(t, "cleanup", "-r", e.endpoint, "--grace-period", "0")
+	if r.code != 0 {
+		t.Errorf("podstep cleanup failed\n%s", r)
+	}
+}
+
+// pod returns testdata/pods/NAME.yaml of the repository.
+func (e *env) pod(name string) string { return filepath.Join(e.repo, "testdata", "pods", name+".yaml") }
+
+// local returns test/integration/testdata/NAME.yaml.
+func (e *env) local(name string) string {
+	return filepath.Join(e.repo, "test", "integration", "testdata", name+".yaml")
+}
+
+// assertGone fails when path exists.
+func assertGone(t *testing.T, what, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		var entries []string
+		filepath.Walk(path, func(p string, _ os.FileInfo, _ error) error {
+			entries = append(entries, p)
+			return nil
+		})
+		t.Errorf("%s %s still exists after teardown: %v", what, path, entries)
+	} else if !os.IsNotExist(err) {
+		t.Errorf("%s %s: %v", what, path, err)
+	}
+}
+
+// assertNothingLeft checks the runtime has no podstep sandbox or container
+// and the pod's dirs are gone.
+func (e *env) assertNothingLeft(t *testing.T, d dirs, ns, name, uid string) {
+	t.Helper()
+	c := dialCRI(t, e.endpoint)
+	if sb := c.managedSandboxes(t); len(sb) > 0 {
+		var ids []string
+		for _, s := range sb {
+			ids = append(ids, fmt.Sprintf("%s (%s/%s, %s)", s.Id[:13], s.Metadata.Namespace, s.Metadata.Name, s.State))
+		}
+		t.Errorf("ListPodSandbox %s=true: %d left: %v", managedLabel, len(sb), ids)
+	}
+	if cs := c.managedContainers(t); len(cs) > 0 {
+		var ids []string
+		for _, c := range cs {
+			ids = append(ids, fmt.Sprintf("%s (%s, %s)", c.Id[:13], c.Metadata.Name, c.State))
+		}
+		t.Errorf("ListContainers %s=true: %d left: %v", managedLabel, len(cs), ids)
+	}
+	if uid == "" {
+		t.Errorf("no pod UID in the summary: cannot check the pod dirs")
+		return
+	}
+	assertGone(t, "pod dir", d.podDir(uid))
+	assertGone(t, "pod log dir", d.podLogDir(ns, name, uid))
+}
+
+// interrupt sends SIGINT to a running podstep.
+func interrupt(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGINT) }
