@@ -1,17 +1,99 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/tui"
 )
 
-// runInteractive opens the TUI. Until the TUI lands it runs as --auto.
+// runInteractive runs the pod in the TUI, one keypress per step. When the
+// TUI ends it tears the pod down (unless the user kept it), printing each
+// teardown step as a plain line, then a one-line summary; exit codes are
+// those of --auto.
 func runInteractive(cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn) error {
-	fmt.Fprintln(cmd.ErrOrStderr(), "podstep: the interactive TUI is not available in this build: running as --auto")
-	o.auto = true
-	c.stop()
-	return runPod(cmd, g, o)
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	feed := tui.NewFeed()
+	eo := o.engineOptions(g)
+	eo.Observer = feed.Observe
+	eng, err := steps.New(b, c.client, eo)
+	if err != nil {
+		return err
+	}
+	var breaks []steps.Stage
+	for _, s := range o.breaks {
+		st, _ := steps.ParseStage(s) // validated by runOptions.validate
+		breaks = append(breaks, st)
+	}
+
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	res, tuiErr := tui.Run(ctx, eng, tui.Options{
+		Runtime: c.info, Feed: feed, Breaks: breaks, Keep: o.keep,
+		NoColor: g.noColor, In: cmd.InOrStdin(), Out: stdout,
+	})
+
+	// The TUI is gone: from here on, plain lines.
+	printer := report.New(stdout, "text")
+	feed.Forward(printer.Observe)
+	pod := b.Pod.Namespace + "/" + b.Pod.Name
+	snap := eng.PodState()
+	calls := c.client.Calls()
+	var created time.Duration
+	for _, s := range eng.Steps() {
+		created += s.Duration
+	}
+	teardown := res.Teardown || tuiErr != nil
+	sum := report.Summary{Pod: pod, UID: string(b.Pod.UID), Display: snap.Display, Ready: snap.Ready,
+		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: !teardown}
+	sum.Timing = timing(eng, calls, created)
+	if tuiErr != nil {
+		fmt.Fprintln(stderr, "podstep: terminal:", tuiErr)
+	}
+	if teardown {
+		fmt.Fprintf(stdout, "podstep: tearing down pod %s\n", pod)
+		tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), teardownBudget(eng))
+		tstart := time.Now()
+		err := eng.Teardown(tctx)
+		tcancel()
+		sum.Timing.TeardownMs = msSince(tstart)
+		if err != nil {
+			fmt.Fprintln(stderr, "podstep: teardown:", err)
+		}
+	}
+
+	code := ExitOK
+	sum.Outcome = "running"
+	if f, failed := eng.Failed(); failed {
+		code = ExitPodFailed
+		sum.Outcome = "failed"
+		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message}
+		if f.Result.Reason == "RuntimeUnavailable" {
+			code = ExitRuntime
+		}
+	} else if !eng.Finished() {
+		sum.Outcome = "stopped"
+	}
+	if res.Interrupted {
+		code = ExitInterrupted
+		sum.Outcome = "interrupted"
+		sum.Failed = nil
+	}
+	sum.ExitCode = code
+	printer.Finish(sum)
+	if res.Interrupted {
+		fmt.Fprintln(stderr, "podstep: interrupted: torn down")
+	}
+	if tuiErr != nil && code == ExitOK {
+		code = ExitRuntime
+	}
+	return silentExit(code)
 }

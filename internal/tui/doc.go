@@ -1,0 +1,11 @@
+// Package tui is podstep's interactive frontend: a bubbletea v2 program that
+// runs the engine one step per keypress and shows, side by side, the plan,
+// the selected step (what the kubelet does, the function it mirrors, the
+// exact CRI requests and their responses), the pod's status as kubectl would
+// print it, and the kubelet's events or a container's log.
+//
+// The engine is synchronous; the TUI runs each Next or Continue in a command
+// (its own goroutine) with a cancellable context, and the engine's observer
+// feeds a channel that a re-armed command turns into messages, so the UI
+// never blocks on the runtime.
+package tui

@@ -1,0 +1,460 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/spinner"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// detailMode is what the step pane's lower part shows (tab cycles it).
+type detailMode int
+
+const (
+	modeRequest detailMode = iota
+	modeResponse
+	modeLog
+)
+
+func (d detailMode) String() string {
+	return [...]string{"request", "response", "log"}[d]
+}
+
+// row is one line of the plan pane: a stage header or a step.
+type row struct {
+	stage steps.Stage
+	step  int // index into model.steps; -1 for a stage header
+}
+
+// model is the root bubbletea model. It is used through a pointer: the
+// engine runner shares its WaitGroup with Run.
+type model struct {
+	eng  *steps.Engine
+	opts Options
+	ctx  context.Context
+	feed *Feed
+	keys keyMap
+	st   styles
+	help help.Model
+	spin spinner.Model
+	now  func() time.Time
+	// fmtDur formats step and call durations (tests mask them).
+	fmtDur func(time.Duration) string
+
+	width, height int
+
+	// What the engine said last. While a step runs they are updated from
+	// events only: eng.Steps() rebuilds requests from state the running
+	// step is changing.
+	steps  []steps.Step
+	pod    podstate.Snapshot
+	before podstate.Snapshot // the pod before the last step ran
+	lastID int               // the last step that ran
+	nextID int               // the step Next would run (0: none)
+	ver    int               // bumped whenever steps change (detail cache key)
+
+	stageBreak map[steps.Stage]bool
+	stepBreak  map[int]bool
+
+	rows    []row
+	cursor  int // index into rows
+	planTop int
+	mode    detailMode
+	scroll  int
+	detail  detailCache
+	log     logView
+
+	run       *runner
+	busy      bool
+	op        string
+	runStart  time.Time
+	runningID int
+	method    string // the CRI call in flight
+
+	confirm  bool
+	showHelp bool
+	quitting bool
+	decided  bool // the user chose how to quit
+	result   Result
+	flash    string
+}
+
+func newModel(ctx context.Context, eng *steps.Engine, o Options) *model {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	st := newStyles()
+	h := help.New()
+	h.Styles = st.Help
+	m := &model{
+		eng: eng, opts: o, ctx: ctx, feed: o.Feed, keys: newKeyMap(), st: st, help: h,
+		spin:       spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
+		now:        now,
+		fmtDur:     report.FormatDuration,
+		width:      80,
+		height:     24,
+		stageBreak: map[steps.Stage]bool{},
+		stepBreak:  map[int]bool{},
+		run:        &runner{},
+	}
+	for _, s := range o.Breaks {
+		if !m.stageBreak[s] {
+			m.stageBreak[s] = eng.ToggleBreakStage(s)
+		}
+	}
+	m.refresh()
+	m.before = m.pod
+	m.selectStep(m.nextID)
+	return m
+}
+
+// Init starts listening to the engine.
+func (m *model) Init() tea.Cmd { return m.waitEvent() }
+
+// waitEvent delivers the next engine event; Update re-arms it.
+func (m *model) waitEvent() tea.Cmd {
+	ch := m.feed.ch
+	return func() tea.Msg { return <-ch }
+}
+
+// refresh re-reads the engine. Only call it while no step runs.
+func (m *model) refresh() {
+	var id int
+	if r, ok := m.cursorRow(); ok && r.step >= 0 {
+		id = m.steps[r.step].ID
+	}
+	m.steps = m.eng.Steps()
+	m.pod = m.eng.PodState()
+	m.nextID = 0
+	if s, ok := m.eng.NextStep(); ok {
+		m.nextID = s.ID
+	}
+	m.ver++
+	m.buildRows()
+	if id > 0 {
+		m.selectStep(id)
+	}
+	m.loadLog()
+}
+
+func (m *model) buildRows() {
+	m.rows = m.rows[:0]
+	var stage steps.Stage
+	for i, s := range m.steps {
+		if i == 0 || s.Stage != stage {
+			stage = s.Stage
+			m.rows = append(m.rows, row{stage: stage, step: -1})
+		}
+		m.rows = append(m.rows, row{stage: stage, step: i})
+	}
+	if m.cursor >= len(m.rows) {
+		m.cursor = len(m.rows) - 1
+	}
+}
+
+func (m *model) cursorRow() (row, bool) {
+	if m.cursor < 0 || m.cursor >= len(m.rows) {
+		return row{}, false
+	}
+	return m.rows[m.cursor], true
+}
+
+// selected is the step the step pane shows: the cursor's step, or the
+// first step of the stage whose header the cursor is on.
+func (m *model) selected() (steps.Step, bool) {
+	r, ok := m.cursorRow()
+	if !ok {
+		return steps.Step{}, false
+	}
+	if r.step < 0 {
+		if m.cursor+1 < len(m.rows) {
+			r = m.rows[m.cursor+1]
+		} else {
+			return steps.Step{}, false
+		}
+	}
+	return m.steps[r.step], true
+}
+
+// selectStep puts the cursor on step id.
+func (m *model) selectStep(id int) {
+	for i, r := range m.rows {
+		if r.step >= 0 && m.steps[r.step].ID == id {
+			if m.cursor != i {
+				m.scroll = 0
+			}
+			m.cursor = i
+			return
+		}
+	}
+}
+
+// setStep replaces one step with the engine's snapshot of it.
+func (m *model) setStep(s steps.Step) {
+	if s.ID < 1 || s.ID > len(m.steps) {
+		return
+	}
+	m.steps[s.ID-1] = s
+	m.ver++
+}
+
+// Update handles one message.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.key(msg)
+	case engineEventMsg:
+		m.event(msg.ev)
+		return m, m.waitEvent()
+	case runDoneMsg:
+		return m, tea.Batch(m.runDone(msg), m.waitEvent())
+	case spinner.TickMsg:
+		if !m.busy {
+			return m, nil // let the spinner stop
+		}
+		var cmd tea.Cmd
+		m.spin, cmd = m.spin.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+// event applies one engine event while a step runs.
+func (m *model) event(ev steps.Event) {
+	switch ev.Kind {
+	case steps.StepStarted:
+		m.before = m.pod
+		m.runningID = ev.Step.ID
+		m.method = ""
+		m.setStep(ev.Step)
+		m.selectStep(ev.Step.ID)
+	case steps.CallSent:
+		m.method = ev.Method
+	case steps.CallDone:
+		m.method = ""
+		if ev.Step.ID > 0 {
+			m.setStep(ev.Step)
+		}
+	case steps.StepDone:
+		m.setStep(ev.Step)
+		if ev.Pod != nil {
+			m.pod = *ev.Pod
+		}
+		m.lastID = ev.Step.ID
+		m.runningID = 0
+	}
+}
+
+// start runs op ("next", "continue" or "retry") in a command.
+func (m *model) start(op string) tea.Cmd {
+	ctx, cancel := context.WithCancel(m.ctx)
+	m.run.setCancel(cancel)
+	m.busy, m.op, m.runStart, m.flash = true, op, m.now(), ""
+	if s, ok := m.eng.NextStep(); ok {
+		m.runningID = s.ID
+		m.selectStep(s.ID)
+	}
+	eng, r, ch := m.eng, m.run, m.feed.ch
+	r.wg.Add(1)
+	work := func() tea.Msg {
+		defer r.wg.Done()
+		defer cancel()
+		var err error
+		if op == "continue" {
+			err = eng.Continue(ctx)
+		} else {
+			_, err = eng.Next(ctx)
+		}
+		// After the run's events, on the same channel (never dropped).
+		ch <- runDoneMsg{op: op, err: err}
+		return nil
+	}
+	return tea.Batch(work, m.spin.Tick)
+}
+
+func (m *model) runDone(msg runDoneMsg) tea.Cmd {
+	m.busy, m.runningID, m.method = false, 0, ""
+	m.run.setCancel(nil)
+	m.refresh()
+	if m.lastID > 0 {
+		m.selectStep(m.lastID)
+	}
+	if m.quitting {
+		return tea.Quit
+	}
+	switch {
+	case msg.err == nil, errors.Is(msg.err, context.Canceled):
+	case errors.Is(msg.err, steps.ErrNoStep):
+		m.flash = "nothing left to run"
+	default:
+		m.flash = "error: " + msg.err.Error()
+	}
+	return nil
+}
+
+// key handles one keypress.
+func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(k, m.keys.ForceQ) {
+		m.result.Teardown, m.result.Interrupted = true, true
+		return m.quit()
+	}
+	if m.confirm {
+		switch k.String() {
+		case "y", "Y":
+			m.result.Teardown = true
+			return m.quit()
+		case "n", "N":
+			m.result.Teardown = false
+			return m.quit()
+		case "enter", "space":
+			m.result.Teardown = !m.opts.Keep
+			return m.quit()
+		case "esc", "q":
+			m.confirm = false
+		}
+		return nil
+	}
+	if m.showHelp {
+		m.showHelp = false
+		if key.Matches(k, m.keys.Quit) {
+			m.confirm = true
+		}
+		return nil
+	}
+	m.flash = ""
+	switch {
+	case key.Matches(k, m.keys.Help):
+		m.showHelp = true
+	case key.Matches(k, m.keys.Quit):
+		m.confirm = true
+	case key.Matches(k, m.keys.Cancel):
+		if m.busy {
+			m.run.cancelRun()
+			m.flash = "cancelling the running call…"
+		}
+	case key.Matches(k, m.keys.Next):
+		if why := m.cannotRun(); why != "" {
+			m.flash = why
+			return nil
+		}
+		return m.start("next")
+	case key.Matches(k, m.keys.Continue):
+		if why := m.cannotRun(); why != "" {
+			m.flash = why
+			return nil
+		}
+		return m.start("continue")
+	case key.Matches(k, m.keys.Retry):
+		if m.busy {
+			m.flash = "a step is running: esc cancels it"
+			return nil
+		}
+		if err := m.eng.Retry(); err != nil {
+			m.flash = err.Error()
+			return nil
+		}
+		m.refresh()
+		return m.start("retry")
+	case key.Matches(k, m.keys.Break):
+		m.toggleBreak()
+	case key.Matches(k, m.keys.Tab):
+		m.mode = (m.mode + 1) % 3
+		m.scroll = 0
+		m.loadLog()
+	case key.Matches(k, m.keys.Up):
+		m.moveCursor(-1)
+	case key.Matches(k, m.keys.Down):
+		m.moveCursor(1)
+	case key.Matches(k, m.keys.PgUp):
+		m.scroll -= max(1, m.layout().stepH-2)
+		if m.scroll < 0 {
+			m.scroll = 0
+		}
+	case key.Matches(k, m.keys.PgDown):
+		m.scroll += max(1, m.layout().stepH-2)
+	}
+	return nil
+}
+
+// cannotRun says why Next/Continue cannot run now, or "".
+func (m *model) cannotRun() string {
+	switch {
+	case m.busy:
+		return "a step is running: esc cancels it"
+	case m.failedStep() != nil:
+		s := m.failedStep()
+		return fmt.Sprintf("step %d %s failed: r retries it, q quits", s.ID, s.Name)
+	case m.nextID == 0:
+		return "all steps done: q quits (and tears the pod down)"
+	}
+	return ""
+}
+
+func (m *model) failedStep() *steps.Step {
+	if m.busy {
+		return nil
+	}
+	for i := range m.steps {
+		if m.steps[i].State == steps.Failed && m.steps[i].Stage != steps.StageTeardown {
+			return &m.steps[i]
+		}
+	}
+	return nil
+}
+
+// quit ends the program, once a running call has been cancelled and returned.
+func (m *model) quit() tea.Cmd {
+	m.decided, m.confirm = true, false
+	if m.busy {
+		m.quitting = true
+		m.run.cancelRun()
+		return nil
+	}
+	return tea.Quit
+}
+
+func (m *model) moveCursor(d int) {
+	n := m.cursor + d
+	if n < 0 || n >= len(m.rows) {
+		return
+	}
+	m.cursor = n
+	m.scroll = 0
+	m.loadLog()
+}
+
+func (m *model) toggleBreak() {
+	r, ok := m.cursorRow()
+	if !ok {
+		return
+	}
+	if r.step < 0 {
+		m.stageBreak[r.stage] = m.eng.ToggleBreakStage(r.stage)
+		return
+	}
+	id := m.steps[r.step].ID
+	m.stepBreak[id] = m.eng.ToggleBreakStep(id)
+}
+
+// breakAt reports whether a breakpoint stops before the step at index i.
+func (m *model) breakAt(i int) bool {
+	s := m.steps[i]
+	if m.stepBreak[s.ID] {
+		return true
+	}
+	return m.stageBreak[s.Stage] && (i == 0 || m.steps[i-1].Stage != s.Stage)
+}

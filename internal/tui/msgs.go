@@ -1,0 +1,16 @@
+package tui
+
+import "github.com/podstep/podstep/internal/steps"
+
+// engineEventMsg carries one engine event into the program.
+type engineEventMsg struct{ ev steps.Event }
+
+// runDoneMsg says a Next or Continue returned; the engine is idle again.
+type runDoneMsg struct {
+	// op is what ran: "next", "continue" or "retry".
+	op  string
+	err error
+}
+
+// tickMsg redraws the elapsed time of a running step.
+type tickMsg struct{}

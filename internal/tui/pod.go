@@ -1,0 +1,135 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/lipgloss/v2"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/podstate"
+)
+
+// podView renders the pod pane's content as lines of at most w cells:
+// `kubectl get pod`, phase and conditions, then one line per container.
+// What changed in the last step is highlighted.
+func (m *model) podLines(w int) []string {
+	st := m.st
+	now, was := m.pod, m.before
+	hl := func(s string, changed bool) string {
+		if changed {
+			return st.Changed.Render(s)
+		}
+		return s
+	}
+	ip := now.Status.PodIP
+	if ip == "" {
+		ip = "<none>"
+	}
+	wasIP := was.Status.PodIP
+	if wasIP == "" {
+		wasIP = "<none>"
+	}
+	name := m.eng.Pod().Name
+	cols := []struct {
+		head, val string
+		changed   bool
+	}{
+		{"NAME", name, false},
+		{"READY", now.Ready, now.Ready != was.Ready},
+		{"STATUS", now.Display, now.Display != was.Display},
+		{"RESTARTS", fmt.Sprint(now.Restarts), now.Restarts != was.Restarts},
+		{"IP", ip, ip != wasIP},
+	}
+	// kubectl separates columns by 3 spaces; use fewer when the pane is narrow.
+	total := 0
+	for _, c := range cols {
+		total += max(len(c.head), lipgloss.Width(c.val))
+	}
+	gap := 3
+	for gap > 1 && total+gap*(len(cols)-1) > w {
+		gap--
+	}
+	var head, vals strings.Builder
+	for i, c := range cols {
+		cw := max(len(c.head), lipgloss.Width(c.val))
+		if i < len(cols)-1 {
+			cw += gap
+		}
+		head.WriteString(fit(c.head, cw))
+		vals.WriteString(fit(hl(c.val, c.changed), cw))
+	}
+	out := []string{st.Dim.Render(head.String()), vals.String()}
+
+	// Phase and conditions, as `kubectl describe pod` lists them.
+	toks := []string{st.Dim.Render("phase ") + hl(string(now.Status.Phase), now.Status.Phase != was.Status.Phase)}
+	wasCond := map[corev1.PodConditionType]corev1.ConditionStatus{}
+	for _, c := range was.Status.Conditions {
+		wasCond[c.Type] = c.Status
+	}
+	for _, c := range now.Status.Conditions {
+		mark := st.Failed.Render("✗")
+		if c.Status == corev1.ConditionTrue {
+			mark = st.Done.Render("✓")
+		}
+		t := string(c.Type)
+		if wasCond[c.Type] != c.Status && len(was.Status.Conditions) > 0 {
+			t = st.Changed.Render(t)
+		}
+		toks = append(toks, t+" "+mark)
+	}
+	out = append(out, wrapTokens(toks, w, "  ")...)
+
+	// Containers, init containers first.
+	prev := map[string]string{}
+	for _, c := range allStatuses(was) {
+		prev[c.Name] = m.containerState(c)
+	}
+	nw := 0
+	for _, c := range allStatuses(now) {
+		nw = max(nw, lipgloss.Width(c.Name)+5)
+	}
+	initN := len(now.Status.InitContainerStatuses)
+	for i, c := range allStatuses(now) {
+		label := c.Name
+		if i < initN {
+			label = "init:" + c.Name
+		}
+		s := m.containerState(c)
+		p, seen := prev[c.Name]
+		out = append(out, fit(label, nw+1)+hl(s, seen && p != s))
+	}
+	return out
+}
+
+func allStatuses(s podstate.Snapshot) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, 0, len(s.Status.InitContainerStatuses)+len(s.Status.ContainerStatuses))
+	out = append(out, s.Status.InitContainerStatuses...)
+	return append(out, s.Status.ContainerStatuses...)
+}
+
+// containerState says a container's state as `kubectl describe` does.
+func (m *model) containerState(c corev1.ContainerStatus) string {
+	switch {
+	case c.State.Running != nil:
+		s := "running since " + c.State.Running.StartedAt.Local().Format("15:04:05")
+		if c.Ready {
+			s += ", ready"
+		}
+		return s
+	case c.State.Terminated != nil:
+		t := c.State.Terminated
+		s := fmt.Sprintf("terminated: exit code %d", t.ExitCode)
+		if t.Reason != "" {
+			s += " (" + t.Reason + ")"
+		}
+		return s
+	case c.State.Waiting != nil:
+		s := "waiting: " + c.State.Waiting.Reason
+		if c.State.Waiting.Message != "" {
+			s += ": " + c.State.Waiting.Message
+		}
+		return s
+	}
+	return "unknown"
+}

@@ -1,0 +1,227 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// detailCache keeps the step pane's lines until the step, mode or width
+// changes; rendering CRI messages as YAML is the costly part of a frame.
+type detailCache struct {
+	key   string
+	lines []string
+}
+
+func ansiStrip(s string) string { return strings.TrimSpace(ansi.Strip(s)) }
+
+// stepTitle is the step pane's title rule with the tabs.
+func (m *model) stepTitle(w int) string {
+	title := m.st.Title.Render("step")
+	if s, ok := m.selected(); ok {
+		title = m.st.Title.Render(fmt.Sprintf("step %d/%d", s.ID, len(m.steps)))
+	}
+	var tabs []string
+	for d := modeRequest; d <= modeLog; d++ {
+		if d == m.mode {
+			tabs = append(tabs, m.st.Tab.Render(d.String()))
+		} else {
+			tabs = append(tabs, m.st.TabOff.Render(d.String()))
+		}
+	}
+	return m.st.rule(title+" "+m.st.Dim.Render("─")+" "+strings.Join(tabs, m.st.Dim.Render(" · ")), w)
+}
+
+// stepView renders the step pane's content: h lines of w cells.
+func (m *model) stepView(w, h int) []string {
+	lines := m.stepLines(w - 1)
+	if m.scroll > len(lines)-h {
+		m.scroll = max(0, len(lines)-h)
+	}
+	win, _ := window(lines, m.scroll, h)
+	for i, l := range win {
+		win[i] = fit(" "+l, w)
+	}
+	if m.scroll > 0 && h > 0 {
+		win[0] = fit(m.st.Dim.Render(fmt.Sprintf(" ↑ %d more (pgup)", m.scroll)), w)
+	}
+	if rest := len(lines) - m.scroll - h; rest > 0 && h > 1 {
+		win[h-1] = fit(m.st.Dim.Render(fmt.Sprintf(" ↓ %d more (pgdn)", rest)), w)
+	}
+	return win
+}
+
+// stepLines renders the selected step in full, cached.
+func (m *model) stepLines(w int) []string {
+	s, ok := m.selected()
+	if !ok {
+		return nil
+	}
+	k := fmt.Sprintf("%d/%d/%d/%d/%t", s.ID, m.ver, m.mode, w, s.ID == m.nextID)
+	if s.State == steps.Running {
+		k = "" // elapsed time changes every frame
+	}
+	if k != "" && m.detail.key == k {
+		return m.detail.lines
+	}
+	lines := m.renderStep(s, w)
+	m.detail = detailCache{key: k, lines: lines}
+	return lines
+}
+
+func (m *model) renderStep(s steps.Step, w int) []string {
+	st := m.st
+	var out []string
+	add := func(l ...string) { out = append(out, l...) }
+	mark, ms := m.mark(s)
+	add(ms.Render(mark) + " " + st.Bold.Render(s.Title) + st.Dim.Render("  ["+s.Name+"]"))
+
+	switch s.State {
+	case steps.Pending:
+		if s.ID == m.nextID {
+			add(st.NextStep.Render("next step: space runs it"))
+		} else {
+			add(st.Dim.Render("pending"))
+		}
+	case steps.Running:
+		l := fmt.Sprintf("running %s", m.fmtDur(m.now().Sub(m.runStart)))
+		if m.method != "" {
+			l += " · waiting for " + m.method
+		}
+		add(st.Running.Render(l))
+	case steps.Skipped:
+		add(st.Dim.Render("skipped: an earlier step failed"))
+	case steps.Done:
+		for _, l := range wrap(fmt.Sprintf("done in %s: %s", m.fmtDur(s.Duration), s.Result.Summary), w) {
+			add(st.Done.Render(l))
+		}
+	case steps.Failed:
+		msg := s.Result.Summary
+		if s.Result.Reason != "" {
+			msg = s.Result.Reason + ": " + s.Result.Message
+		}
+		for _, l := range wrap(fmt.Sprintf("failed after %s: %s", m.fmtDur(s.Duration), msg), w) {
+			add(st.Failed.Render(l))
+		}
+		add(st.Dim.Render("r retries this step, q quits"))
+	}
+	for _, d := range s.Result.Details {
+		for i, l := range wrap(d.Key+": "+d.Value, w-2) {
+			if i == 0 {
+				k := len(d.Key) + 1
+				if k <= len(l) {
+					l = st.Dim.Render(l[:k]) + l[k:]
+				}
+			}
+			add("  " + l)
+		}
+	}
+	for _, wn := range s.Result.Warnings {
+		for i, l := range wrap(wn, w-2) {
+			if i == 0 {
+				add(st.Warning.Render("! " + l))
+			} else {
+				add(st.Warning.Render("  " + l))
+			}
+		}
+	}
+	add("")
+	add(wrap(s.Explain, w)...)
+	if s.Mirrors != "" {
+		for _, l := range wrap("kubelet: "+s.Mirrors, w) {
+			add(st.Dim.Render(l))
+		}
+	}
+	add("")
+	if m.mode == modeRequest {
+		add(m.requestLines(s, w)...)
+	} else {
+		add(m.responseLines(s, w)...)
+	}
+	return out
+}
+
+// callStatus is "OK 0.7ms" or "Unknown: message 0.3ms".
+func (m *model) callStatus(c cri.Call) string {
+	if c.Err != nil {
+		return m.st.Failed.Render(c.Code().String()+": "+c.ErrorMessage()) + " " + m.st.Dim.Render(m.fmtDur(c.Duration))
+	}
+	return m.st.Done.Render("OK") + " " + m.st.Dim.Render(m.fmtDur(c.Duration))
+}
+
+// requestLines are the step's CRI requests: the ones sent once it ran,
+// else the ones it will send, rebuilt from what the engine knows now.
+func (m *model) requestLines(s steps.Step, w int) []string {
+	var out []string
+	if len(s.Calls) > 0 {
+		for i, c := range s.Calls {
+			head := m.st.Bold.Render(c.Method) + " → " + m.callStatus(c)
+			out = append(out, m.msgLines(head, c.Request, w)...)
+			if i == len(s.Calls)-1 && s.State == steps.Running && m.method != "" {
+				out = append(out, m.st.Running.Render(m.method+" sent, waiting…"))
+			}
+		}
+		return out
+	}
+	if len(s.Requests) == 0 {
+		return []string{m.st.Dim.Render("(no CRI call: the kubelet does this itself)")}
+	}
+	what := "will send"
+	if s.State == steps.Skipped {
+		what = "would send"
+	}
+	for _, r := range s.Requests {
+		msg := r.Message
+		if c := m.eng.Client(); c != nil {
+			msg = c.Redactor.Redact(msg)
+		}
+		out = append(out, m.msgLines(m.st.Bold.Render(r.Method)+m.st.Dim.Render(" request ("+what+")"), msg, w)...)
+	}
+	return out
+}
+
+// responseLines are the responses (or errors) of the step's calls.
+func (m *model) responseLines(s steps.Step, w int) []string {
+	if len(s.Calls) == 0 {
+		switch {
+		case len(s.Requests) == 0:
+			return []string{m.st.Dim.Render("(no CRI call: the kubelet does this itself)")}
+		case s.State == steps.Running:
+			return []string{m.st.Running.Render("waiting for " + s.Requests[0].Method + "…")}
+		case s.State == steps.Skipped:
+			return []string{m.st.Dim.Render("(not sent: the step was skipped)")}
+		}
+		return []string{m.st.Dim.Render("(not sent yet: space runs this step)")}
+	}
+	var out []string
+	for _, c := range s.Calls {
+		head := m.st.Bold.Render(c.Method) + " → " + m.callStatus(c)
+		if c.Err != nil {
+			out = append(out, head)
+			for _, l := range wrap(c.ErrorMessage(), w-2) {
+				out = append(out, "  "+m.st.Failed.Render(l))
+			}
+			continue
+		}
+		out = append(out, m.msgLines(head, c.Response, w)...)
+	}
+	if s.State == steps.Running && m.method != "" {
+		out = append(out, m.st.Running.Render("waiting for "+m.method+"…"))
+	}
+	return out
+}
+
+// msgLines is a heading and a message as indented YAML; lines wider than
+// the pane are cut (pgup/pgdn scroll; `podstep plan` prints them whole).
+func (m *model) msgLines(head string, msg proto.Message, w int) []string {
+	out := []string{head}
+	for _, l := range m.st.styleYAML(protoYAML(msg)) {
+		out = append(out, "  "+l)
+	}
+	return out
+}

@@ -1,0 +1,145 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// Options configure Run.
+type Options struct {
+	// Runtime names the runtime in the header (endpoint, simulated or not).
+	Runtime report.Runtime
+	// Feed must be the observer of eng (steps.Options.Observer = Feed.Observe).
+	Feed *Feed
+	// Breaks are stages to stop before (--break).
+	Breaks []steps.Stage
+	// Keep makes "keep the pod" the default answer when quitting (--keep).
+	Keep bool
+	// NoColor drops colours (--no-color); NO_COLOR in the environment does too.
+	NoColor bool
+	// In and Out are the terminal (nil: stdin and stdout).
+	In  io.Reader
+	Out io.Writer
+	// Now is the clock for elapsed times (nil: time.Now).
+	Now func() time.Time
+}
+
+// Result is how the TUI ended.
+type Result struct {
+	// Teardown is true when the pod must be torn down (the default on quit,
+	// always after ctrl+c or a signal).
+	Teardown bool
+	// Interrupted is true after ctrl+c, SIGINT/SIGTERM or a cancelled context.
+	Interrupted bool
+	// Pod is the pod's state when the TUI ended.
+	Pod podstate.Snapshot
+}
+
+// Feed carries engine events to the TUI: set steps.Options.Observer to
+// Feed.Observe before steps.New. After the TUI ends, Forward sends the
+// events somewhere else (e.g. a printer for the teardown steps).
+type Feed struct {
+	// ch carries engine events and, after them, each run's runDoneMsg, so
+	// the TUI sees a run end only after every event of that run.
+	ch  chan tea.Msg
+	fwd atomic.Pointer[func(steps.Event)]
+}
+
+// NewFeed returns a Feed with room for a burst of events.
+func NewFeed() *Feed { return &Feed{ch: make(chan tea.Msg, 1024)} }
+
+// Observe is the engine observer. It never blocks: when the TUI falls
+// behind, events are dropped (the TUI re-reads the engine once a step ends).
+func (f *Feed) Observe(ev steps.Event) {
+	if fn := f.fwd.Load(); fn != nil {
+		(*fn)(ev)
+		return
+	}
+	select {
+	case f.ch <- engineEventMsg{ev}:
+	default:
+	}
+}
+
+// Forward sends every later event to fn instead of the TUI.
+func (f *Feed) Forward(fn func(steps.Event)) { f.fwd.Store(&fn) }
+
+// Run runs the TUI on eng until the user quits. It returns once no engine
+// call is running any more, so the caller may tear the pod down at once.
+func Run(ctx context.Context, eng *steps.Engine, o Options) (Result, error) {
+	if o.Feed == nil {
+		return Result{}, errors.New("tui: Options.Feed is not the engine's observer")
+	}
+	m := newModel(ctx, eng, o)
+	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	if o.In != nil {
+		popts = append(popts, tea.WithInput(o.In))
+	}
+	if o.Out != nil {
+		popts = append(popts, tea.WithOutput(o.Out))
+	}
+	if o.NoColor || os.Getenv("NO_COLOR") != "" {
+		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
+	}
+	_, err := tea.NewProgram(m, popts...).Run()
+	m.stopRun()
+	res := m.result
+	res.Pod = eng.PodState()
+	if !m.decided || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) || ctx.Err() != nil {
+		// A signal, or the context ended: tear down, as --auto does.
+		res.Teardown, res.Interrupted = true, true
+		err = nil
+	}
+	return res, err
+}
+
+// runner runs engine calls off the UI goroutine.
+type runner struct {
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+func (r *runner) setCancel(c context.CancelFunc) {
+	r.mu.Lock()
+	r.cancel = c
+	r.mu.Unlock()
+}
+
+func (r *runner) cancelRun() {
+	r.mu.Lock()
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.mu.Unlock()
+}
+
+// stopRun cancels a running engine call and waits for it to return,
+// draining the feed meanwhile: the program no longer reads it.
+func (m *model) stopRun() {
+	m.run.cancelRun()
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-m.feed.ch:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	m.run.wg.Wait()
+	close(stop)
+}

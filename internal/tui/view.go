@@ -1,0 +1,170 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// layout is where the panes go for the current window size.
+type layout struct {
+	w, planW, rightW     int
+	bodyH                int
+	stepH, podH, eventsH int
+}
+
+// Minimum window the layout is designed for; smaller windows are clipped.
+const minW, minH = 60, 16
+
+func (m *model) layoutFor(podNeed int) layout {
+	w, h := max(m.width, minW), max(m.height, minH)
+	l := layout{w: w, bodyH: h - 3}
+	l.planW = min(max(w*3/8, 26), 44)
+	l.rightW = w - l.planW - 1
+	l.podH = min(podNeed, max(3, l.bodyH*3/10))
+	l.eventsH = max(2, l.bodyH/5)
+	l.stepH = l.bodyH - 3 - l.podH - l.eventsH
+	return l
+}
+
+// layout computes the layout for the pod as it is now.
+func (m *model) layout() layout {
+	l := m.layoutFor(99)
+	return m.layoutFor(len(m.podLines(l.rightW - 1)))
+}
+
+// View renders the whole screen.
+func (m *model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = "podstep: " + m.eng.Pod().Namespace + "/" + m.eng.Pod().Name
+	return v
+}
+
+// render is the screen as a string: header, body, status line, help bar.
+func (m *model) render() string {
+	l := m.layoutFor(99)
+	pod := m.podLines(l.rightW - 1)
+	l = m.layoutFor(len(pod))
+
+	lines := make([]string, 0, l.bodyH+3)
+	lines = append(lines, m.headerView(l.w))
+	if m.showHelp {
+		lines = append(lines, m.helpScreen(l.w, l.bodyH)...)
+	} else {
+		plan := m.planView(l.planW, l.bodyH)
+		right := make([]string, 0, l.bodyH)
+		right = append(right, m.stepTitle(l.rightW))
+		right = append(right, m.stepView(l.rightW, l.stepH)...)
+		right = append(right, m.st.rule(m.st.Title.Render("pod"), l.rightW))
+		podWin, _ := window(pod, 0, l.podH)
+		for _, p := range podWin {
+			right = append(right, fit(" "+p, l.rightW))
+		}
+		right = append(right, m.eventsTitle(l.rightW))
+		right = append(right, m.eventsView(l.rightW, l.eventsH)...)
+		sep := m.st.Rule.Render("│")
+		for i := 0; i < l.bodyH; i++ {
+			lines = append(lines, fit(plan[i], l.planW)+sep+right[i])
+		}
+	}
+	lines = append(lines, fit(m.statusView(l.w), l.w))
+	lines = append(lines, fit(m.help.ShortHelpView(m.keys.ShortHelp()), l.w))
+	return strings.Join(lines, "\n")
+}
+
+// headerView names the pod and the runtime; a simulated runtime is said loudly.
+func (m *model) headerView(w int) string {
+	p := m.eng.Pod()
+	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(p.Namespace+"/"+p.Name)
+	rt := "runtime " + m.opts.Runtime.Endpoint
+	if m.opts.Runtime.Simulated {
+		rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" (no containers really run) "+m.opts.Runtime.Endpoint)
+		if lipgloss.Width(left+"  "+rt) > w {
+			rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" "+m.opts.Runtime.Endpoint)
+		}
+	}
+	return fit(left+"  "+rt, w)
+}
+
+// statusView is the line above the help bar: the quit prompt, the running
+// call, a message, or what comes next.
+func (m *model) statusView(w int) string {
+	st := m.st
+	switch {
+	case m.confirm:
+		q := "tear the pod down? [Y/n]"
+		if m.opts.Keep {
+			q = "tear the pod down? [y/N]"
+		}
+		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `podstep cleanup`; esc: back)")
+	case m.quitting:
+		return st.Running.Render(m.spin.View()) + " cancelling the running call, then quitting…"
+	case m.busy:
+		what := ""
+		if s, ok := m.stepByID(m.runningID); ok {
+			what = fmt.Sprintf("%d %s", s.ID, s.Name)
+		}
+		if m.method != "" {
+			what += " · " + m.method
+		}
+		if m.op == "continue" {
+			what = "continuing: " + what
+		}
+		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.runStart))+"  esc cancels")
+	case m.flash != "":
+		return st.Warning.Render(m.flash)
+	}
+	if f := m.failedStep(); f != nil {
+		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, f.Name, f.Result.Reason)) + st.Dim.Render(" · r retries, q quits")
+	}
+	if s, ok := m.stepByID(m.nextID); ok {
+		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues")
+	}
+	return st.Done.Render("✓ all steps done: pod "+m.pod.Display) + st.Dim.Render(" · q quits (the pod is torn down unless you keep it)")
+}
+
+func (m *model) stepByID(id int) (s steps.Step, ok bool) {
+	if id < 1 || id > len(m.steps) {
+		return s, false
+	}
+	return m.steps[id-1], true
+}
+
+// helpScreen is the full help, shown on ?.
+func (m *model) helpScreen(w, h int) []string {
+	st := m.st
+	lines := []string{st.rule(st.Title.Render("help"), w), ""}
+	for _, l := range strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n") {
+		lines = append(lines, "  "+l)
+	}
+	legend := []string{
+		"",
+		st.Bold.Render("plan marks"),
+		"  " + st.NextStep.Render("▸") + " next step   " + st.Running.Render("⠋") + " running   " + st.Done.Render("✓") + " done   " +
+			st.Failed.Render("✗") + " failed   " + st.Pending.Render("·") + " pending   - skipped   " + st.Break.Render("●") + " breakpoint",
+		"",
+		st.Bold.Render("panes"),
+	}
+	lines = append(lines, legend...)
+	for _, t := range []string{
+		"step: what the kubelet does, the function it mirrors, and the CRI requests (tab: responses, container log).",
+		"pod: `kubectl get pod`, phase and conditions, each container's state; what the last step changed is highlighted.",
+		"events: the kubelet's events for the pod; in log mode, the selected container's log file.",
+		"Each step sends real CRI calls; nothing runs until you press space, n or c.",
+	} {
+		for _, l := range wrap(t, w-4) {
+			lines = append(lines, "  "+l)
+		}
+	}
+	lines = append(lines, "", st.Dim.Render("  any key closes this help"))
+	out, _ := window(lines, 0, h)
+	for i, l := range out {
+		out[i] = fit(l, w)
+	}
+	return out
+}
