@@ -298,7 +298,7 @@ func TestFailures(t *testing.T) {
 	busybox := "docker.io/library/busybox:1.35"
 	cases := []struct {
 		name, annotation, image, policy string
-		step, reason, display         string
+		step, reason, display           string
 	}{
 		{"init exits 3", `sim.podstep.dev/exit-code.setup: "3"`, busybox, "IfNotPresent", "wait/setup", "Error", "Init:Error"},
 		{"sandbox refused", `sim.podstep.dev/sandbox-error: "no IPs left"`, busybox, "IfNotPresent", "run-sandbox", "CreatePodSandboxError", "Init:0/1"},

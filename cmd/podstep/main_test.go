@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// bin is the podstep binary built once for the tests that need a process
+// (signals, stdin).
+var bin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "podstep-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "podstep")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run executes podstep in-process and returns its exit code and outputs.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Execute(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func dirs(t *testing.T) (root, logs string) {
+	d := t.TempDir()
+	return filepath.Join(d, "root"), filepath.Join(d, "logs")
+}
+
+// TestBadManifests: every manifest under testdata/bad gives its one-line
+// error and exit 2, and nothing is sent: the runtime endpoint named does
+// not exist, so contacting it would be exit 3.
+func TestBadManifests(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/bad/*.yaml")
+	if len(files) < 15 {
+		t.Fatalf("only %d bad manifests", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			root, logs := dirs(t)
+			code, out, errOut := run(t, "run", "--auto", "-f", f, "-r", "unix:///nonexistent/podstep-test.sock", "--root-dir", root, "--log-dir", logs)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want 2; stderr: %s", code, errOut)
+			}
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".err")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.TrimPrefix(strings.TrimSpace(errOut), "error: ")
+			got = strings.TrimPrefix(got, "../../")
+			if got != strings.TrimSpace(string(want)) {
+				t.Errorf("stderr = %q\nwant    %q", got, strings.TrimSpace(string(want)))
+			}
+			if out != "" {
+				t.Errorf("stdout not empty: %q", out)
+			}
+			if _, err := os.Stat(root); !os.IsNotExist(err) {
+				t.Errorf("root dir was created for bad input")
+			}
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := [][]string{
+		{"run", "--auto"},
+		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "-o", "yaml"},
+		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "--break", "nosuchstage"},
+		{"run", "--nosuchflag"},
+		{"plan"},
+		{"nosuchcommand"},
+	}
+	for _, args := range cases {
+		code, _, errOut := run(t, args...)
+		if code != ExitUsage || !strings.HasPrefix(errOut, "error: ") {
+			t.Errorf("%v: exit %d stderr %q, want exit 2 with an error line", args, code, errOut)
+		}
+	}
+}
+
+func TestUnreachableRuntime(t *testing.T) {
+	root, logs := dirs(t)
+	code, _, errOut := run(t, "run", "--auto", "-f", "../../testdata/pods/hello.yaml", "-r", "unix:///nonexistent/podstep.sock", "--root-dir", root, "--log-dir", logs)
+	if code != ExitRuntime || !strings.Contains(errOut, "runtime unreachable") {
+		t.Fatalf("exit %d stderr %q, want 3 and 'runtime unreachable'", code, errOut)
+	}
+}
+
+// normalize masks what changes between runs: durations, IDs, times, paths.
+func normalize(s, root, logs string) string {
+	s = strings.ReplaceAll(s, root, "<root>")
+	s = strings.ReplaceAll(s, logs, "<logs>")
+	for _, r := range []struct{ re, with string }{
+		{`unix:///[^ )"]*sim\.sock`, "<sim>"},
+		{`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`, "<time>"},
+		{`\b[0-9a-f]{64}\b`, "<id>"},
+		{`\b[0-9a-f]{13}\b`, "<id>"},
+		{`sha256:[0-9a-f]{12}`, "sha256:<id>"},
+		{`\d+(\.\d+)?(ms|s)\b`, "<dur>"},
+		{`"(duration_ms|create_ms|cri_ms|wait_ms|overhead_ms|teardown_ms)":[0-9.e+-]+`, `"$1":0`},
+		{`on node [a-z0-9.-]+`, "on node <node>"},
+		{`containers/([a-z]+)/[0-9a-f]{8}`, "containers/$1/<hex>"},
+		{`"node(Name)?":"[^"]*"`, `"node$1":"<node>"`},
+		{`"hostIPs?":[^,]*,`, ``},
+		{`memory [0-9.]+[KMGT]i requested`, "memory <mem> requested"},
+		{`requested ([0-9a-zA-Z]+) of [0-9a-zA-Z]+ allocatable`, "requested $1 of <alloc> allocatable"},
+		{`"(created_at|started_at|finished_at|timestamp)":"\d+"`, `"$1":"<ns>"`},
+		{`"key":"node","value":"[^"]*"`, `"key":"node","value":"<node>"`},
+		// How often the init wait relists depends on timing.
+		{`\[ListContainers[^\]]*\]`, "[<relists>]"},
+	} {
+		s = regexp.MustCompile(r.re).ReplaceAllString(s, r.with)
+	}
+	return s
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(path, []byte(got), 0o644)
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/podstep -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s differs (go test ./cmd/podstep -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}
+
+// TestAutoGolden runs test pods against the simulated runtime through the
+// real gRPC path, in text and JSON, and compares with golden output.
+func TestAutoGolden(t *testing.T) {
+	for _, pod := range []string{"hello", "init", "hooks"} {
+		for _, format := range []string{"text", "json"} {
+			t.Run(pod+"-"+format, func(t *testing.T) {
+				// The init wait's JSON lists every relist call, whose count depends on timing.
+				skipGolden := pod == "init" && format == "json"
+				root, logs := dirs(t)
+				code, out, errOut := run(t, "run", "--auto", "--sim", "--no-color", "--grace-period", "0", "-o", format,
+					"-f", "../../testdata/pods/"+pod+".yaml", "--root-dir", root, "--log-dir", logs)
+				if code != 0 {
+					t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+				}
+				if format == "json" {
+					checkJSON(t, out)
+				}
+				if !skipGolden {
+					golden(t, "auto-"+pod+"."+format, normalize(out, root, logs))
+				}
+				assertEmpty(t, filepath.Join(root, "pods"))
+			})
+		}
+	}
+}
+
+// checkJSON checks every line is one JSON object with a type, and that the
+// summary says running.
+func checkJSON(t *testing.T, out string) {
+	t.Helper()
+	var last map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		last = nil
+		if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
+			t.Fatalf("line is not JSON: %v: %s", err, sc.Text())
+		}
+		if last["type"] == nil {
+			t.Fatalf("line without type: %s", sc.Text())
+		}
+	}
+	if last["type"] != "summary" || last["outcome"] != "running" || last["exit_code"].(float64) != 0 {
+		t.Fatalf("last line is not a running summary: %v", last)
+	}
+}
+
+func assertEmpty(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	if len(ents) != 0 {
+		t.Errorf("%s not empty after teardown: %v", dir, ents)
+	}
+}
+
+// TestFailedPodExit1 checks a failing pod exits 1 with stage, step, reason
+// and the runtime's message, and is torn down.
+func TestFailedPodExit1(t *testing.T) {
+	root, logs := dirs(t)
+	f := filepath.Join(t.TempDir(), "fail.yaml")
+	os.WriteFile(f, []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: fail
+  annotations:
+    sim.podstep.dev/create-error.app: "failed to create containerd container: boom"
+spec:
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`), 0o644)
+	code, out, _ := run(t, "run", "--auto", "--sim", "--no-color", "-f", f, "--root-dir", root, "--log-dir", logs)
+	if code != ExitPodFailed {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	want := "error: stage containers, step create/app: CreateContainerError: failed to create containerd container: boom"
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	assertEmpty(t, filepath.Join(root, "pods"))
+}
+
+// TestStdinManifest reads the manifest from -f -.
+func TestStdinManifest(t *testing.T) {
+	root, logs := dirs(t)
+	data, _ := os.ReadFile("../../testdata/pods/hello.yaml")
+	var out bytes.Buffer
+	code := Execute([]string{"run", "--auto", "--sim", "-f", "-", "--grace-period", "0", "--root-dir", root, "--log-dir", logs},
+		bytes.NewReader(data), &out, &bytes.Buffer{})
+	if code != 0 || !strings.Contains(out.String(), "STATUS Running") {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+}
+
+// TestInterrupt sends SIGINT while a call is in flight and checks podstep
+// tears the pod down and exits 130.
+func TestInterrupt(t *testing.T) {
+	root, logs := dirs(t)
+	f := filepath.Join(t.TempDir(), "slow.yaml")
+	os.WriteFile(f, []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: slow
+  annotations:
+    sim.podstep.dev/delay.StartContainer: "30s"
+spec:
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`), 0o644)
+	cmd := exec.Command(bin, "run", "--auto", "--sim", "-o", "json", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	var lines []string
+	signalled := false
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		// The create step is done: StartContainer (delayed 30 s) is in flight.
+		if !signalled && strings.Contains(sc.Text(), `"name":"create/app"`) {
+			time.Sleep(200 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGINT)
+			signalled = true
+		}
+	}
+	err := cmd.Wait()
+	if !signalled {
+		t.Fatalf("never reached create/app: %s", strings.Join(lines, "\n"))
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != ExitInterrupted {
+		t.Fatalf("exit = %v, want 130; stderr %s", err, stderr.String())
+	}
+	all := strings.Join(lines, "\n")
+	for _, step := range []string{"stop-containers", "stop-sandbox", "remove-containers", "remove-sandbox", "remove-dirs"} {
+		if !strings.Contains(all, `"name":"`+step+`"`) {
+			t.Errorf("teardown step %s not run", step)
+		}
+	}
+	if !strings.Contains(all, `"outcome":"interrupted"`) {
+		t.Errorf("summary does not say interrupted")
+	}
+	assertEmpty(t, filepath.Join(root, "pods"))
+	assertEmpty(t, logs)
+}
+
+func TestPlanCrictl(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := run(t, "plan", "-f", "../../testdata/pods/init.yaml", "--crictl", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"RunPodSandbox:", "CreateContainer:", "kubelet: kubeGenericRuntimeManager.startContainer"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q", want)
+		}
+	}
+	for _, f := range []string{"pod-config.json", "setup-container-config.json", "app-container-config.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(data, &v); err != nil || v["metadata"] == nil {
+			t.Errorf("%s: not a config with metadata: %v", f, err)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := run(t, "version")
+	if code != 0 || !strings.Contains(out, "podstep ") || !strings.Contains(out, "cri-api") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
