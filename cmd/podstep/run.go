@@ -63,10 +63,10 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.auto, "auto", false, "run every step without stopping (for CI and scripts)")
 	f.BoolVar(&o.keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
-	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds StopContainer waits before SIGKILL at teardown (default: the pod's terminationGracePeriodSeconds)")
+	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds StopContainer waits before SIGKILL at teardown; -1 uses the pod's terminationGracePeriodSeconds")
 	f.StringSliceVar(&o.breaks, "break", nil, "stop before these stages in the TUI (e.g. sandbox,containers)")
 	f.StringVarP(&o.output, "output", "o", "text", "output of --auto: text or json")
-	f.DurationVar(&o.pollInterval, "poll-interval", 100*time.Millisecond, "how often to ask ContainerStatus while an init container runs (the kubelet's PLEG: 1s)")
+	f.DurationVar(&o.pollInterval, "poll-interval", 100*time.Millisecond, "how often to relist containers while an init container runs (the kubelet's PLEG relists every 1s)")
 	f.DurationVar(&o.initTimeout, "init-timeout", 5*time.Minute, "how long to wait for one init container to exit")
 	return cmd
 }

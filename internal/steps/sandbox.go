@@ -29,6 +29,7 @@ func (runtimeStatusStep) requests(*Engine) []Request {
 		{Method: "Version", Message: &runtimeapi.VersionRequest{Version: "0.1.0"}},
 		{Method: "Status", Message: &runtimeapi.StatusRequest{}},
 		{Method: "RuntimeConfig", Message: &runtimeapi.RuntimeConfigRequest{}},
+		{Method: "ListPodSandbox", Message: &runtimeapi.ListPodSandboxRequest{}, Note: "podstep's own check, not the kubelet's: does a kubelet share this runtime?"},
 	}
 }
 
@@ -83,7 +84,21 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	e.rt.cgroupDriver = driver
 	e.opts.Config.CgroupDriver = driver
 	details = append(details, kv("cgroup driver", driver+" from "+src))
-	return ok(fmt.Sprintf("%s %s ready", v.RuntimeName, v.RuntimeVersion), details...)
+	r := ok(fmt.Sprintf("%s %s ready", v.RuntimeName, v.RuntimeVersion), details...)
+	// podstep's own check: a kubelet on this runtime garbage-collects pods it
+	// does not know, podstep's included.
+	if list, err := e.client.ListPodSandbox(ctx, nil); err == nil {
+		foreign := 0
+		for _, sb := range list.Items {
+			if sb.Labels[ManagedLabel] != "true" && sb.Labels["io.kubernetes.pod.uid"] != "" {
+				foreign++
+			}
+		}
+		if foreign > 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("a kubelet shares this runtime (%d of its pod sandboxes found): it may garbage-collect podstep's pod at any time", foreign))
+		}
+	}
+	return r
 }
 
 func unwrapMsg(err error) string {
