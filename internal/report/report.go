@@ -132,6 +132,10 @@ func (p *Printer) stepText(ev steps.Event) {
 	}
 	if s.State == steps.Failed {
 		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Result.Reason+":"), s.Result.Message)
+	}
+	// A hook's exit code and output are what the kubelet's own event hides,
+	// so they are always shown; other steps show details only on failure.
+	if s.State == steps.Failed || s.Stage == steps.StagePostStart {
 		for _, d := range s.Result.Details {
 			fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
 		}

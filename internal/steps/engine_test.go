@@ -460,3 +460,53 @@ stringData:
 		}
 	}
 }
+
+// BenchmarkHelloOverhead runs the hello pod against the simulated runtime
+// and reports podstep's own time per pod (wall time minus time inside CRI
+// calls) next to the total.
+func BenchmarkHelloOverhead(b *testing.B) {
+	dir, err := os.MkdirTemp("", "bench-sim")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	srv, err := sim.Start(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	bundle, err := manifest.Load(repoFile("testdata/pods/hello.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	root := b.TempDir()
+	zero := int64(0)
+	var overhead, inCalls time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := cri.Dial(srv.Endpoint(), "", cri.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		e, err := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs", NodeName: "n"}, GracePeriod: &zero})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Continue(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		if _, failed := e.Failed(); failed {
+			b.Fatal("hello failed")
+		}
+		wall := time.Since(start)
+		overhead += wall - c.TimeInCalls()
+		inCalls += c.TimeInCalls()
+		b.StopTimer()
+		e.Teardown(context.Background())
+		c.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(overhead.Nanoseconds())/float64(b.N), "overhead-ns/op")
+	b.ReportMetric(float64(inCalls.Nanoseconds())/float64(b.N), "cri-ns/op")
+}
