@@ -123,8 +123,25 @@ type result struct {
 	summary *summaryEvent
 }
 
+// String shows the invocation for a failure message: JSON output as one
+// short line per step (full lines would be many KiB each), text as is.
 func (r *result) String() string {
-	return fmt.Sprintf("podstep %s\nexit code %d\n--- stdout\n%s\n--- stderr\n%s", strings.Join(r.args, " "), r.code, r.stdout, r.stderr)
+	out := r.stdout
+	if r.startEv != nil {
+		var b strings.Builder
+		for _, s := range r.steps {
+			fmt.Fprintf(&b, "  step %2d %-12s %-20s %-6s %s", s.ID, s.Stage, s.Name, s.State, s.Summary)
+			if s.Reason != "" || s.Message != "" {
+				fmt.Fprintf(&b, " [%s: %s]", s.Reason, s.Message)
+			}
+			b.WriteString("\n")
+		}
+		if s := r.summary; s != nil {
+			fmt.Fprintf(&b, "  summary: outcome %s, exit_code %d, display %s, pod_ip %s, failure %+v", s.Outcome, s.ExitCode, s.Display, s.PodIP, s.Failure)
+		}
+		out = b.String()
+	}
+	return fmt.Sprintf("podstep %s\nexit code %d\n--- stdout\n%s\n--- stderr\n%s", strings.Join(r.args, " "), r.code, out, r.stderr)
 }
 
 // step returns the JSON step with this name, or nil.
@@ -394,6 +411,20 @@ func (e *env) assertNothingLeft(t *testing.T, d dirs, ns, name, uid string) {
 	}
 	assertGone(t, "pod dir", d.podDir(uid))
 	assertGone(t, "pod log dir", d.podLogDir(ns, name, uid))
+}
+
+// settle waits (up to 3 s) until the runtime lists no podstep sandbox, then
+// removes whatever is still there, so one failed case does not spill into
+// the next.
+func (e *env) settle(t *testing.T) {
+	t.Helper()
+	c := dialCRI(t, e.endpoint)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if len(c.managedSandboxes(t)) == 0 {
+			return
+		}
+	}
+	e.cleanup(t)
 }
 
 // interrupt sends SIGINT to a running podstep.

@@ -578,3 +578,136 @@ func TestAllPods(t *testing.T) {
 	}
 }
 
+// runStreaming starts podstep run -o json and calls onStep for each JSON
+// step as it arrives; it returns the finished result.
+func (e *env) runStreaming(t *testing.T, d dirs, file string, onStep func(cmd *exec.Cmd, s stepEvent)) *result {
+	t.Helper()
+	args := []string{"run", "--auto", "-o", "json", "-f", file, "-r", e.endpoint,
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(runTimeout, func() { cmd.Process.Kill() })
+	defer kill.Stop()
+	r := &result{args: args}
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		n := len(r.steps)
+		if err := r.parseLine(sc.Bytes()); err != nil {
+			t.Errorf("JSON line %q: %v", sc.Text(), err)
+		}
+		if len(r.steps) > n {
+			onStep(cmd, r.steps[n])
+		}
+	}
+	err = cmd.Wait()
+	r.stdout, r.stderr = out.String(), stderr.String()
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("wait: %v\n%s", err, r)
+	}
+	return r
+}
+
+// TestInterruptDuringSandbox: SIGINT while RunPodSandbox is in flight (0, 50
+// and 100 ms after the step before it is reported; RunPodSandbox takes
+// ~100-200 ms here). Exit 130 and, when podstep has exited, nothing of the pod
+// is left: no sandbox, no pod dir, no log dir, and the sandbox name is free,
+// so running the same pod again at once is not refused with "failed to
+// reserve sandbox name" (containerd keeps creating, then rolls back, a
+// sandbox whose RunPodSandbox the client abandoned).
+func TestInterruptDuringSandbox(t *testing.T) {
+	e := setup(t)
+	for _, delay := range []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond} {
+		t.Run(fmt.Sprintf("after %s", delay), func(t *testing.T) {
+			d := newDirs(t)
+			var sent bool
+			r := e.runStreaming(t, d, e.local("init-sleeps"), func(cmd *exec.Cmd, s stepEvent) {
+				if !sent && s.Name == "runtime-status" {
+					sent = true
+					time.Sleep(delay)
+					if err := interrupt(cmd); err != nil {
+						t.Errorf("SIGINT: %v", err)
+					}
+				}
+			})
+			if !sent {
+				t.Fatalf("the JSON stream never showed step runtime-status; no SIGINT sent\n%s", r)
+			}
+			if rs := r.step("run-sandbox"); rs != nil {
+				t.Logf("run-sandbox: %s %s %s", rs.State, rs.Reason, rs.Message)
+			} else {
+				t.Logf("run-sandbox: not run")
+			}
+			if r.code != 130 {
+				t.Errorf("exit code %d, want 130\n%s", r.code, r)
+			}
+			e.checkStream(t, r)
+			if r.summary.Outcome != "interrupted" {
+				t.Errorf("summary.outcome = %q, want interrupted", r.summary.Outcome)
+			}
+			e.assertNothingLeft(t, d, "default", "init-sleeps", r.summary.UID)
+
+			again := e.run(t, newDirs(t), e.local("init-sleeps"))
+			if again.code != 0 {
+				t.Errorf("running the same pod right after the interrupted run: exit %d, want 0\n%s", again.code, again)
+			}
+			if t.Failed() {
+				time.Sleep(time.Second) // let containerd finish the abandoned RunPodSandbox
+				e.settle(t)
+			}
+		})
+	}
+}
+
+// TestRerunWhileKept: running a manifest again while its pod is still kept
+// (--keep) must not damage the kept pod. (Whether the second run refuses
+// or succeeds, the first pod's containers, data dir and emptyDir content
+// stay.)
+func TestRerunWhileKept(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	first := e.mustRun(t, d, e.pod("init"), "--keep")
+	uid := first.summary.UID
+
+	second := e.run(t, d, e.pod("init"))
+	t.Logf("second run: exit %d, outcome %s, failure %+v", second.code, second.summary.Outcome, second.summary.Failure)
+	if second.code == 1 {
+		f := second.summary.Failure
+		if f == nil || !strings.Contains(f.Message+f.Reason, "reserve") && !strings.Contains(strings.ToLower(f.Message), "already") {
+			t.Errorf("second run failed without saying the pod already exists: %+v", f)
+		}
+	} else if second.code != 0 {
+		t.Errorf("second run: exit %d, want 0 or 1\n%s", second.code, second)
+	}
+
+	c := dialCRI(t, e.endpoint)
+	app := c.running(t, uid, "app")
+	if got := strings.TrimSpace(c.exec(t, app.Id, "sh", "-c", "cat /work/ready 2>&1; true")); got != "ready" {
+		t.Errorf("kept pod: cat /work/ready = %q, want ready (its emptyDir was emptied by the second run)", got)
+	}
+	for _, p := range []string{
+		d.podDir(uid),
+		filepath.Join(d.podDir(uid), "volumes", "kubernetes.io~empty-dir", "work", "ready"),
+		filepath.Join(d.podDir(uid), "etc-hosts"),
+		d.podLogDir("default", "init-demo", uid),
+	} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("kept pod's %s is gone after the second run: %v", p, err)
+		}
+	}
+	e.cleanup(t)
+	e.assertNothingLeft(t, d, "default", "init-demo", uid)
+}
