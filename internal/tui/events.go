@@ -46,11 +46,23 @@ func (m *model) eventLines(evs []podstate.Event, seen, h, w int) []string {
 		return []string{m.st.Dim.Render("no events yet")}
 	}
 	from := max(0, len(evs)-h)
-	rw, ow := 6, 6
+	// Narrow panes name the object by its container only ("app", "pod").
+	narrow := w < 90
+	obj := func(e podstate.Event) string {
+		if !narrow {
+			return e.Object
+		}
+		if i := strings.IndexByte(e.Object, '{'); i >= 0 && strings.HasSuffix(e.Object, "}") {
+			return e.Object[i+1 : len(e.Object)-1]
+		}
+		return "pod"
+	}
+	rw, ow := 6, 3
 	for _, e := range evs[from:] {
 		rw = max(rw, len(e.Reason))
-		ow = max(ow, len(e.Object))
+		ow = max(ow, len(obj(e)))
 	}
+	rw = min(rw, 22)
 	ow = min(ow, max(8, w/3))
 	var out []string
 	for i := from; i < len(evs); i++ {
@@ -59,7 +71,7 @@ func (m *model) eventLines(evs []podstate.Event, seen, h, w int) []string {
 		if e.Type == "Warning" {
 			typ = m.st.Warning.Render(typ)
 		}
-		l := typ + fit(e.Reason, rw+1) + m.st.Dim.Render(fit(e.Object, ow+1)) + e.Message
+		l := typ + fit(e.Reason, rw+1) + m.st.Dim.Render(fit(obj(e), ow+1)) + e.Message
 		if i >= seen && len(m.before.Events) < len(m.pod.Events) {
 			l = m.st.Changed.Render("•") + l
 		} else {

@@ -21,32 +21,35 @@ type keyMap struct {
 
 func newKeyMap() keyMap {
 	return keyMap{
-		Next:     key.NewBinding(key.WithKeys("space", "enter", "n"), key.WithHelp("space/n", "next step")),
+		Next:     key.NewBinding(key.WithKeys("space", "enter", "n"), key.WithHelp("space/n", "next")),
 		Continue: key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "continue")),
-		Break:    key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "breakpoint")),
-		Retry:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry failed step")),
-		Cancel:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel running call")),
-		Tab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "request/response/log")),
+		Break:    key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "break")),
+		Retry:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry")),
+		Cancel:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel the call")),
+		Tab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "view")),
 		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PgUp:     key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll detail up")),
-		PgDown:   key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll detail down")),
+		PgUp:     key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll up")),
+		PgDown:   key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll down")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:     key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		ForceQ:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "tear down and quit")),
+		ForceQ:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "tear down + quit")),
 	}
 }
 
 // ShortHelp is the one-line help bar.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Next, k.Continue, k.Break, k.Retry, k.Tab, k.Help, k.Quit}
+	return []key.Binding{k.Next, k.Continue, k.Retry, k.Break, k.Tab, k.Help, k.Quit}
 }
 
-// FullHelp is the help screen, in columns.
+// FullHelp is the help screen, in columns, with longer descriptions.
 func (k keyMap) FullHelp() [][]key.Binding {
+	long := func(b key.Binding, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+	}
 	return [][]key.Binding{
-		{k.Next, k.Continue, k.Retry, k.Cancel},
+		{long(k.Next, "run the next step"), long(k.Continue, "run to breakpoint/end"), long(k.Retry, "retry failed step"), long(k.Cancel, "cancel the call")},
 		{k.Up, k.Down, k.PgUp, k.PgDown},
-		{k.Break, k.Tab, k.Help, k.Quit, k.ForceQ},
+		{long(k.Break, "toggle breakpoint"), long(k.Tab, "request/response/log"), k.Help, long(k.Quit, "quit (asks)"), k.ForceQ},
 	}
 }

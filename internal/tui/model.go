@@ -96,6 +96,7 @@ func newModel(ctx context.Context, eng *steps.Engine, o Options) *model {
 	st := newStyles()
 	h := help.New()
 	h.Styles = st.Help
+	h.SetWidth(78)
 	m := &model{
 		eng: eng, opts: o, ctx: ctx, feed: o.Feed, keys: newKeyMap(), st: st, help: h,
 		spin:       spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
@@ -213,7 +214,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
-		m.help.SetWidth(msg.Width)
+		m.help.SetWidth(msg.Width - 2)
 		return m, nil
 	case tea.KeyPressMsg:
 		return m, m.key(msg)
@@ -259,6 +260,8 @@ func (m *model) event(ev steps.Event) {
 	}
 }
 
+const flashCancelling = "cancelling the running call…"
+
 // start runs op ("next", "continue" or "retry") in a command.
 func (m *model) start(op string) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -289,6 +292,9 @@ func (m *model) start(op string) tea.Cmd {
 func (m *model) runDone(msg runDoneMsg) tea.Cmd {
 	m.busy, m.runningID, m.method = false, 0, ""
 	m.run.setCancel(nil)
+	if m.flash == flashCancelling {
+		m.flash = ""
+	}
 	m.refresh()
 	if m.lastID > 0 {
 		m.selectStep(m.lastID)
@@ -344,7 +350,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Cancel):
 		if m.busy {
 			m.run.cancelRun()
-			m.flash = "cancelling the running call…"
+			m.flash = flashCancelling
 		}
 	case key.Matches(k, m.keys.Next):
 		if why := m.cannotRun(); why != "" {

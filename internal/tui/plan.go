@@ -49,15 +49,20 @@ func (m *model) planView(w, h int) []string {
 func (m *model) planRow(i, w int) string {
 	r := m.rows[i]
 	cur := i == m.cursor
+	// The cursor is reverse video, and a › for terminals without attributes.
+	pre := " "
+	if cur {
+		pre = "›"
+	}
 	bp := " "
 	if r.step < 0 {
 		if m.stageBreak[r.stage] {
 			bp = "●"
 		}
 		if cur {
-			return m.st.Cursor.Render(fit(bp+" "+string(r.stage), w))
+			return m.st.Cursor.Render(fit(pre+bp+string(r.stage), w))
 		}
-		return fit(m.st.Break.Render(bp)+" "+m.st.Stage.Render(string(r.stage)), w)
+		return fit(pre+m.st.Break.Render(bp)+m.st.Stage.Render(string(r.stage)), w)
 	}
 	s := m.steps[r.step]
 	if m.breakAt(r.step) {
@@ -74,7 +79,7 @@ func (m *model) planRow(i, w int) string {
 	room := w - 4 - lipgloss.Width(dur)
 	name = fit(name, room)
 	if cur {
-		return m.st.Cursor.Render(bp + " " + mark + " " + name + dur)
+		return m.st.Cursor.Render(pre + bp + mark + " " + name + dur)
 	}
 	nameStyle := lipgloss.NewStyle()
 	switch {
@@ -85,7 +90,7 @@ func (m *model) planRow(i, w int) string {
 	case s.State == steps.Failed:
 		nameStyle = m.st.Failed
 	}
-	return m.st.Break.Render(bp) + " " + markStyle.Render(mark) + " " + nameStyle.Render(name) + m.st.Dim.Render(dur)
+	return pre + m.st.Break.Render(bp) + markStyle.Render(mark) + " " + nameStyle.Render(name) + m.st.Dim.Render(dur)
 }
 
 // mark is a step's status mark.

@@ -68,6 +68,9 @@ func (m *model) podLines(w int) []string {
 		wasCond[c.Type] = c.Status
 	}
 	for _, c := range now.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			continue // always true on a kubelet: the pod reached the node
+		}
 		mark := st.Failed.Render("✗")
 		if c.Status == corev1.ConditionTrue {
 			mark = st.Done.Render("✓")
@@ -112,7 +115,7 @@ func allStatuses(s podstate.Snapshot) []corev1.ContainerStatus {
 func (m *model) containerState(c corev1.ContainerStatus) string {
 	switch {
 	case c.State.Running != nil:
-		s := "running since " + c.State.Running.StartedAt.Local().Format("15:04:05")
+		s := "running since " + c.State.Running.StartedAt.Format("15:04:05")
 		if c.Ready {
 			s += ", ready"
 		}

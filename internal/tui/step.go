@@ -111,15 +111,8 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		add(st.Dim.Render("r retries this step, q quits"))
 	}
 	for _, d := range s.Result.Details {
-		for i, l := range wrap(d.Key+": "+d.Value, w-2) {
-			if i == 0 {
-				k := len(d.Key) + 1
-				if k <= len(l) {
-					l = st.Dim.Render(l[:k]) + l[k:]
-				}
-			}
-			add("  " + l)
-		}
+		// One line each; long IDs and paths are cut (the JSON output has them whole).
+		add("  " + st.Dim.Render(d.Key+":") + " " + d.Value)
 	}
 	for _, wn := range s.Result.Warnings {
 		for i, l := range wrap(wn, w-2) {
@@ -130,18 +123,31 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 			}
 		}
 	}
-	add("")
-	add(wrap(s.Explain, w)...)
-	if s.Mirrors != "" {
-		for _, l := range wrap("kubelet: "+s.Mirrors, w) {
-			add(st.Dim.Render(l))
+	explain := func() {
+		add("")
+		add(wrap(s.Explain, w)...)
+		if s.Mirrors != "" {
+			for _, l := range wrap("kubelet: "+s.Mirrors, w) {
+				add(st.Dim.Render(l))
+			}
 		}
 	}
-	add("")
-	if m.mode == modeRequest {
-		add(m.requestLines(s, w)...)
+	calls := func() {
+		add("")
+		if m.mode == modeRequest {
+			add(m.requestLines(s, w)...)
+		} else {
+			add(m.responseLines(s, w)...)
+		}
+	}
+	// Before a step runs, what the kubelet is about to do comes first;
+	// once it ran, what the runtime answered.
+	if s.State == steps.Pending || s.State == steps.Skipped {
+		explain()
+		calls()
 	} else {
-		add(m.responseLines(s, w)...)
+		calls()
+		explain()
 	}
 	return out
 }

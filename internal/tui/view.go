@@ -62,6 +62,9 @@ func (m *model) render() string {
 		right = append(right, m.stepView(l.rightW, l.stepH)...)
 		right = append(right, m.st.rule(m.st.Title.Render("pod"), l.rightW))
 		podWin, _ := window(pod, 0, l.podH)
+		if n := len(pod) - l.podH; n > 0 {
+			podWin[l.podH-1] = m.st.Dim.Render(fmt.Sprintf("… %d more", n+1))
+		}
 		for _, p := range podWin {
 			right = append(right, fit(" "+p, l.rightW))
 		}
@@ -125,7 +128,7 @@ func (m *model) statusView(w int) string {
 	if s, ok := m.stepByID(m.nextID); ok {
 		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues")
 	}
-	return st.Done.Render("✓ all steps done: pod "+m.pod.Display) + st.Dim.Render(" · q quits (the pod is torn down unless you keep it)")
+	return st.Done.Render("✓ all steps done: pod "+m.pod.Display) + st.Dim.Render(" · q quits")
 }
 
 func (m *model) stepByID(id int) (s steps.Step, ok bool) {
@@ -139,18 +142,18 @@ func (m *model) stepByID(id int) (s steps.Step, ok bool) {
 func (m *model) helpScreen(w, h int) []string {
 	st := m.st
 	lines := []string{st.rule(st.Title.Render("help"), w), ""}
-	for _, l := range strings.Split(m.help.FullHelpView(m.keys.FullHelp()), "\n") {
-		lines = append(lines, "  "+l)
-	}
+	lines = append(lines, m.fullHelp(w-2)...)
 	legend := []string{
 		"",
 		st.Bold.Render("plan marks"),
-		"  " + st.NextStep.Render("▸") + " next step   " + st.Running.Render("⠋") + " running   " + st.Done.Render("✓") + " done   " +
-			st.Failed.Render("✗") + " failed   " + st.Pending.Render("·") + " pending   - skipped   " + st.Break.Render("●") + " breakpoint",
-		"",
-		st.Bold.Render("panes"),
 	}
 	lines = append(lines, legend...)
+	marks := []string{st.NextStep.Render("▸") + " next", st.Running.Render("⠋") + " running", st.Done.Render("✓") + " done",
+		st.Failed.Render("✗") + " failed", st.Pending.Render("·") + " pending", "- skipped", st.Break.Render("●") + " breakpoint"}
+	for _, l := range wrapTokens(marks, w-4, "   ") {
+		lines = append(lines, "  "+l)
+	}
+	lines = append(lines, "", st.Bold.Render("panes"))
 	for _, t := range []string{
 		"step: what the kubelet does, the function it mirrors, and the CRI requests (tab: responses, container log).",
 		"pod: `kubectl get pod`, phase and conditions, each container's state; what the last step changed is highlighted.",
@@ -165,6 +168,54 @@ func (m *model) helpScreen(w, h int) []string {
 	out, _ := window(lines, 0, h)
 	for i, l := range out {
 		out[i] = fit(l, w)
+	}
+	return out
+}
+
+// fullHelp lays out the key groups side by side when they fit, else one
+// under the other.
+func (m *model) fullHelp(w int) []string {
+	var cols [][]string
+	for _, g := range m.keys.FullHelp() {
+		kw := 0
+		for _, b := range g {
+			kw = max(kw, lipgloss.Width(b.Help().Key))
+		}
+		var col []string
+		for _, b := range g {
+			col = append(col, m.st.Help.FullKey.Render(fit(b.Help().Key, kw))+" "+m.st.Help.FullDesc.Render(b.Help().Desc))
+		}
+		cols = append(cols, col)
+	}
+	for _, gap := range []string{"    ", "  "} {
+		side := lipgloss.JoinHorizontal(lipgloss.Top, interleave(cols, gap)...)
+		if lipgloss.Width(side) <= w-2 {
+			out := strings.Split(side, "\n")
+			for i := range out {
+				out[i] = "  " + out[i]
+			}
+			return out
+		}
+	}
+	var out []string
+	for i, c := range cols {
+		if i > 0 {
+			out = append(out, "")
+		}
+		for _, l := range c {
+			out = append(out, "  "+l)
+		}
+	}
+	return out
+}
+
+func interleave(cols [][]string, gap string) []string {
+	var out []string
+	for i, c := range cols {
+		if i > 0 {
+			out = append(out, gap)
+		}
+		out = append(out, strings.Join(c, "\n"))
 	}
 	return out
 }

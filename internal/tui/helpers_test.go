@@ -1,0 +1,260 @@
+package tui
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/sim"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// epoch is the fake clock's start: frames show fixed times.
+var epoch = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+
+// clock is a fake clock that moves 1 ms each time it is read.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+// harness is a model on an engine on the simulated runtime.
+type harness struct {
+	t      testing.TB
+	m      *model
+	eng    *steps.Engine
+	client *cri.Client
+	root   string
+}
+
+// rootPrefix is the fixed-length prefix of every harness root dir, so
+// paths in frames can be masked without moving anything.
+const rootPrefix = "/tmp/podstep-tui-"
+
+func newRoot(t testing.TB) string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	dir := rootPrefix + hex.EncodeToString(b)
+	if err := os.MkdirAll(filepath.Join(dir, "sim"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func loadBundle(t testing.TB, file string) *manifest.Bundle {
+	t.Helper()
+	b, err := manifest.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newHarness builds the engine for bundle as the TUI hook does, on the
+// simulated runtime, with a fake clock; durations are masked.
+func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
+	t.Helper()
+	root := newRoot(t)
+	clk := &clock{t: epoch}
+	srv, err := sim.StartWithOptions(filepath.Join(root, "sim"), sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := cri.Dial(srv.Endpoint(), "", cri.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := NewFeed()
+	eng, err := steps.New(b, client, steps.Options{
+		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
+			NodeName: "node1", CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
+		PollInterval: 10 * time.Millisecond, Observer: feed.Observe, Now: clk.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Feed = feed
+	o.Runtime = report.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
+	fixed := epoch
+	o.Now = func() time.Time { return fixed }
+	m := newModel(context.Background(), eng, o)
+	m.fmtDur = func(time.Duration) string { return "1.0ms" }
+	h := &harness{t: t, m: m, eng: eng, client: client, root: root}
+	t.Cleanup(func() {
+		m.stopRun()
+		eng.Teardown(context.Background())
+		client.Close()
+		srv.Stop()
+	})
+	return h
+}
+
+// key builds a keypress as bubbletea reports it.
+func keyPress(s string) tea.KeyPressMsg {
+	switch s {
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEsc}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	r := []rune(s)[0]
+	return tea.KeyPressMsg{Code: r, Text: s}
+}
+
+// press sends a key and, when it starts a run, waits until the run is
+// over, feeding every engine event to the model. It returns the command
+// the key produced, once run (tea.Quit's message, or nil).
+func (h *harness) press(k string) tea.Msg {
+	h.t.Helper()
+	msg := h.pressAsync(k)
+	h.waitIdle()
+	return msg
+}
+
+// pressAsync sends a key and starts what it runs, without waiting.
+func (h *harness) pressAsync(k string) tea.Msg {
+	_, cmd := h.m.Update(keyPress(k))
+	return h.exec(cmd)
+}
+
+// exec runs a command: engine work in the background, the spinner's first
+// tick at once; timed ticks are dropped.
+func (h *harness) exec(cmd tea.Cmd) tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		switch msg := msg.(type) {
+		case tea.BatchMsg:
+			var out tea.Msg
+			for _, c := range msg {
+				if r := h.exec(c); r != nil {
+					out = r
+				}
+			}
+			return out
+		case tea.QuitMsg:
+			return msg
+		case nil:
+			return nil
+		default:
+			h.m.Update(msg)
+			return nil
+		}
+	case <-time.After(20 * time.Millisecond):
+		return nil // engine work (it reports on the feed) or a timed tick
+	}
+}
+
+// waitIdle feeds engine events to the model until no run is in flight.
+func (h *harness) waitIdle() {
+	h.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for h.m.busy {
+		select {
+		case msg := <-h.m.feed.ch:
+			_, cmd := h.m.Update(msg)
+			if _, ok := msg.(runDoneMsg); ok {
+				if q := h.exec(cmd); q != nil {
+					if _, ok := q.(tea.QuitMsg); ok {
+						return
+					}
+				}
+			}
+		case <-deadline:
+			h.t.Fatal("engine still running after 20s")
+		}
+	}
+}
+
+// resize sets the window size.
+func (h *harness) resize(w, ht int) { h.m.Update(tea.WindowSizeMsg{Width: w, Height: ht}) }
+
+// frame is the screen as plain text, root dir masked.
+func (h *harness) frame() string {
+	s := ansi.Strip(h.m.render())
+	s = strings.ReplaceAll(s, h.root, rootPrefix+"XXXXXXXX")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (h *harness) state(id int) steps.State { return h.eng.Steps()[id-1].State }
+
+func (h *harness) countCalls(method string) int {
+	n := 0
+	for _, c := range h.client.Calls() {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/tui -update)", err)
+	}
+	if string(want) != got {
+		t.Errorf("frame %s differs from %s (go test ./internal/tui -update rewrites it)\n--- got:\n%s\n--- want:\n%s", name, path, got, want)
+	}
+}
+
+func repoFile(p string) string { return filepath.Join("..", "..", p) }
+
+// detail is the whole step pane content as plain text.
+func (h *harness) detail() string {
+	return ansi.Strip(strings.Join(h.m.stepLines(200), "\n"))
+}

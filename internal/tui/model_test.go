@@ -1,0 +1,228 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/podstep/podstep/internal/steps"
+)
+
+func TestNextKeysRunOneStep(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+	for i, k := range []string{"space", "n", "enter"} {
+		h.press(k)
+		if got := h.state(i + 1); got != steps.Done {
+			t.Fatalf("after %q: step %d is %s, want done", k, i+1, got)
+		}
+		if got := h.state(i + 2); got != steps.Pending {
+			t.Fatalf("after %q: step %d is %s, want pending (one step per key)", k, i+2, got)
+		}
+		if s, _ := h.m.selected(); s.ID != i+1 {
+			t.Errorf("after %q: cursor on step %d, want %d (the step that ran)", k, s.ID, i+1)
+		}
+		if h.m.nextID != i+2 {
+			t.Errorf("after %q: next step %d, want %d", k, h.m.nextID, i+2)
+		}
+	}
+}
+
+func TestContinueStopsAtBreakpoint(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{Breaks: []steps.Stage{steps.StageSandbox}})
+	h.press("c")
+	if h.m.nextID != 5 {
+		t.Fatalf("continue stopped before step %d, want 5 (first sandbox step)", h.m.nextID)
+	}
+	for id := 1; id <= 4; id++ {
+		if h.state(id) != steps.Done {
+			t.Errorf("step %d %s, want done", id, h.state(id))
+		}
+	}
+	h.press("c")
+	if !h.eng.Finished() {
+		t.Fatalf("second continue did not reach the end; next %d", h.m.nextID)
+	}
+	if h.m.pod.Display != "Running" || h.m.pod.Ready != "2/2" {
+		t.Errorf("pod %s %s, want Running 2/2", h.m.pod.Display, h.m.pod.Ready)
+	}
+	if !strings.Contains(h.frame(), "all steps done") {
+		t.Errorf("frame does not say all steps are done:\n%s", h.frame())
+	}
+}
+
+func TestBreakToggles(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+	// The cursor starts on step 1; up puts it on the "admit" header.
+	h.press("down") // step 2's header
+	h.press("down") // step 2
+	h.press("b")
+	if !h.eng.Breakpoint(2) {
+		t.Fatal("b on step 2 did not set its breakpoint")
+	}
+	h.press("b")
+	if h.eng.Breakpoint(2) {
+		t.Fatal("second b did not clear it")
+	}
+	// On a stage header: a stage breakpoint, before the stage's first step.
+	for h.m.rows[h.m.cursor].stage != steps.StageSandbox || h.m.rows[h.m.cursor].step >= 0 {
+		h.press("j")
+	}
+	h.press("b")
+	if !h.eng.Breakpoint(5) || h.eng.Breakpoint(6) {
+		t.Fatal("b on the sandbox header did not break before step 5 only")
+	}
+	h.press("c")
+	if h.m.nextID != 5 {
+		t.Fatalf("continue stopped before %d, want 5", h.m.nextID)
+	}
+}
+
+func TestCursorAndScroll(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+	h.resize(80, 24)
+	start := h.m.cursor
+	h.press("j")
+	h.press("down")
+	h.press("k")
+	if h.m.cursor != start+1 {
+		t.Fatalf("cursor %d, want %d", h.m.cursor, start+1)
+	}
+	h.press("up")
+	h.press("up")
+	if s, _ := h.m.selected(); s.ID != 1 {
+		t.Fatalf("on the admit header the step pane shows step %d, want 1", s.ID)
+	}
+	h.press("pgdown")
+	if h.m.scroll == 0 {
+		t.Fatal("pgdn did not scroll the step pane")
+	}
+	h.m.render()
+	h.press("pgup")
+	if h.m.scroll != 0 {
+		t.Fatalf("pgup: scroll %d, want 0", h.m.scroll)
+	}
+}
+
+func TestTabShowsResponseAndLog(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{})
+	h.resize(120, 40)
+	for h.m.nextID != 0 {
+		h.press("space")
+	}
+	for s, _ := h.m.selected(); s.Name != "run-sandbox"; s, _ = h.m.selected() {
+		h.press("k")
+	}
+	if f := h.detail(); !strings.Contains(f, "RunPodSandbox → OK") || !strings.Contains(f, "log_directory:") {
+		t.Errorf("request view lacks the sent request:\n%s", f)
+	}
+	h.press("tab")
+	if h.m.mode != modeResponse {
+		t.Fatalf("mode %s, want response", h.m.mode)
+	}
+	if f := h.detail(); !strings.Contains(f, "pod_sandbox_id:") {
+		t.Errorf("response view lacks the response:\n%s", f)
+	}
+	h.press("tab")
+	if h.m.mode != modeLog {
+		t.Fatalf("mode %s, want log", h.m.mode)
+	}
+	if f := h.frame(); !strings.Contains(f, "log hello") || !strings.Contains(f, "hello from podstep") {
+		t.Errorf("log view lacks the container's log:\n%s", f)
+	}
+	h.press("tab")
+	if h.m.mode != modeRequest {
+		t.Fatalf("mode %s, want request", h.m.mode)
+	}
+}
+
+func TestRetryRerunsFailedStep(t *testing.T) {
+	h := newHarness(t, loadBundle(t, "testdata/fail.yaml"), Options{})
+	h.press("c")
+	f, failed := h.eng.Failed()
+	if !failed || f.Name != "start/app" || f.Result.Reason != "RunContainerError" {
+		t.Fatalf("failed step %+v, want start/app RunContainerError", f)
+	}
+	if !strings.Contains(h.frame(), "failed: RunContainerError") {
+		t.Errorf("frame does not show the failure:\n%s", h.frame())
+	}
+	before := h.countCalls("StartContainer")
+	h.press("space")
+	if h.countCalls("StartContainer") != before {
+		t.Fatal("space ran a step after a failure")
+	}
+	h.press("r")
+	if got := h.countCalls("StartContainer"); got != before+1 {
+		t.Fatalf("StartContainer calls %d after r, want %d", got, before+1)
+	}
+}
+
+func TestEscCancelsRunningCall(t *testing.T) {
+	h := newHarness(t, loadBundle(t, "testdata/slow.yaml"), Options{})
+	h.pressAsync("c")
+	for h.m.runningID != 6 || h.m.method != "RunPodSandbox" {
+		msg := <-h.m.feed.ch
+		h.m.Update(msg)
+	}
+	if !strings.Contains(h.frame(), "esc cancels") {
+		t.Errorf("running frame lacks the cancel hint:\n%s", h.frame())
+	}
+	h.pressAsync("esc")
+	h.waitIdle()
+	f, failed := h.eng.Failed()
+	if !failed || f.ID != 6 {
+		t.Fatalf("after esc: failed step %v %v, want 6 run-sandbox", f.ID, failed)
+	}
+	if !strings.Contains(f.Result.Message+f.Calls[len(f.Calls)-1].ErrorMessage(), "cancel") {
+		t.Errorf("step failed with %q, want a cancellation", f.Result.Message)
+	}
+}
+
+func TestQuit(t *testing.T) {
+	for _, tc := range []struct {
+		keys                  []string
+		keep                  bool
+		teardown, interrupted bool
+	}{
+		{[]string{"q", "enter"}, false, true, false},
+		{[]string{"q", "y"}, false, true, false},
+		{[]string{"q", "n"}, false, false, false},
+		{[]string{"q", "enter"}, true, false, false},
+		{[]string{"ctrl+c"}, false, true, true},
+	} {
+		h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{Keep: tc.keep})
+		h.press("space")
+		var last tea.Msg
+		for _, k := range tc.keys {
+			last = h.press(k)
+		}
+		if _, ok := last.(tea.QuitMsg); !ok {
+			t.Errorf("%v: no quit (last message %T)", tc.keys, last)
+		}
+		if !h.m.decided || h.m.result.Teardown != tc.teardown || h.m.result.Interrupted != tc.interrupted {
+			t.Errorf("%v keep=%v: result %+v, want teardown=%v interrupted=%v", tc.keys, tc.keep, h.m.result, tc.teardown, tc.interrupted)
+		}
+	}
+	// esc at the prompt goes back.
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{})
+	h.press("q")
+	if !strings.Contains(h.frame(), "tear the pod down? [Y/n]") {
+		t.Errorf("no prompt:\n%s", h.frame())
+	}
+	h.press("esc")
+	if h.m.confirm || h.m.decided {
+		t.Error("esc did not leave the prompt")
+	}
+}
+
+func TestHelpKey(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{})
+	h.press("?")
+	if !h.m.showHelp || !strings.Contains(h.frame(), "tear down + quit") {
+		t.Fatalf("? did not show the full help:\n%s", h.frame())
+	}
+	h.press("space") // closes the help, runs nothing
+	if h.m.showHelp || h.state(1) != steps.Pending {
+		t.Fatal("a key on the help screen should only close it")
+	}
+}
