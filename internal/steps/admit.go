@@ -2,22 +2,21 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
-	"os"
-	"runtime"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/podstep/podstep/internal/node"
 )
 
 // admitStep mirrors the kubelet's admission of a new pod: HandlePodAdditions
-// asks canAdmitPod, whose predicate admit handler compares the pod's
-// requests with what the node has left. A rejected pod is Failed with the
-// handler's reason and never reaches the runtime.
+// asks canAdmitPod, which runs the admit handlers in the order NewMainKubelet
+// registered them (eviction, sysctl allowlist, resource allocation,
+// predicateAdmitHandler) and stops at the first that rejects. A rejected
+// pod is Failed with the handler's reason and never reaches the runtime.
 type admitStep struct{}
 
 func (admitStep) mirrors() string {
@@ -30,94 +29,62 @@ func (admitStep) explain() string {
 
 func (admitStep) requests(*Engine) []Request { return nil }
 
+// admitNode is the node the pod is admitted to: Options.Node, else the
+// manifest's Node, else this machine.
+func (e *Engine) admitNode() (*node.Node, error) {
+	switch {
+	case e.opts.Node != nil:
+		return node.FromObject(e.opts.Node, "--node")
+	case e.bundle != nil && e.bundle.Node != nil:
+		return node.FromObject(e.bundle.Node, "the manifest")
+	}
+	return node.Local(), nil
+}
+
 func (admitStep) run(_ context.Context, e *Engine) Result {
-	node := e.opts.Node
-	if node == nil {
-		node = LocalNode()
+	n, err := e.admitNode()
+	if err != nil {
+		return e.reject(Result{Summary: "rejected: " + err.Error(), Reason: "InvalidNodeInfo", Message: "Kubelet cannot get node info.", Err: err}, nil)
 	}
-	reqs := resourcehelper.PodRequests(e.pod, resourcehelper.PodResourcesOptions{})
-	var details []Detail
-	check := func(name corev1.ResourceName, format func(resource.Quantity) string) *Result {
-		alloc := node.Status.Allocatable[name]
-		req := reqs[name]
-		details = append(details, kv(string(name), fmt.Sprintf("requested %s of %s allocatable", format(req), format(alloc))))
-		if req.Cmp(alloc) > 0 {
-			msg := fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
-				name, value(name, req), 0, value(name, alloc))
-			r := Result{Summary: "rejected: " + msg, Reason: "OutOf" + string(name), Message: msg, Err: fmt.Errorf("%s", msg)}
-			return &r
+	v := node.Admit(e.pod, n)
+	details := []Detail{kv("node", fmt.Sprintf("%s (%s)", n.Name(), n.Source))}
+	for _, note := range n.Notes {
+		details = append(details, kv("node default", note))
+	}
+	if len(n.Existing) > 0 {
+		var names []string
+		for _, p := range n.Existing {
+			names = append(names, p.Name)
 		}
-		return nil
+		details = append(details, kv("other pods", strings.Join(names, ", ")))
 	}
-	if r := check(corev1.ResourceCPU, func(q resource.Quantity) string { return fmt.Sprintf("%dm", q.MilliValue()) }); r != nil {
-		return e.reject(*r, details)
+	for _, c := range v.Checks {
+		mark := " ✓"
+		if !c.OK {
+			mark = " ✗"
+		}
+		details = append(details, kv(c.Name, c.Detail+mark))
 	}
-	if r := check(corev1.ResourceMemory, func(q resource.Quantity) string { return q.String() }); r != nil {
-		return e.reject(*r, details)
+	if !v.Admit {
+		return e.reject(Result{Summary: "rejected: " + v.Message, Reason: v.Reason, Message: v.Message, Err: errors.New(v.Message)}, details)
 	}
-	pods := node.Status.Allocatable[corev1.ResourcePods]
-	details = append(details, kv("pods", fmt.Sprintf("1 of %d allowed", pods.Value())))
-	if pods.Value() < 1 {
-		msg := "Node didn't have enough resource: pods, requested: 1, used: 0, capacity: 0"
-		return e.reject(Result{Summary: "rejected: " + msg, Reason: "OutOfpods", Message: msg, Err: fmt.Errorf("%s", msg)}, details)
-	}
-	details = append(details, kv("node", node.Name))
 	e.tracker.Admitted(nodeIP())
-	r := ok(fmt.Sprintf("admitted on node %s (cpu %dm, memory %s requested)", node.Name,
-		reqs.Cpu().MilliValue(), reqs.Memory().String()), details...)
-	return r
+	return ok(fmt.Sprintf("admitted on node %s (cpu %dm, memory %s requested)", n.Name(),
+		v.Requests.Cpu().MilliValue(), v.Requests.Memory().String()), details...)
 }
 
-func value(name corev1.ResourceName, q resource.Quantity) int64 {
-	if name == corev1.ResourceCPU {
-		return q.MilliValue()
-	}
-	return q.Value()
-}
-
+// reject fails the step as the kubelet's rejectPod does: a Warning event
+// with the handler's reason and message, and the pod Failed with that
+// reason and "Pod was rejected: " + message.
 func (e *Engine) reject(r Result, details []Detail) Result {
 	r.Details = details
-	e.tracker.Rejected(r.Reason, r.Message)
+	e.tracker.Rejected(r.Reason, "Pod was rejected: "+r.Message)
 	e.tracker.Record("Warning", r.Reason, "", r.Message)
 	return r
 }
 
-// LocalNode describes this machine as a kubelet would register it: its CPU
-// count and memory as allocatable, the kubelet's default of 110 pods, and
-// the well-known hostname/os/arch labels.
-func LocalNode() *corev1.Node {
-	name, _ := os.Hostname()
-	name = strings.ToLower(name)
-	return &corev1.Node{
-		ObjectMeta: metav1ObjectMeta(name, map[string]string{
-			"kubernetes.io/hostname": name,
-			"kubernetes.io/os":       runtime.GOOS,
-			"kubernetes.io/arch":     runtime.GOARCH,
-		}),
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{
-				corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(runtime.NumCPU())*1000, resource.DecimalSI),
-				corev1.ResourceMemory: *resource.NewQuantity(memTotal(), resource.BinarySI),
-				corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
-			},
-		},
-	}
-}
-
-// memTotal reads MemTotal from /proc/meminfo (0 when unreadable).
-func memTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
+// LocalNode describes this machine as a kubelet registers it (see node.Local).
+func LocalNode() *corev1.Node { return node.Local().Object }
 
 // nodeIP is the node's first non-loopback IPv4 address (the pod's hostIP).
 func nodeIP() string {

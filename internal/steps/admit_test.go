@@ -1,0 +1,146 @@
+package steps
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// scenarioExpect is a testdata/scenarios/NAME.expect file: where the pod
+// fails (nothing for a pod that runs), the kubelet's reason, and the pod
+// afterwards.
+type scenarioExpect struct {
+	Stage    string `json:"stage"`
+	Step     string `json:"step"`
+	Reason   string `json:"reason"`
+	Message  string `json:"message"`
+	Display  string `json:"display"`
+	Phase    string `json:"phase"`
+	ExitCode int    `json:"exit_code"`
+	// Pending marks a scenario whose check podstep does not make yet: it is
+	// skipped, with Note as the reason.
+	Pending bool   `json:"pending"`
+	Note    string `json:"note"`
+	// PendingFields are fields (stage, step, reason, message, display,
+	// phase, exit_code) where podstep does not match the kubelet yet: a
+	// mismatch is logged with PendingNote instead of failing.
+	PendingFields []string `json:"pending_fields"`
+	PendingNote   string   `json:"pending_note"`
+}
+
+// TestScenarios runs every scenario of the catalogue of classic failures
+// (testdata/scenarios) on the simulated runtime and checks where it fails,
+// the kubelet's reason, the pod's STATUS and phase, and the CLI exit code.
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob(repoFile("testdata/scenarios/*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".expect")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want scenarioExpect
+			if err := yaml.UnmarshalStrict(data, &want); err != nil {
+				t.Fatalf("%s.expect: %v", name, err)
+			}
+			if want.Pending {
+				t.Skipf("pending: %s", want.Note)
+			}
+			b := load(t, f)
+			o := testOptions(t)
+			o.Node = b.Node
+			e := runAll(t, b, newSim(t), o)
+			defer e.Teardown(context.Background())
+
+			var stage, step, reason, message string
+			exit := 0
+			if s, failed := e.Failed(); failed {
+				stage, step, reason, message = string(s.Stage), s.Name, s.Result.Reason, s.Result.Message
+				exit = 1
+			}
+			st := e.PodState()
+			check := func(field string, got, wantV any) {
+				if got == wantV {
+					return
+				}
+				for _, f := range want.PendingFields {
+					if f == field {
+						t.Logf("pending: %s is %v, the kubelet's is %v: %s", field, got, wantV, want.PendingNote)
+						return
+					}
+				}
+				t.Errorf("%s = %v, want %v (failed at %q/%q: %s)", field, got, wantV, stage, step, message)
+			}
+			check("stage", stage, want.Stage)
+			check("step", step, want.Step)
+			check("reason", reason, want.Reason)
+			if want.Message != "" {
+				check("message", message, want.Message)
+			}
+			check("display", st.Display, want.Display)
+			check("phase", string(st.Status.Phase), want.Phase)
+			check("exit_code", exit, want.ExitCode)
+			if want.Stage == string(StageAdmit) {
+				if n := len(e.Client().Calls()); n != 0 {
+					t.Errorf("%d CRI calls for a rejected pod, want none", n)
+				}
+				if !strings.HasPrefix(st.Status.Message, "Pod was rejected: ") {
+					t.Errorf("pod status message %q", st.Status.Message)
+				}
+				found := false
+				for _, ev := range st.Events {
+					found = found || (ev.Type == "Warning" && ev.Reason == want.Reason && ev.Message == message)
+				}
+				if !found {
+					t.Errorf("no Warning %s event: %+v", want.Reason, st.Events)
+				}
+			}
+		})
+	}
+}
+
+// TestAdmitDetails checks the admit step shows each check with its figures,
+// in the kubelet's order.
+func TestAdmitDetails(t *testing.T) {
+	b := load(t, repoFile("testdata/scenarios/out-of-cpu.yaml"))
+	e, err := New(b, nil, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range s.Result.Details {
+		got = append(got, d.Key+": "+d.Value)
+	}
+	want := []string{
+		"node: small (the manifest)",
+		"node pressure: no MemoryPressure, DiskPressure or PIDPressure condition ✓",
+		"sysctls: the pod sets none ✓",
+		"pods: 1 + 0 on the node ≤ 110 allowed ✓",
+		"cpu: requested 2000m + used 0m > allocatable 1000m ✗",
+		"memory: requested 64Mi + used 0 ≤ allocatable 512Mi ✓",
+		"node affinity: the pod has no nodeSelector and no required node affinity ✓",
+		"node name: spec.nodeName unset ✓",
+		"host ports: the pod asks for no host port ✓",
+		"taints: no NoExecute taint on the node (the kubelet checks only NoExecute) ✓",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("details:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if s.State != Failed || !strings.HasPrefix(s.Result.Summary, "rejected: ") {
+		t.Errorf("state %s", s.State)
+	}
+}
