@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -125,7 +126,7 @@ func normalize(s, root, logs string) string {
 		{`"node(Name)?":"[^"]*"`, `"node$1":"<node>"`},
 		{`"hostIPs?":[^,]*,`, ``},
 		{`memory [0-9.]+[KMGT]i requested`, "memory <mem> requested"},
-		{`requested ([0-9a-zA-Z]+) of [0-9a-zA-Z]+ allocatable`, "requested $1 of <alloc> allocatable"},
+		{`allocatable [0-9.]+[a-zA-Z]*`, "allocatable <alloc>"},
 		{`"(created_at|started_at|finished_at|timestamp)":"\d+"`, `"$1":"<ns>"`},
 		{`"key":"node","value":"[^"]*"`, `"key":"node","value":"<node>"`},
 		// How often the init wait relists depends on timing.
@@ -149,7 +150,7 @@ func golden(t *testing.T, name, got string) {
 		t.Fatalf("%v (run go test ./cmd/podstep -update)", err)
 	}
 	if string(want) != got {
-		t.Errorf("%s differs (go test ./cmd/podstep -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
+		t.Errorf("%s differs (go test ./cmd/podstep -update to accept): %s", path, firstDiff(string(want), got))
 	}
 }
 
@@ -339,4 +340,28 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "podstep ") || !strings.Contains(out, "cri-api") {
 		t.Fatalf("version: %d %q", code, out)
 	}
+}
+
+// firstDiff shows the first differing line of two texts, around the change.
+func firstDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a == b {
+			continue
+		}
+		k := 0
+		for k < len(a) && k < len(b) && a[k] == b[k] {
+			k++
+		}
+		from := max(0, k-80)
+		return fmt.Sprintf("line %d, column %d:\n  want …%s\n  got  …%s", i+1, k+1, a[from:min(len(a), k+120)], b[from:min(len(b), k+120)])
+	}
+	return "(no line differs)"
 }

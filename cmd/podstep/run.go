@@ -13,9 +13,12 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
@@ -35,6 +38,9 @@ type runOptions struct {
 	cgroupsPerQOS bool
 	pollInterval  time.Duration
 	initTimeout   time.Duration
+	nodeFile      string
+	unsafeSysctls []string
+	maxPods       int64
 }
 
 func addPodFlags(cmd *cobra.Command, o *runOptions) {
@@ -43,6 +49,9 @@ func addPodFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringSliceVar(&o.clusterDNS, "cluster-dns", nil, "kubelet --cluster-dns: DNS server IPs for ClusterFirst pods (none: the host's resolv.conf, as the kubelet falls back)")
 	f.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "kubelet --cluster-domain")
 	f.StringVar(&o.cgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver when the runtime does not report one (cgroupfs or systemd)")
+	f.StringVar(&o.nodeFile, "node", "", "a v1 Node YAML to admit the pod to (default: the manifest's Node, else this machine)")
+	f.StringSliceVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", nil, "kubelet --allowed-unsafe-sysctls (names or patterns ending in *)")
+	f.Int64Var(&o.maxPods, "max-pods", 0, "kubelet --max-pods: the node's pod capacity (0: the node's own, else 110)")
 	f.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
 }
 
@@ -119,6 +128,35 @@ func (o *runOptions) configOptions(g *globalOptions) podcfg.Options {
 	}
 }
 
+// nodeFor picks the node the pod is admitted to: --node, else the
+// manifest's Node, else this machine; kubelet flags apply on top.
+func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
+	var (
+		n   *node.Node
+		err error
+	)
+	switch {
+	case o.nodeFile != "":
+		if n, err = node.Load(o.nodeFile); err != nil {
+			return nil, usageErr("--node: %v", err)
+		}
+	case b.Node != nil:
+		if n, err = node.FromObject(b.Node, "the manifest"); err != nil {
+			return nil, usageErr("%s: Node: %v", b.File, err)
+		}
+	default:
+		n = node.Local()
+	}
+	n.AllowedUnsafeSysctls = append(n.AllowedUnsafeSysctls, o.unsafeSysctls...)
+	if o.maxPods > 0 {
+		if n.Object.Status.Allocatable == nil {
+			n.Object.Status.Allocatable = corev1.ResourceList{}
+		}
+		n.Object.Status.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(o.maxPods, resource.DecimalSI)
+	}
+	return n, nil
+}
+
 func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
 	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout}
 	if o.gracePeriod >= 0 {
@@ -138,6 +176,10 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return err
 	}
 	bundle, err := loadManifest(cmd, o.file)
+	if err != nil {
+		return err
+	}
+	nd, err := o.nodeFor(bundle)
 	if err != nil {
 		return err
 	}
@@ -186,6 +228,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 
 	printer := report.New(stdout, o.output)
 	eo := o.engineOptions(g)
+	eo.Node = nd
 	eo.Observer = printer.Observe
 	eng, err := steps.New(bundle, c.client, eo)
 	if err != nil {

@@ -110,6 +110,24 @@ func (t *Tracker) Rejected(reason, message string) {
 	t.status.Phase = corev1.PodFailed
 	t.status.Reason = reason
 	t.status.Message = message
+	// rejectPod's status carries no container statuses.
+	t.status.InitContainerStatuses = nil
+	t.status.ContainerStatuses = nil
+}
+
+// HookFailed records a container killed because its postStart hook failed:
+// the kubelet reports it Waiting with reason PostStartHookError and its
+// exit in the last termination state.
+func (t *Tracker) HookFailed(name, message string) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		if s.State.Terminated != nil {
+			s.LastTerminationState = s.State
+		}
+		f := false
+		s.Started = &f
+		s.Ready = false
+		s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PostStartHookError", Message: message}}
+	})
 }
 
 // SandboxReady records the sandbox and its IPs.

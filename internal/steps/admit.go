@@ -34,7 +34,7 @@ func (admitStep) requests(*Engine) []Request { return nil }
 func (e *Engine) admitNode() (*node.Node, error) {
 	switch {
 	case e.opts.Node != nil:
-		return node.FromObject(e.opts.Node, "--node")
+		return e.opts.Node, nil
 	case e.bundle != nil && e.bundle.Node != nil:
 		return node.FromObject(e.bundle.Node, "the manifest")
 	}

@@ -58,7 +58,7 @@ func TestScenarios(t *testing.T) {
 			}
 			b := load(t, f)
 			o := testOptions(t)
-			o.Node = b.Node
+			// The engine falls back to the manifest's Node itself.
 			e := runAll(t, b, newSim(t), o)
 			defer e.Teardown(context.Background())
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
 )
@@ -36,8 +37,8 @@ type Options struct {
 	PollInterval time.Duration
 	// InitTimeout bounds the wait for one init container (0 = 5 minutes).
 	InitTimeout time.Duration
-	// Node is the node the pod is admitted to (nil = this machine).
-	Node *corev1.Node
+	// Node is the node the pod is admitted to (nil = the manifest's Node, else this machine).
+	Node *node.Node
 	// Observer receives every event; it is called from the goroutine that
 	// runs the engine and must not block for long.
 	Observer func(Event)

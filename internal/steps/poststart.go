@@ -83,7 +83,7 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	obj := containerObject(c)
 	e.tracker.Record("Warning", "FailedPostStartHook", obj, herr.Error())
 	// The kubelet kills the container whose hook failed.
-	e.tracker.Record("Normal", "Killing", obj, fmt.Sprintf("FailedPostStartHook"))
+	e.tracker.Record("Normal", "Killing", obj, "FailedPostStartHook")
 	grace := e.gracePeriod()
 	if _, err := e.client.StopContainer(ctx, c.id, grace); err == nil {
 		if st, err := e.client.ContainerStatus(ctx, c.id); err == nil && st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
@@ -92,6 +92,7 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 			e.tracker.Terminated(s.name, cs.ExitCode, cs.Reason, cs.Message, time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt))
 		}
 	}
+	e.tracker.HookFailed(s.name, herr.Error())
 	r := fail("PostStartHookError", herr, "postStart hook failed; container killed")
 	r.Details = details
 	return r

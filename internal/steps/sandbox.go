@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -59,6 +60,10 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	for _, h := range st.RuntimeHandlers {
 		e.rt.handlers = append(e.rt.handlers, h.Name)
 	}
+	var warnings []string
+	if h := e.runtimeHandler(); h != "" && len(e.rt.handlers) > 0 && !slices.Contains(e.rt.handlers, h) {
+		warnings = append(warnings, fmt.Sprintf("runtime handler %q (from runtimeClassName) is not among the handlers the runtime reports (%s): RunPodSandbox will likely fail", h, strings.Join(quoteAll(e.rt.handlers), ", ")))
+	}
 	if !runtimeReady {
 		err := fmt.Errorf("container runtime is down: RuntimeReady=false")
 		return fail("RuntimeNotReady", err, "the runtime is not ready")
@@ -85,6 +90,7 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	e.opts.Config.CgroupDriver = driver
 	details = append(details, kv("cgroup driver", driver+" from "+src))
 	r := ok(fmt.Sprintf("%s %s ready", v.RuntimeName, v.RuntimeVersion), details...)
+	r.Warnings = warnings
 	// podstep's own check: a kubelet on this runtime garbage-collects pods it
 	// does not know, podstep's included.
 	if list, err := e.client.ListPodSandbox(ctx, nil); err == nil {
@@ -99,6 +105,14 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 		}
 	}
 	return r
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmt.Sprintf("%q", v)
+	}
+	return out
 }
 
 func unwrapMsg(err error) string {
@@ -142,8 +156,14 @@ func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning
 	return cfg, warns, nil
 }
 
+// runtimeHandler is the CRI handler for the pod. With no API server there
+// are no RuntimeClass objects, so podstep takes runtimeClassName as the
+// handler name (a RuntimeClass's usual handler); a kubelet resolves the
+// RuntimeClass object first (RuntimeClassManager.LookupRuntimeHandler).
 func (e *Engine) runtimeHandler() string {
-	// RuntimeClass objects are not modelled yet: the default handler.
+	if e.pod.Spec.RuntimeClassName != nil {
+		return *e.pod.Spec.RuntimeClassName
+	}
 	return ""
 }
 
