@@ -2,13 +2,16 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"reflect"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/volume"
 )
 
 // volumesStep mirrors volumeManager.WaitForAttachAndMount
@@ -22,43 +25,162 @@ func (volumesStep) mirrors() string {
 }
 
 func (volumesStep) explain() string {
-	return "The kubelet waits until its volume manager has attached and mounted every volume of the pod. Each plugin makes its volume's directory under pods/<uid>/volumes/kubernetes.io~<plugin>/<name>; containers get those directories as bind mounts later."
+	return "The kubelet waits until its volume manager has attached and mounted every volume of the pod. Each plugin makes its volume under pods/<uid>/volumes/kubernetes.io~<plugin>/<name>: an emptyDir is a 0777 directory (a tmpfs for medium Memory); configMap, secret, downwardAPI and projected volumes are written by the atomic writer (a timestamped ..<date> directory, the ..data symlink to it, and one symlink per top-level file), secret, downwardAPI and projected on a tmpfs; a hostPath is checked against its type (and created for DirectoryOrCreate / FileOrCreate). Each volume is set up by operation_generator.go GenerateMountVolumeFunc → <plugin>.SetUp (pkg/volume/...); a volume that cannot be set up is a FailedMount event, and the pod waits in ContainerCreating. Containers get these directories as bind mounts later."
 }
 
 func (volumesStep) requests(*Engine) []Request { return nil }
 
-func (volumesStep) run(_ context.Context, e *Engine) Result {
+func (volumesStep) run(ctx context.Context, e *Engine) Result {
 	vols := e.pod.Spec.Volumes
 	if len(vols) == 0 {
 		return ok("the pod has no volumes")
 	}
-	paths := map[string]string{}
+	host := e.volumeHost()
+	pod := e.volumePod()
 	planned := e.plannedVolumePaths()
+
+	// Phase 1: resolve and check every volume, writing nothing, so that a
+	// pod whose volumes cannot all be set up gets none of them.
+	prepared := make([]*volume.Prepared, len(vols))
+	var failed []string
+	var firstErr error
 	var details []Detail
-	for _, v := range vols {
-		switch {
-		case v.EmptyDir != nil:
-			p := planned[v.Name]
-			if err := os.MkdirAll(p, 0o777); err != nil {
-				return fail("FailedMount", err, fmt.Sprintf("cannot set up emptyDir volume %q", v.Name))
+	for i, v := range vols {
+		p, err := host.Prepare(pod, v, planned[v.Name])
+		if err != nil {
+			e.tracker.Record("Warning", volume.ReasonFailedMount, "", err.Error())
+			failed = append(failed, v.Name)
+			details = append(details, kv(v.Name, err.Error()))
+			if firstErr == nil {
+				firstErr = err
 			}
-			// MkdirAll honours the umask; emptyDir is world-writable, as the kubelet makes it.
-			if err := os.Chmod(p, 0o777); err != nil {
-				return fail("FailedMount", err, fmt.Sprintf("cannot set up emptyDir volume %q", v.Name))
-			}
-			paths[v.Name] = p
-			details = append(details, kv(v.Name, "emptyDir at "+p))
-		default:
-			kind := volumeKind(v.VolumeSource)
-			msg := fmt.Sprintf("MountVolume.SetUp failed for volume %q: podstep cannot provide %s volumes yet", v.Name, kind)
-			r := fail("FailedMount", fmt.Errorf("%s", msg), msg)
-			r.Details = details
-			e.tracker.Record("Warning", "FailedMount", "", msg)
-			return r
+			continue
 		}
+		prepared[i] = p
+	}
+	if firstErr != nil {
+		return volumesFailed(e, failed, firstErr, details, nil)
+	}
+
+	// Phase 2: make them, in spec order (the kubelet mounts them in parallel).
+	paths := map[string]string{}
+	var warnings []string
+	var made []string
+	for i, v := range vols {
+		r, err := prepared[i].Apply(ctx)
+		if r.Created {
+			made = append(made, r.Path)
+		}
+		if err != nil {
+			e.tracker.Record("Warning", volume.ReasonFailedMount, "", err.Error())
+			details = append(details, kv(v.Name, err.Error()))
+			return volumesFailed(e, []string{v.Name}, err, details, made)
+		}
+		paths[v.Name] = r.Path
+		details = append(details, volumeDetails(v, r)...)
+		warnings = append(warnings, r.Warnings...)
 	}
 	e.rt.volumePaths = paths
-	return ok(fmt.Sprintf("%d volume(s) ready", len(paths)), details...)
+	res := ok(fmt.Sprintf("%d volume(s) ready", len(paths)), details...)
+	res.Warnings = warnings
+	return res
+}
+
+// volumesFailed is the step's failure: the kubelet's SyncPod error after
+// WaitForAttachAndMount gives up is "unmounted volumes=[...]: ...", each
+// volume's own error is its FailedMount event.
+func volumesFailed(e *Engine, failed []string, err error, details []Detail, createdHostPaths []string) Result {
+	for _, p := range createdHostPaths {
+		details = append(details, kv("left on the host", p+" (a hostPath the kubelet created; it never removes one, and neither does podstep's teardown)"))
+	}
+	summary := fmt.Sprintf("unmounted volumes=[%s]", strings.Join(failed, " "))
+	var ue *volume.UnsupportedError
+	if errors.As(err, &ue) {
+		summary += ": podstep cannot set up " + ue.Kind
+	}
+	r := fail(volume.ReasonFailedMount, err, summary)
+	r.Details = details
+	return r
+}
+
+// volumeHost is the node as the volume plugins see it.
+func (e *Engine) volumeHost() *volume.Host {
+	var src volume.Source
+	if e.bundle != nil {
+		src = e.bundle
+	}
+	return &volume.Host{
+		Source:     src,
+		Mount:      os.Geteuid() == 0,
+		NodeCPU:    podcfg.NodeCPUCapacity,
+		NodeMemory: podcfg.NodeMemoryCapacity,
+		Now:        e.now,
+	}
+}
+
+// volumePod is the pod as the kubelet's plugins get it: with the
+// annotations the kubelet's pod config adds (config.hash, config.seen,
+// config.source), which a downwardAPI metadata.annotations file shows, as
+// podcfg does for the env var.
+func (e *Engine) volumePod() *corev1.Pod {
+	pod := e.pod.DeepCopy()
+	a := map[string]string{}
+	for k, v := range pod.Annotations {
+		a[k] = v
+	}
+	seen := e.opts.Config.Seen
+	if seen.IsZero() {
+		seen = e.now()
+	}
+	a[podcfg.AnnotationConfigHash] = string(pod.UID)
+	a[podcfg.AnnotationConfigSeen] = seen.UTC().Format(time.RFC3339Nano)
+	a[podcfg.AnnotationConfigSource] = "file"
+	pod.Annotations = a
+	return pod
+}
+
+// volumeDetails lists one volume: plugin and host path, then what was
+// written under it (file modes and sizes, never contents).
+func volumeDetails(v corev1.Volume, r volume.Result) []Detail {
+	desc := fmt.Sprintf("%s %s at %s", volume.Kind(v.VolumeSource), r.Plugin, r.Path)
+	switch {
+	case v.HostPath != nil:
+		t := string(corev1.HostPathUnset)
+		if v.HostPath.Type != nil {
+			t = string(*v.HostPath.Type)
+		}
+		if t == "" {
+			t = `"" (no check)`
+		}
+		desc += ", type " + t
+		if r.Created {
+			desc += ", created (never removed, as by the kubelet)"
+		}
+	case r.Tmpfs && r.Size != "":
+		desc += ", tmpfs size=" + r.Size
+	case r.Tmpfs:
+		desc += ", tmpfs"
+	}
+	if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+		desc += ", sizeLimit " + v.EmptyDir.SizeLimit.String()
+	}
+	out := []Detail{kv(v.Name, desc)}
+	for _, en := range r.Entries {
+		val := ""
+		switch en.Type {
+		case "symlink":
+			val = "symlink → " + en.Target
+		case "dir":
+			val = fmt.Sprintf("dir %04o", en.Mode.Perm())
+		default:
+			val = fmt.Sprintf("file %04o, %d bytes", en.Mode.Perm(), en.Size)
+		}
+		out = append(out, kv("  "+v.Name+"/"+en.Path, val))
+	}
+	for _, n := range r.Notes {
+		out = append(out, kv("  note", n))
+	}
+	return out
 }
 
 // plannedVolumePaths is where each volume will be on the host, as the
@@ -67,37 +189,7 @@ func (volumesStep) run(_ context.Context, e *Engine) Result {
 func (e *Engine) plannedVolumePaths() map[string]string {
 	out := map[string]string{}
 	for _, v := range e.pod.Spec.Volumes {
-		plugin := ""
-		switch {
-		case v.HostPath != nil:
-			out[v.Name] = v.HostPath.Path
-			continue
-		case v.EmptyDir != nil:
-			plugin = "empty-dir"
-		case v.ConfigMap != nil:
-			plugin = "configmap"
-		case v.Secret != nil:
-			plugin = "secret"
-		case v.DownwardAPI != nil:
-			plugin = "downward-api"
-		case v.Projected != nil:
-			plugin = "projected"
-		default:
-			plugin = strings.ToLower(volumeKind(v.VolumeSource))
-		}
-		out[v.Name] = filepath.Join(e.rt.podDir, "volumes", "kubernetes.io~"+plugin, v.Name)
+		out[v.Name] = volume.Path(e.rt.podDir, v)
 	}
 	return out
-}
-
-// volumeKind names the volume source that is set, by its API field name
-// (e.g. "persistentVolumeClaim").
-func volumeKind(src corev1.VolumeSource) string {
-	v := reflect.ValueOf(src)
-	for i := 0; i < v.NumField(); i++ {
-		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
-			return strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0]
-		}
-	}
-	return "unknown"
 }

@@ -1,0 +1,338 @@
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// fileProjection is one file the atomic writer writes (volumeutil.FileProjection).
+type fileProjection struct {
+	data []byte
+	mode int32
+}
+
+// defaultMode is the API server's default for defaultMode (0644), used when
+// a volume reaches here undefaulted.
+const defaultMode int32 = 0o644
+
+func modeOr(m *int32) int32 {
+	if m == nil {
+		return defaultMode
+	}
+	return *m
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// configMapPayload mirrors configmap.go SetUpAt + MakePayload: a missing
+// ConfigMap is an empty one when optional; without items every key of data
+// and binaryData is a file; an item whose key is missing is skipped when
+// optional, an error otherwise.
+func (h *Host) configMapPayload(ns, name string, items []corev1.KeyToPath, mode *int32, optional *bool) (map[string]fileProjection, error) {
+	var cm *corev1.ConfigMap
+	if h.Source != nil {
+		cm, _ = h.Source.ConfigMap(ns, name)
+	}
+	if cm == nil {
+		if !isTrue(optional) {
+			return nil, &NotFoundError{Resource: "configmap", Name: name}
+		}
+		cm = &corev1.ConfigMap{}
+	}
+	dm := modeOr(mode)
+	payload := map[string]fileProjection{}
+	if len(items) == 0 {
+		for k, v := range cm.Data {
+			payload[k] = fileProjection{data: []byte(v), mode: dm}
+		}
+		for k, v := range cm.BinaryData {
+			payload[k] = fileProjection{data: v, mode: dm}
+		}
+		return payload, nil
+	}
+	for _, it := range items {
+		var data []byte
+		if v, ok := cm.Data[it.Key]; ok {
+			data = []byte(v)
+		} else if v, ok := cm.BinaryData[it.Key]; ok {
+			data = v
+		} else {
+			if isTrue(optional) {
+				continue
+			}
+			return nil, &MissingKeyError{Resource: "configmap", Key: it.Key}
+		}
+		m := dm
+		if it.Mode != nil {
+			m = *it.Mode
+		}
+		payload[it.Path] = fileProjection{data: data, mode: m}
+	}
+	return payload, nil
+}
+
+// secretPayload mirrors secret.go SetUpAt + MakePayload (data only:
+// stringData is merged into data when the Secret is stored).
+func (h *Host) secretPayload(ns, name string, items []corev1.KeyToPath, mode *int32, optional *bool) (map[string]fileProjection, error) {
+	var s *corev1.Secret
+	if h.Source != nil {
+		s, _ = h.Source.Secret(ns, name)
+	}
+	if s == nil {
+		if !isTrue(optional) {
+			return nil, &NotFoundError{Resource: "secret", Name: name}
+		}
+		s = &corev1.Secret{}
+	}
+	data := s.Data
+	if len(s.StringData) > 0 {
+		data = map[string][]byte{}
+		for k, v := range s.Data {
+			data[k] = v
+		}
+		for k, v := range s.StringData {
+			data[k] = []byte(v)
+		}
+	}
+	dm := modeOr(mode)
+	payload := map[string]fileProjection{}
+	if len(items) == 0 {
+		for k, v := range data {
+			payload[k] = fileProjection{data: v, mode: dm}
+		}
+		return payload, nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			if isTrue(optional) {
+				continue
+			}
+			return nil, &MissingKeyError{Resource: "secret", Key: it.Key}
+		}
+		m := dm
+		if it.Mode != nil {
+			m = *it.Mode
+		}
+		payload[it.Path] = fileProjection{data: v, mode: m}
+	}
+	return payload, nil
+}
+
+// downwardAPIPayload mirrors downwardapi.go CollectData: each item's path
+// (cleaned) gets the field's value; errors are collected and aggregated.
+func (h *Host) downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, mode *int32) (map[string]fileProjection, error) {
+	dm := modeOr(mode)
+	payload := map[string]fileProjection{}
+	var errs []error
+	for _, it := range items {
+		fp := fileProjection{mode: dm}
+		if it.Mode != nil {
+			fp.mode = *it.Mode
+		}
+		switch {
+		case it.FieldRef != nil:
+			v, err := fieldPathValue(pod, it.FieldRef.FieldPath)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				fp.data = []byte(v)
+			}
+		case it.ResourceFieldRef != nil:
+			v, err := h.resourceValue(pod, it.ResourceFieldRef)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				fp.data = []byte(v)
+			}
+		}
+		payload[filepath.Clean(it.Path)] = fp
+	}
+	return payload, aggregate(errs)
+}
+
+// projectedPayload mirrors projected.go collectData: the sources' payloads
+// in order (a later source's path wins), each with the projected
+// defaultMode; errors are collected and aggregated.
+func (h *Host) projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSource) (map[string]fileProjection, error) {
+	// Sources podstep cannot provide fail the volume on their own, before
+	// anything else, so the message says exactly that.
+	for _, s := range src.Sources {
+		switch {
+		case s.ServiceAccountToken != nil:
+			return nil, errTokenProjection(pod.Spec.ServiceAccountName)
+		case s.ClusterTrustBundle != nil:
+			return nil, errUnsupportedProjection("clusterTrustBundle")
+		case s.PodCertificate != nil:
+			return nil, errUnsupportedProjection("podCertificate")
+		}
+	}
+	payload := map[string]fileProjection{}
+	var errs []error
+	add := func(p map[string]fileProjection, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		for k, v := range p {
+			payload[k] = v
+		}
+	}
+	for _, s := range src.Sources {
+		switch {
+		case s.ConfigMap != nil:
+			add(h.configMapPayload(pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, src.DefaultMode, s.ConfigMap.Optional))
+		case s.Secret != nil:
+			add(h.secretPayload(pod.Namespace, s.Secret.Name, s.Secret.Items, src.DefaultMode, s.Secret.Optional))
+		case s.DownwardAPI != nil:
+			add(h.downwardAPIPayload(pod, s.DownwardAPI.Items, src.DefaultMode))
+		}
+	}
+	return payload, aggregate(errs)
+}
+
+// aggregate mirrors utilerrors.NewAggregate's text: one error as is,
+// several as "[a, b]".
+func aggregate(errs []error) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return &aggregateError{errs}
+}
+
+type aggregateError struct{ errs []error }
+
+func (a *aggregateError) Error() string {
+	var s []string
+	for _, e := range a.errs {
+		s = append(s, e.Error())
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
+func (a *aggregateError) Unwrap() []error { return a.errs }
+
+// fieldPathValue mirrors pkg/fieldpath ExtractFieldPathAsString, which is
+// all a downwardAPI volume supports (no spec.* or status.* fields).
+func fieldPathValue(pod *corev1.Pod, fieldPath string) (string, error) {
+	if path, sub, ok := splitSubscript(fieldPath); ok {
+		switch path {
+		case "metadata.annotations":
+			return pod.Annotations[sub], nil
+		case "metadata.labels":
+			return pod.Labels[sub], nil
+		}
+		return "", fmt.Errorf("fieldPath %q does not support subscript", fieldPath)
+	}
+	switch fieldPath {
+	case "metadata.annotations":
+		return FormatMap(pod.Annotations), nil
+	case "metadata.labels":
+		return FormatMap(pod.Labels), nil
+	case "metadata.name":
+		return pod.Name, nil
+	case "metadata.namespace":
+		return pod.Namespace, nil
+	case "metadata.uid":
+		return string(pod.UID), nil
+	}
+	return "", fmt.Errorf("unsupported fieldPath: %v", fieldPath)
+}
+
+// splitSubscript is fieldpath.SplitMaybeSubscriptedPath: "a.b['k']" → "a.b", "k".
+func splitSubscript(p string) (string, string, bool) {
+	if !strings.HasSuffix(p, "']") {
+		return p, "", false
+	}
+	s := strings.TrimSuffix(p, "']")
+	i := strings.LastIndex(s, "['")
+	if i < 0 {
+		return p, "", false
+	}
+	if len(s)-i-2 == 0 {
+		return p, "", false
+	}
+	return s[:i], s[i+2:], true
+}
+
+// FormatMap is pkg/fieldpath FormatMap: `key="value"` lines (value quoted
+// with %q), sorted by key, no trailing newline.
+func FormatMap(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "%v=%q", k, m[k])
+	}
+	return b.String()
+}
+
+// resourceValue mirrors resource.ExtractResourceValueByContainerNameAndNodeAllocatable:
+// the named container's limits, a missing cpu/memory limit taken from the
+// node's allocatable (MergeContainerResourceLimits), divided by the
+// divisor and rounded up.
+func (h *Host) resourceValue(pod *corev1.Pod, fs *corev1.ResourceFieldSelector) (string, error) {
+	var c *corev1.Container
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if c == nil && list[i].Name == fs.ContainerName {
+				c = &list[i]
+			}
+		}
+	}
+	if c == nil {
+		return "", fmt.Errorf("container %s not found", fs.ContainerName)
+	}
+	limits := corev1.ResourceList{}
+	for k, v := range c.Resources.Limits {
+		limits[k] = v
+	}
+	if _, ok := limits[corev1.ResourceCPU]; !ok && h.NodeCPU > 0 {
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(h.NodeCPU, resource.DecimalSI)
+	}
+	if _, ok := limits[corev1.ResourceMemory]; !ok && h.NodeMemory > 0 {
+		limits[corev1.ResourceMemory] = *resource.NewQuantity(h.NodeMemory, resource.BinarySI)
+	}
+	divisor := fs.Divisor
+	if divisor.IsZero() {
+		divisor = resource.MustParse("1")
+	}
+	list, name := corev1.ResourceList(nil), ""
+	if n, ok := strings.CutPrefix(fs.Resource, "limits."); ok {
+		list, name = limits, n
+	} else if n, ok := strings.CutPrefix(fs.Resource, "requests."); ok {
+		list, name = c.Resources.Requests, n
+	}
+	switch {
+	case name == "cpu":
+		q := list[corev1.ResourceCPU]
+		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
+	case name == "memory" || name == "ephemeral-storage" || strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
+		q := list[corev1.ResourceName(name)]
+		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
+	}
+	return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
+}
+
+// IsNotFound reports whether err is (or wraps) a missing ConfigMap or Secret.
+func IsNotFound(err error) bool {
+	var nf *NotFoundError
+	return errors.As(err, &nf)
+}

@@ -1,0 +1,259 @@
+package volume
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/podcfg"
+)
+
+// Plugin names, as the kubelet names them (kubernetes.io/<plugin>); on disk
+// the "/" is escaped to "~" (utilstrings.EscapeQualifiedName).
+const (
+	PluginEmptyDir    = "kubernetes.io/empty-dir"
+	PluginConfigMap   = "kubernetes.io/configmap"
+	PluginSecret      = "kubernetes.io/secret"
+	PluginDownwardAPI = "kubernetes.io/downward-api"
+	PluginProjected   = "kubernetes.io/projected"
+	PluginHostPath    = "kubernetes.io/host-path"
+)
+
+// Source resolves the ConfigMaps and Secrets a pod's volumes name, as the
+// kubelet's configmap and secret managers do from the API server
+// (*manifest.Bundle implements it).
+type Source interface {
+	ConfigMap(namespace, name string) (*corev1.ConfigMap, bool)
+	Secret(namespace, name string) (*corev1.Secret, bool)
+}
+
+// Host is what the plugins need from the node (the kubelet's VolumeHost).
+type Host struct {
+	// Source resolves ConfigMaps and Secrets; nil means none exist.
+	Source Source
+	// Mount lets the plugins mount tmpfs (it needs root). When false, a
+	// volume the kubelet puts on a tmpfs is a plain directory and the Result
+	// says so in a warning (emptyDir medium Memory) or a note (secret,
+	// downwardAPI, projected).
+	Mount bool
+	// NodeMemory is the node's allocatable memory in bytes: the size of a
+	// tmpfs when neither the pod nor the volume limits it, and the
+	// downward API's limits.memory of a container without a limit.
+	NodeMemory int64
+	// NodeCPU is the node's allocatable CPU in millicores, the downward
+	// API's limits.cpu of a container without a limit.
+	NodeCPU int64
+	// Now names the atomic writer's timestamped directories (nil = time.Now).
+	Now func() time.Time
+}
+
+// DefaultHost is a Host that mounts when running as root.
+func DefaultHost(src Source, nodeCPU, nodeMemory int64) *Host {
+	return &Host{Source: src, Mount: os.Geteuid() == 0, NodeCPU: nodeCPU, NodeMemory: nodeMemory}
+}
+
+// Result says what a plugin made for one volume.
+type Result struct {
+	// Volume is the volume's name; Plugin the kubelet plugin that sets it up.
+	Volume string `json:"volume"`
+	Plugin string `json:"plugin"`
+	// Path is the volume's host path, the HostPath of its container mounts.
+	Path string `json:"path"`
+	// Tmpfs is set when a tmpfs was mounted at Path; Size is its size=
+	// option ("" = the kernel's default, half of RAM).
+	Tmpfs bool   `json:"tmpfs,omitempty"`
+	Size  string `json:"size,omitempty"`
+	// Created is set for a hostPath volume whose path Setup created
+	// (DirectoryOrCreate, FileOrCreate). The kubelet never removes it.
+	Created bool `json:"created,omitempty"`
+	// Entries lists what was written under Path (atomic-writer volumes).
+	Entries []Entry `json:"entries,omitempty"`
+	// Secret marks volumes whose file contents must not be shown.
+	Secret bool `json:"secret,omitempty"`
+	// Notes say how podstep's setup relates to the kubelet's.
+	Notes []string `json:"notes,omitempty"`
+	// Warnings are things a user should know (the kubelet would differ).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Prepared is a volume whose setup was resolved and checked; Apply makes it.
+type Prepared struct {
+	host    *Host
+	pod     *corev1.Pod
+	vol     corev1.Volume
+	dir     string
+	plugin  string
+	payload map[string]fileProjection // atomic-writer volumes
+	medium  corev1.StorageMedium      // of the (wrapped) emptyDir
+	size    int64                     // tmpfs size in bytes; 0 = no size option
+	notes   []string
+}
+
+// PluginName returns the kubelet plugin that handles vol, or "" when
+// podstep has none for it.
+func PluginName(vol corev1.Volume) string {
+	switch {
+	case vol.EmptyDir != nil:
+		return PluginEmptyDir
+	case vol.ConfigMap != nil:
+		return PluginConfigMap
+	case vol.Secret != nil:
+		return PluginSecret
+	case vol.DownwardAPI != nil:
+		return PluginDownwardAPI
+	case vol.Projected != nil:
+		return PluginProjected
+	case vol.HostPath != nil:
+		return PluginHostPath
+	}
+	return ""
+}
+
+// Path returns where the kubelet puts vol for the pod whose dir is podDir
+// (<root>/pods/<uid>): podDir/volumes/kubernetes.io~<plugin>/<name>, or the
+// host path itself for hostPath. A volume podstep cannot set up gets
+// podDir/volumes/kubernetes.io~<source field, lower case>/<name>.
+func Path(podDir string, vol corev1.Volume) string {
+	if vol.HostPath != nil {
+		return vol.HostPath.Path
+	}
+	plugin := PluginName(vol)
+	if plugin == "" {
+		plugin = "kubernetes.io/" + strings.ToLower(Kind(vol.VolumeSource))
+	}
+	return filepath.Join(podDir, "volumes", strings.ReplaceAll(plugin, "/", "~"), vol.Name)
+}
+
+// Kind names the volume source that is set by its API field name, such as
+// "persistentVolumeClaim" ("unknown" when none is).
+func Kind(src corev1.VolumeSource) string {
+	v := reflect.ValueOf(src)
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
+			return strings.Split(v.Type().Field(i).Tag.Get("json"), ",")[0]
+		}
+	}
+	return "unknown"
+}
+
+// Setup prepares and applies vol at dir (see Path) with DefaultHost over
+// src and this machine's capacity (podcfg.NodeCPUCapacity,
+// NodeMemoryCapacity): the kubelet's MountVolume.SetUp for one volume.
+func Setup(ctx context.Context, pod *corev1.Pod, vol corev1.Volume, dir string, src Source) (Result, error) {
+	h := DefaultHost(src, podcfg.NodeCPUCapacity, podcfg.NodeMemoryCapacity)
+	return h.Setup(ctx, pod, vol, dir)
+}
+
+// Setup prepares and applies vol at dir.
+func (h *Host) Setup(ctx context.Context, pod *corev1.Pod, vol corev1.Volume, dir string) (Result, error) {
+	p, err := h.Prepare(pod, vol, dir)
+	if err != nil {
+		return Result{Volume: vol.Name, Plugin: PluginName(vol), Path: dir}, err
+	}
+	return p.Apply(ctx)
+}
+
+// Prepare resolves what vol needs without writing anything: the objects and
+// keys it names, downward API values, the hostPath type check (except that
+// a missing *OrCreate path is created by Apply). The error is an *Error.
+func (h *Host) Prepare(pod *corev1.Pod, vol corev1.Volume, dir string) (*Prepared, error) {
+	p := &Prepared{host: h, pod: pod, vol: vol, dir: dir, plugin: PluginName(vol)}
+	var err error
+	switch {
+	case vol.EmptyDir != nil:
+		err = p.prepareEmptyDir()
+	case vol.HostPath != nil:
+		err = prepareHostPath(vol.HostPath)
+	case vol.ConfigMap != nil:
+		p.payload, err = h.configMapPayload(pod.Namespace, vol.ConfigMap.Name, vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, vol.ConfigMap.Optional)
+		p.notes = append(p.notes, "the kubelet keeps configMap volumes on disk, not on a tmpfs")
+	case vol.Secret != nil:
+		p.payload, err = h.secretPayload(pod.Namespace, vol.Secret.SecretName, vol.Secret.Items, vol.Secret.DefaultMode, vol.Secret.Optional)
+		p.wrapTmpfs()
+	case vol.DownwardAPI != nil:
+		p.payload, err = h.downwardAPIPayload(pod, vol.DownwardAPI.Items, vol.DownwardAPI.DefaultMode)
+		p.wrapTmpfs()
+	case vol.Projected != nil:
+		p.payload, err = h.projectedPayload(pod, vol.Projected)
+		p.wrapTmpfs()
+	default:
+		err = unsupported(vol.VolumeSource)
+	}
+	if err == nil {
+		// The atomic writer validates the paths before writing anything;
+		// do it here so that a bad path fails before the dir is made.
+		for path := range p.payload {
+			if err = validatePayloadPath(path); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, &Error{Volume: vol.Name, Err: err}
+	}
+	return p, nil
+}
+
+// Apply makes the volume on disk. The error is an *Error.
+func (p *Prepared) Apply(ctx context.Context) (Result, error) {
+	r := Result{Volume: p.vol.Name, Plugin: p.plugin, Path: p.dir, Notes: p.notes}
+	if err := ctx.Err(); err != nil {
+		return r, &Error{Volume: p.vol.Name, Err: err}
+	}
+	var err error
+	switch {
+	case p.vol.HostPath != nil:
+		r.Created, err = applyHostPath(p.vol.HostPath)
+		if r.Created {
+			r.Notes = append(r.Notes, "created "+p.dir+"; the kubelet never removes a hostPath, nor does podstep's teardown")
+		}
+	case p.vol.EmptyDir != nil:
+		err = p.setupEmptyDir(&r)
+		if err == nil {
+			err = p.setOwnership(&r, false)
+		}
+	default:
+		r.Secret = p.vol.Secret != nil || p.projectsSecret()
+		if err = p.setupEmptyDir(&r); err != nil {
+			break
+		}
+		ctxt := fmt.Sprintf("pod %s/%s volume %s", p.pod.Namespace, p.pod.Name, p.vol.Name)
+		w := atomicWriter{dir: p.dir, context: ctxt, now: p.host.now}
+		if err = w.write(p.payload); err != nil {
+			break
+		}
+		if err = p.setOwnership(&r, true); err != nil {
+			break
+		}
+		r.Entries, err = List(p.dir)
+	}
+	if err != nil {
+		return r, &Error{Volume: p.vol.Name, Err: err}
+	}
+	return r, nil
+}
+
+func (h *Host) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
+}
+
+func (p *Prepared) projectsSecret() bool {
+	if p.vol.Projected == nil {
+		return false
+	}
+	for _, s := range p.vol.Projected.Sources {
+		if s.Secret != nil {
+			return true
+		}
+	}
+	return false
+}
