@@ -23,7 +23,12 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
+// updating reports -update (the flag is registered by teatest's golden
+// package, which this package's tests link in).
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // epoch is the fake clock's start: frames show fixed times.
 var epoch = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
@@ -237,7 +242,7 @@ func (h *harness) countCalls(method string) int {
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name+".golden")
-	if *update {
+	if updating() {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}

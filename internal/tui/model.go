@@ -260,7 +260,11 @@ func (m *model) event(ev steps.Event) {
 	}
 }
 
-const flashCancelling = "cancelling the running call…"
+// Messages that stop being true once the run ends.
+const (
+	flashCancelling = "cancelling the running call…"
+	flashBusy       = "a step is running: esc cancels it"
+)
 
 // start runs op ("next", "continue" or "retry") in a command.
 func (m *model) start(op string) tea.Cmd {
@@ -292,7 +296,7 @@ func (m *model) start(op string) tea.Cmd {
 func (m *model) runDone(msg runDoneMsg) tea.Cmd {
 	m.busy, m.runningID, m.method = false, 0, ""
 	m.run.setCancel(nil)
-	if m.flash == flashCancelling {
+	if m.flash == flashCancelling || m.flash == flashBusy {
 		m.flash = ""
 	}
 	m.refresh()
@@ -366,7 +370,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.start("continue")
 	case key.Matches(k, m.keys.Retry):
 		if m.busy {
-			m.flash = "a step is running: esc cancels it"
+			m.flash = flashBusy
 			return nil
 		}
 		if err := m.eng.Retry(); err != nil {
@@ -400,7 +404,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 func (m *model) cannotRun() string {
 	switch {
 	case m.busy:
-		return "a step is running: esc cancels it"
+		return flashBusy
 	case m.failedStep() != nil:
 		s := m.failedStep()
 		return fmt.Sprintf("step %d %s failed: r retries it, q quits", s.ID, s.Name)
