@@ -31,7 +31,7 @@ pids_with_arg() {
 	local want=$1 p
 	for p in /proc/[0-9]*; do
 		[ -r "$p/cmdline" ] || continue
-		if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF -- "$want"; then
+		if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -xF -- "$want" >/dev/null; then
 			echo "${p#/proc/}"
 		fi
 	done
@@ -61,7 +61,7 @@ stop_containerd() {
 	local pids=() p i
 	if [ -f "$PIDFILE" ]; then
 		p=$(cat "$PIDFILE")
-		if [ -n "$p" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "--config $CONFIG"; then
+		if [ -n "$p" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -- "--config $CONFIG" >/dev/null; then
 			pids+=("$p")
 		fi
 	fi
@@ -82,7 +82,7 @@ stop_containerd() {
 kill_shims() {
 	local p pids=()
 	for p in $(pids_with_arg "$SOCK"); do
-		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q 'containerd-shim'; then
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep 'containerd-shim' >/dev/null; then
 			pids+=("$p")
 		fi
 	done
@@ -130,8 +130,10 @@ clean_iptables() {
 	done
 	# portmap's shared chains: remove only when nothing is left in CNI-HOSTPORT-DNAT
 	save=$(iptables-save -t nat 2>/dev/null) || return 0
-	if printf '%s\n' "$save" | grep -q '^:CNI-HOSTPORT-DNAT' &&
-		! printf '%s\n' "$save" | grep -q '^-A CNI-HOSTPORT-DNAT '; then
+	# (no 'grep -q' after a pipe anywhere here: with pipefail, the writer's SIGPIPE when grep -q
+	# quits early would turn a match into a failure)
+	if grep -q '^:CNI-HOSTPORT-DNAT' <<<"$save" &&
+		! grep -q '^-A CNI-HOSTPORT-DNAT ' <<<"$save"; then
 		while read -r rule; do
 			eval "iptables -t nat -D ${rule#-A }" 2>/dev/null || true
 		done < <(printf '%s\n' "$save" | grep -E '^-A [A-Z]+ .*-j CNI-HOSTPORT-(DNAT|MASQ|SETMARK)( |$)')

@@ -31,6 +31,10 @@ die() {
 }
 
 [ "$(id -u)" = 0 ] || die "must run as root"
+# A bad subnet is only noticed by the bridge plugin at the first pod (CRI Status still says
+# NetworkReady), so check it here.
+[[ $CNI_SUBNET =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$ ]] ||
+	die "PODSTEP_CNI_SUBNET=$CNI_SUBNET: expected an IPv4 CIDR such as 10.88.77.0/24"
 
 # --- packages --------------------------------------------------------------------------------
 ensure_packages() {
@@ -48,7 +52,7 @@ ensure_packages() {
 		fi
 	done
 	# busybox (the dynamic one) also provides /bin/busybox; we need the static one.
-	if [ -x /bin/busybox ] && ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
+	if [ -x /bin/busybox ] && ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep 'ok installed' >/dev/null; then
 		missing+=(busybox-static)
 	fi
 	[ ${#missing[@]} -eq 0 ] && return 0
@@ -73,7 +77,7 @@ running_pid() {
 	pid=$(cat "$PIDFILE")
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
 	# the pid must still be OUR containerd (pids get reused)
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "--config $CONFIG" || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -- "--config $CONFIG" >/dev/null || return 1
 	echo "$pid"
 }
 
@@ -133,7 +137,7 @@ wait_ready() {
 	else
 		log "readiness: 'ctr version' answers, 'ctr plugins ls' shows cri ok, CNI config present (no CRI check: $PODSTEP_INFO_WHY)"
 		[ -f "$DIR/cni/10-$CNI_NETWORK.conflist" ] || die "CNI config $DIR/cni/10-$CNI_NETWORK.conflist missing"
-		until ctr_ plugins ls 2>/dev/null | grep -qE '^io\.containerd\.grpc\.v1[[:space:]]+cri[[:space:]].*[[:space:]]ok[[:space:]]*$'; do
+		until ctr_ plugins ls 2>/dev/null | grep -E '^io\.containerd\.grpc\.v1[[:space:]]+cri[[:space:]].*[[:space:]]ok[[:space:]]*$' >/dev/null; do
 			[ $SECONDS -lt $deadline ] || die "containerd's CRI plugin is not 'ok' after ${WAIT_SECONDS}s (ctr plugins ls; log: $LOG)"
 			sleep 0.2
 		done
@@ -244,7 +248,10 @@ host_sysctls() {
 }
 
 # --- images ----------------------------------------------------------------------------------------
-image_present() { ctr_ -n k8s.io images ls -q 2>/dev/null | grep -qxF "$1"; }
+# grep without -q: it reads all of ctr's output. 'grep -q' exits at the first match, ctr then dies
+# of SIGPIPE writing the rest (--digests adds lines) and, with pipefail, the image counts as
+# missing: "import of ... did not produce that image name" on some runs.
+image_present() { ctr_ -n k8s.io images ls -q 2>/dev/null | grep -xF -- "$1" >/dev/null; }
 
 build_rootfs() {
 	local rootfs=$1 applet

@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,7 +101,55 @@ type dirs struct{ root, logs string }
 
 func newDirs(t *testing.T) dirs {
 	base := t.TempDir()
+	// Registered after TempDir, so it runs before TempDir's removal: a mount
+	// podstep left under the dirs (tmpfs of a secret volume, ...) is an
+	// error, and is detached so that the removal (and the next test) works.
+	t.Cleanup(func() {
+		for _, m := range mountsUnder(base) {
+			if !t.Failed() {
+				t.Errorf("mount left under the pod dirs after the test: %s", m)
+			}
+			if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+				t.Logf("umount -l %s: %v", m, err)
+			}
+		}
+	})
 	return dirs{root: filepath.Join(base, "root"), logs: filepath.Join(base, "logs")}
+}
+
+// mountsUnder lists mount points below dir, deepest first.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		// field 5 is the mount point, with \040 for spaces
+		mp := strings.ReplaceAll(f[4], "\\040", " ")
+		if strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(out)))
+	return out
+}
+
+// assertEmptyDir fails when dir holds anything (a missing dir is empty).
+func assertEmptyDir(t *testing.T, what, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Errorf("%s %s: %v", what, dir, err)
+		return
+	}
+	for _, e := range entries {
+		t.Errorf("%s: %s left after teardown", what, filepath.Join(dir, e.Name()))
+	}
 }
 
 // podDir is the kubelet-style pod dir podstep makes: <root>/pods/<uid>.
@@ -408,6 +457,9 @@ func (e *env) assertNothingLeft(t *testing.T, d dirs, ns, name, uid string) {
 	if uid == "" {
 		t.Errorf("no pod UID in the summary: cannot check the pod dirs")
 		return
+	}
+	for _, m := range mountsUnder(filepath.Dir(d.root)) {
+		t.Errorf("mount left after teardown: %s", m)
 	}
 	assertGone(t, "pod dir", d.podDir(uid))
 	assertGone(t, "pod log dir", d.podLogDir(ns, name, uid))

@@ -574,6 +574,8 @@ func TestAllPods(t *testing.T) {
 			if sb := dialCRI(t, e.endpoint).managedSandboxes(t); len(sb) != 0 {
 				t.Errorf("%d podstep sandbox(es) left after the run", len(sb))
 			}
+			assertEmptyDir(t, "pod dirs", filepath.Join(d.root, "pods"))
+			assertEmptyDir(t, "log dirs", d.logs)
 		})
 	}
 }
