@@ -270,6 +270,12 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 
 	code := ExitOK
 	sum.Outcome = "running"
+	var teardownFailed []string
+	for _, s := range eng.Steps() {
+		if s.Stage == steps.StageTeardown && s.State == steps.Failed {
+			teardownFailed = append(teardownFailed, s.Name+": "+s.Result.Message)
+		}
+	}
 	if f, failed := eng.Failed(); failed {
 		code = ExitPodFailed
 		sum.Outcome = "failed"
@@ -277,6 +283,13 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		if f.Result.Reason == "RuntimeUnavailable" {
 			code = ExitRuntime
 		}
+	}
+	if len(teardownFailed) > 0 && code == ExitOK {
+		// Something may be left behind: that is a failure of the run.
+		code = ExitPodFailed
+		sum.Outcome = "failed"
+		sum.Failed = &report.Failure{Stage: steps.StageTeardown, Step: strings.SplitN(teardownFailed[0], ":", 2)[0],
+			Reason: "TeardownFailed", Message: strings.Join(teardownFailed, "; ") + " (run `podstep cleanup`)"}
 	}
 	if wasInterrupted {
 		code = ExitInterrupted

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/volume"
 )
 
 // LogDirAnnotation records on the sandbox where its pod log dir is.
@@ -68,7 +69,9 @@ func cleanSandbox(ctx context.Context, c *cri.Client, sb *runtimeapi.PodSandbox,
 	if root := sb.Annotations[RootDirAnnotation]; root != "" && uid != "" {
 		d := filepath.Join(root, "pods", uid)
 		if _, err := os.Stat(d); err == nil {
-			if err := os.RemoveAll(d); err != nil {
+			if _, err := volume.TeardownMounts(filepath.Join(d, "volumes")); err != nil {
+				errs = append(errs, err)
+			} else if err := os.RemoveAll(d); err != nil {
 				errs = append(errs, err)
 			} else {
 				r.Dirs = append(r.Dirs, d)

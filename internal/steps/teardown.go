@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/volume"
 )
 
 // minimumGracePeriod is the kubelet's floor for a container's grace period
@@ -222,8 +225,18 @@ func (removeDirsStep) requests(*Engine) []Request { return nil }
 func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 	var removed []string
 	var errs []error
+	var details []Detail
 	if e.rt.dirsCreated {
-		if err := os.RemoveAll(e.rt.podDir); err != nil {
+		// Volumes first: the kubelet unmounts them (UnmountVolume.TearDown)
+		// before it may remove the pod dir; a tmpfs left mounted would make
+		// RemoveAll fail with "device or resource busy".
+		ms, err := volume.TeardownMounts(filepath.Join(e.rt.podDir, "volumes"))
+		for _, m := range ms {
+			details = append(details, kv("unmounted", m.Path+" ("+m.FSType+")"))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("unmount volumes: %w", err))
+		} else if err := os.RemoveAll(e.rt.podDir); err != nil {
 			errs = append(errs, err)
 		} else {
 			removed = append(removed, e.rt.podDir)
@@ -237,16 +250,17 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fail("RemoveDirsError", err, "pod directories not removed")
+		r := fail("RemoveDirsError", err, "pod directories not removed")
+		r.Details = details
+		return r
 	}
 	if len(removed) == 0 {
-		return ok("no directories to remove")
+		return ok("no directories to remove", details...)
 	}
-	var d []Detail
 	for _, r := range removed {
-		d = append(d, kv("removed", r))
+		details = append(details, kv("removed", r))
 	}
-	return ok(fmt.Sprintf("removed %d directories", len(removed)), d...)
+	return ok(fmt.Sprintf("removed %d directories", len(removed)), details...)
 }
 
 // Teardown plans the teardown steps (once) and runs every remaining step.
