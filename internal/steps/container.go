@@ -62,7 +62,7 @@ func (e *Engine) containerConfig(c *containerRuntime) (*runtimeapi.ContainerConf
 		hosts = filepath.Join(e.rt.podDir, "etc-hosts")
 	}
 	return podcfg.ContainerConfig(e.pod, sb, podcfg.ContainerInput{
-		Container: c.spec, Init: c.init, ImageRef: ref, ImageUser: c.imageUser,
+		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser,
 		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
 		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle,
 	}, e.opts.Config)

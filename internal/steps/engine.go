@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -99,6 +100,8 @@ type containerRuntime struct {
 	imageUser string
 	config    *runtimeapi.ContainerConfig
 	id        string
+	oldIDs    []string // containers of earlier attempts, still in the runtime
+	restarts  int      // the attempt number: metadata.attempt and <restarts>.log
 	startedAt time.Time
 	exited    bool
 }
@@ -177,10 +180,13 @@ func (e *Engine) Steps() []Step {
 	defer e.mu.Unlock()
 	out := make([]Step, len(e.steps))
 	for i, s := range e.steps {
-		out[i] = *s
-		if s.State == Pending {
-			out[i].Requests = s.act.requests(e)
+		// While a step runs, its action writes what the engine knows without
+		// the lock, so pending requests are rebuilt only when idle; in between
+		// they show what was last built.
+		if s.State == Pending && e.current == nil {
+			s.Requests = s.act.requests(e)
 		}
+		out[i] = *s
 		out[i].Calls = append([]cri.Call(nil), s.Calls...)
 	}
 	return out
@@ -193,9 +199,10 @@ func (e *Engine) NextStep() (Step, bool) {
 	if e.next >= len(e.steps) {
 		return Step{}, false
 	}
-	s := *e.steps[e.next]
-	s.Requests = s.act.requests(e)
-	return s, true
+	if e.current == nil {
+		e.steps[e.next].Requests = e.steps[e.next].act.requests(e)
+	}
+	return *e.steps[e.next], true
 }
 
 // Failed returns the failed step, if the pod failed.
@@ -350,6 +357,24 @@ func (e *Engine) Retry() error {
 		return errors.New("the pod is being torn down")
 	}
 	idx := e.failed.ID - 1
+	// A container that was created but failed to start, or whose hook
+	// failed, is not started again: the kubelet's next sync starts a new
+	// one (attempt+1) from the image step, and the old one stays until GC.
+	if f := e.failed; f.Container != "" && (f.Stage == StagePostStart || strings.HasPrefix(f.Name, "start/")) {
+		c := e.rt.containers[f.Container]
+		if c.id != "" {
+			c.oldIDs = append(c.oldIDs, c.id)
+			c.id, c.config, c.exited = "", nil, false
+			c.restarts++
+			e.tracker.Restarted(f.Container)
+		}
+		for i, s := range e.steps {
+			if s.Name == "pull/"+f.Container {
+				idx = i
+				break
+			}
+		}
+	}
 	for _, s := range e.steps[idx:] {
 		s.State = Pending
 		s.Calls = nil

@@ -384,19 +384,40 @@ func TestBreakpointsAndNext(t *testing.T) {
 
 func TestRetryAfterFailure(t *testing.T) {
 	c := newSim(t)
-	b := parse(t, fmt.Sprintf(faultPod, `sim.podstep.dev/exec-exit-code.app: "1"`, "docker.io/library/busybox:1.35", "IfNotPresent"))
+	b := parse(t, fmt.Sprintf(faultPod, `sim.podstep.dev/start-error.app: "exec: sleep: not found"`, "docker.io/library/busybox:1.35", "IfNotPresent"))
 	e := runAll(t, b, c, testOptions(t))
-	defer e.Teardown(context.Background())
 	f, failed := e.Failed()
-	if !failed || f.Name != "post-start/app" {
-		t.Fatalf("want a post-start failure, got %v %s", failed, f.Name)
+	if !failed || f.Name != "start/app" {
+		t.Fatalf("want a start failure, got %v %s", failed, f.Name)
 	}
 	if err := e.Retry(); err != nil {
 		t.Fatal(err)
 	}
+	// As the kubelet does, a new container (attempt 1) is made from the image step.
 	next, _ := e.NextStep()
-	if next.Name != "post-start/app" || next.State != Pending {
-		t.Fatalf("after Retry next step = %s %s", next.Name, next.State)
+	if next.Name != "pull/app" || next.State != Pending {
+		t.Fatalf("after Retry next step = %s %s, want pull/app pending", next.Name, next.State)
+	}
+	if _, err := e.Next(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	create, err := e.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := create.Calls[len(create.Calls)-1].Request.(*runtimeapi.CreateContainerRequest)
+	if req.Config.Metadata.Attempt != 1 || req.Config.LogPath != "app/1.log" {
+		t.Errorf("retry created attempt %d log %s, want attempt 1 log app/1.log", req.Config.Metadata.Attempt, req.Config.LogPath)
+	}
+	if st := e.PodState(); st.Restarts != 1 {
+		t.Errorf("RESTARTS = %d, want 1", st.Restarts)
+	}
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctrs, _ := c.ListContainers(context.Background(), nil)
+	if n := len(ctrs.GetContainers()); n != 0 {
+		t.Errorf("%d containers left after teardown (both attempts must go)", n)
 	}
 }
 

@@ -33,17 +33,18 @@ func (e *Engine) gracePeriod() int64 {
 	return g
 }
 
+// instance is one container in the runtime: a container of the pod may
+// have several, one per attempt.
+type instance struct {
+	c  *containerRuntime
+	id string
+}
+
 // created lists the containers that exist in the runtime, in creation order.
-func (e *Engine) created() []*containerRuntime {
+func (e *Engine) created() []instance {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []*containerRuntime
-	for _, n := range e.rt.order {
-		if c := e.rt.containers[n]; c.id != "" {
-			out = append(out, c)
-		}
-	}
-	return out
+	return e.createdLocked()
 }
 
 // stopContainersStep mirrors KillPod → killContainersWithSyncResult
@@ -61,18 +62,22 @@ func (stopContainersStep) explain() string {
 
 func (stopContainersStep) requests(e *Engine) []Request {
 	var out []Request
-	for _, c := range e.createdLocked() {
-		out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: c.id, Timeout: e.gracePeriod()}})
+	for _, in := range e.createdLocked() {
+		out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: e.gracePeriod()}})
 	}
 	return out
 }
 
 // createdLocked is created() for callers that hold e.mu.
-func (e *Engine) createdLocked() []*containerRuntime {
-	var out []*containerRuntime
+func (e *Engine) createdLocked() []instance {
+	var out []instance
 	for _, n := range e.rt.order {
-		if c := e.rt.containers[n]; c.id != "" {
-			out = append(out, c)
+		c := e.rt.containers[n]
+		for _, id := range c.oldIDs {
+			out = append(out, instance{c, id})
+		}
+		if c.id != "" {
+			out = append(out, instance{c, c.id})
 		}
 	}
 	return out
@@ -86,13 +91,13 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	grace := e.gracePeriod()
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
-	for i, c := range cs {
-		e.tracker.Record("Normal", "Killing", containerObject(c), "Stopping container "+c.spec.Name)
+	for i, in := range cs {
+		e.tracker.Record("Normal", "Killing", containerObject(in.c), "Stopping container "+in.c.spec.Name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := e.client.StopContainer(ctx, c.id, grace); err != nil && !notFound(err) {
-				errs[i] = fmt.Errorf("stop container %q: %w", c.spec.Name, err)
+			if _, err := e.client.StopContainer(ctx, in.id, grace); err != nil && !notFound(err) {
+				errs[i] = fmt.Errorf("stop container %q: %w", in.c.spec.Name, err)
 			}
 		}()
 	}
@@ -154,8 +159,8 @@ func (removeContainersStep) explain() string {
 
 func (removeContainersStep) requests(e *Engine) []Request {
 	var out []Request
-	for _, c := range e.createdLocked() {
-		out = append(out, Request{Method: "RemoveContainer", Message: &runtimeapi.RemoveContainerRequest{ContainerId: c.id}})
+	for _, in := range e.createdLocked() {
+		out = append(out, Request{Method: "RemoveContainer", Message: &runtimeapi.RemoveContainerRequest{ContainerId: in.id}})
 	}
 	return out
 }
@@ -166,9 +171,9 @@ func (removeContainersStep) run(ctx context.Context, e *Engine) Result {
 		return ok("no containers to remove")
 	}
 	var errs []error
-	for _, c := range cs {
-		if _, err := e.client.RemoveContainer(ctx, c.id); err != nil && !notFound(err) {
-			errs = append(errs, fmt.Errorf("remove container %q: %w", c.spec.Name, err))
+	for _, in := range cs {
+		if _, err := e.client.RemoveContainer(ctx, in.id); err != nil && !notFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %q: %w", in.c.spec.Name, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
