@@ -151,9 +151,20 @@ func TestRetryRerunsFailedStep(t *testing.T) {
 	if h.countCalls("StartContainer") != before {
 		t.Fatal("space ran a step after a failure")
 	}
+	// r starts over from the image step with a new container, as the
+	// kubelet does: one step runs (the pull), then space runs create and start.
+	createBefore := h.countCalls("CreateContainer")
 	h.press("r")
+	if s, _ := h.eng.NextStep(); s.Name != "create/app" {
+		t.Fatalf("after r the next step is %s, want create/app", s.Name)
+	}
+	h.press("space")
+	h.press("space")
+	if got := h.countCalls("CreateContainer"); got != createBefore+1 {
+		t.Fatalf("CreateContainer calls %d after retry, want %d", got, createBefore+1)
+	}
 	if got := h.countCalls("StartContainer"); got != before+1 {
-		t.Fatalf("StartContainer calls %d after r, want %d", got, before+1)
+		t.Fatalf("StartContainer calls %d after retry, want %d", got, before+1)
 	}
 }
 
