@@ -218,6 +218,12 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 
 	c, err := connect(ctx, g)
 	if err != nil {
+		select {
+		case <-interrupted:
+			fmt.Fprintln(stderr, "podstep: interrupted before anything was created")
+			return silentExit(ExitInterrupted)
+		default:
+		}
 		return err
 	}
 	defer c.stop()

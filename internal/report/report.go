@@ -184,7 +184,9 @@ func (p *Printer) Finish(s Summary) {
 	}
 	fmt.Fprintf(p.w, "pod/%s  READY %s  STATUS %s  RESTARTS %d  IP %s  created in %s (runtime %s, podstep %s, %d CRI calls)",
 		s.Pod, s.Ready, status, s.Restarts, ip, FormatMs(s.Timing.CreateMs), FormatMs(s.Timing.CRIMs), FormatMs(s.Timing.OverheadMs), s.Timing.Calls)
-	if s.Kept {
+	if s.Outcome == "interrupted" {
+		fmt.Fprintf(p.w, "; %s, torn down in %s\n", color.New(color.FgYellow, color.Bold).Sprint("interrupted"), FormatMs(s.Timing.TeardownMs))
+	} else if s.Kept {
 		fmt.Fprintf(p.w, "; kept (remove with: podstep cleanup)\n")
 	} else {
 		fmt.Fprintf(p.w, "; torn down in %s\n", FormatMs(s.Timing.TeardownMs))

@@ -117,7 +117,9 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		return e.createFailed(c, "CreateContainerConfigError", err, "cannot build the container config")
 	}
 	sb, _, _ := e.sandboxConfig()
-	resp, err := e.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
+	// Like RunPodSandbox, a CreateContainer is not abandoned on cancel: its
+	// container must be known to be torn down.
+	resp, err := e.client.CreateContainer(context.WithoutCancel(ctx), &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
 	if err != nil {
 		return e.createFailed(c, "CreateContainerError", err, "CreateContainer failed")
 	}
@@ -125,6 +127,9 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	c.config = cfg
 	c.id = resp.ContainerId
 	e.mu.Unlock()
+	if ctx.Err() != nil {
+		return fail("CreateContainerError", ctx.Err(), "interrupted; the container the runtime made will be torn down")
+	}
 	e.tracker.Created(s.name, "containerd://"+resp.ContainerId, c.imageRef)
 	e.tracker.Record("Normal", "Created", obj, "Created container: "+s.name)
 	return ok("container "+shortID(resp.ContainerId)+" created",

@@ -32,6 +32,13 @@ func (dirsStep) run(_ context.Context, e *Engine) Result {
 	for _, sub := range []string{"volumes", "plugins", "containers"} {
 		dirs = append(dirs, filepath.Join(e.rt.podDir, sub))
 	}
+	if _, err := os.Stat(e.rt.podDir); err == nil {
+		// The kubelet's MkdirAll would reuse it, but podstep creates a new
+		// pod: a pod dir with this UID belongs to a pod kept by an earlier
+		// run (or left behind), and its volumes must not be touched.
+		msg := fmt.Sprintf("%s already exists: a pod with uid %s was kept by an earlier podstep run (or left behind); remove it with `podstep cleanup`, or give this pod another name or uid", e.rt.podDir, e.pod.UID)
+		return fail("PodAlreadyExists", fmt.Errorf("%s", msg), "the pod's data directory already exists")
+	}
 	e.rt.dirsCreated = true // from here teardown removes the pod dir
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o750); err != nil {

@@ -73,8 +73,8 @@ type Engine struct {
 // podRuntime is what the engine learned from the runtime and created.
 type podRuntime struct {
 	podDir        string
-	dirsCreated   bool
-	logDirCreated bool
+	dirsCreated   bool   // this run made the pod dir (teardown removes only what it made)
+	logDir        string // the pod log dir, when this run made it
 	volumePaths   map[string]string
 	createdVols   []string
 	auth          map[string]*runtimeapi.AuthConfig // by image

@@ -531,3 +531,33 @@ func BenchmarkHelloOverhead(b *testing.B) {
 	b.ReportMetric(float64(overhead.Nanoseconds())/float64(b.N), "overhead-ns/op")
 	b.ReportMetric(float64(inCalls.Nanoseconds())/float64(b.N), "cri-ns/op")
 }
+
+// TestSecondRunLeavesKeptPodAlone: a pod kept by one run is not touched by
+// a second run of the same manifest, which fails with PodAlreadyExists.
+func TestSecondRunLeavesKeptPodAlone(t *testing.T) {
+	c := newSim(t)
+	o := testOptions(t)
+	first := runAll(t, load(t, repoFile("testdata/pods/init.yaml")), c, o)
+	if _, failed := first.Failed(); failed {
+		t.Fatal("first run failed")
+	}
+	ready := filepath.Join(o.Config.RootDir, "pods", string(first.Pod().UID), "etc-hosts")
+	second := runAll(t, load(t, repoFile("testdata/pods/init.yaml")), c, o)
+	f, failed := second.Failed()
+	if !failed || f.Name != "dirs" || f.Result.Reason != "PodAlreadyExists" {
+		t.Fatalf("second run: failed=%v at %s %s, want dirs PodAlreadyExists", failed, f.Name, f.Result.Reason)
+	}
+	if err := second.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ready); err != nil {
+		t.Errorf("the kept pod's files were removed by the second run: %v", err)
+	}
+	sbs, _ := c.ListPodSandbox(context.Background(), nil)
+	if len(sbs.GetItems()) != 1 {
+		t.Errorf("%d sandboxes, want the kept one", len(sbs.GetItems()))
+	}
+	if err := first.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -100,6 +100,15 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 				foreign++
 			}
 		}
+		for _, sb := range list.Items {
+			if sb.Labels[ManagedLabel] == "true" && sb.GetMetadata().GetUid() == string(e.pod.UID) {
+				msg := fmt.Sprintf("pod %s/%s (uid %s) already has sandbox %s (%s) on this runtime, kept by an earlier podstep run; remove it with `podstep cleanup`, or give this pod another name or uid",
+					e.pod.Namespace, e.pod.Name, e.pod.UID, shortID(sb.Id), sb.State)
+				r := fail("PodAlreadyExists", fmt.Errorf("%s", msg), "the pod already exists on this runtime")
+				r.Details = details
+				return r
+			}
+		}
 		if foreign > 0 {
 			r.Warnings = append(r.Warnings, fmt.Sprintf("a kubelet shares this runtime (%d of its pod sandboxes found): it may garbage-collect podstep's pod at any time", foreign))
 		}
@@ -178,12 +187,24 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 		e.tracker.Record("Warning", w.Reason, "", w.Message)
 	}
 	if cfg.LogDirectory != "" {
-		e.rt.logDirCreated = true
+		if _, err := os.Stat(cfg.LogDirectory); os.IsNotExist(err) {
+			e.rt.logDir = cfg.LogDirectory // from here teardown removes it
+		}
 		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 			return fail("CreatePodSandboxError", err, "cannot make the pod log directory")
 		}
 	}
-	resp, err := e.client.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: e.runtimeHandler()})
+	// The kubelet never abandons a RunPodSandbox: a runtime keeps creating
+	// the sandbox after a cancelled call, and it could not be torn down
+	// without its ID. So on Ctrl-C or esc podstep waits for the answer.
+	resp, err := e.client.RunPodSandbox(context.WithoutCancel(ctx), &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: e.runtimeHandler()})
+	if err == nil && ctx.Err() != nil {
+		e.mu.Lock()
+		e.rt.sandboxConfig = cfg
+		e.rt.sandboxID = resp.PodSandboxId
+		e.mu.Unlock()
+		return fail("CreatePodSandboxError", ctx.Err(), "interrupted; the sandbox the runtime made will be torn down")
+	}
 	if err != nil {
 		msg := fmt.Sprintf("Failed to create pod sandbox: %s", unwrapCRIMessage(err))
 		e.tracker.Record("Warning", "FailedCreatePodSandBox", "", msg)

@@ -105,7 +105,7 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	if err := errors.Join(errs...); err != nil {
 		return fail("KillContainerError", err, "some containers did not stop")
 	}
-	return ok(fmt.Sprintf("stopped %d container(s), grace period %ds", len(cs), grace))
+	return ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
 }
 
 func notFound(err error) bool {
@@ -179,7 +179,7 @@ func (removeContainersStep) run(ctx context.Context, e *Engine) Result {
 	if err := errors.Join(errs...); err != nil {
 		return fail("RemoveContainerError", err, "some containers were not removed")
 	}
-	return ok(fmt.Sprintf("removed %d container(s)", len(cs)))
+	return ok(fmt.Sprintf("removed %s", plural(len(cs), "container", "containers")))
 }
 
 // removeSandboxStep mirrors the garbage collector removing the sandbox
@@ -247,11 +247,11 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 			removed = append(removed, e.rt.podDir)
 		}
 	}
-	if e.rt.logDirCreated && e.rt.sandboxConfig != nil {
-		if err := os.RemoveAll(e.rt.sandboxConfig.LogDirectory); err != nil {
+	if e.rt.logDir != "" {
+		if err := os.RemoveAll(e.rt.logDir); err != nil {
 			errs = append(errs, err)
 		} else {
-			removed = append(removed, e.rt.sandboxConfig.LogDirectory)
+			removed = append(removed, e.rt.logDir)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -265,7 +265,7 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 	for _, r := range removed {
 		details = append(details, kv("removed", r))
 	}
-	return ok(fmt.Sprintf("removed %d directories", len(removed)), details...)
+	return ok(fmt.Sprintf("removed %s", plural(len(removed), "directory", "directories")), details...)
 }
 
 // Teardown plans the teardown steps (once) and runs every remaining step.
@@ -280,4 +280,12 @@ func (e *Engine) Teardown(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// plural says "1 container" or "2 containers".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

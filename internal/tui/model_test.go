@@ -171,7 +171,7 @@ func TestRetryRerunsFailedStep(t *testing.T) {
 func TestEscCancelsRunningCall(t *testing.T) {
 	h := newHarness(t, loadBundle(t, "testdata/slow.yaml"), Options{})
 	h.pressAsync("c")
-	for h.m.runningID != 6 || h.m.method != "RunPodSandbox" {
+	for h.m.runningID != 8 || h.m.method != "ImageStatus" {
 		msg := <-h.m.feed.ch
 		h.m.Update(msg)
 	}
@@ -181,8 +181,8 @@ func TestEscCancelsRunningCall(t *testing.T) {
 	h.pressAsync("esc")
 	h.waitIdle()
 	f, failed := h.eng.Failed()
-	if !failed || f.ID != 6 {
-		t.Fatalf("after esc: failed step %v %v, want 6 run-sandbox", f.ID, failed)
+	if !failed || f.ID != 8 {
+		t.Fatalf("after esc: failed step %v %v, want 8 pull/app", f.ID, failed)
 	}
 	if !strings.Contains(f.Result.Message+f.Calls[len(f.Calls)-1].ErrorMessage(), "cancel") {
 		t.Errorf("step failed with %q, want a cancellation", f.Result.Message)
