@@ -117,6 +117,12 @@ if [ $up != 0 ] || [ -z "$ENDPOINT" ]; then
 fi
 record "hack/containerd-up.sh" 0
 
+# The TUI test drives podstep in a real terminal, inside tmux.
+if ! command -v tmux >/dev/null; then
+	apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; } ||
+		echo "hack/test.sh: could not install tmux; the TUI integration test will fail"
+fi
+
 section "go test -count=1 -tags integration ./test/integration/ -v  (PODSTEP_ENDPOINT=$ENDPOINT)"
 PODSTEP_BIN=$TMP/podstep PODSTEP_ENDPOINT=$ENDPOINT PODSTEP_CNI_SUBNET=${SUBNET:-10.88.77.0/24} \
 	go test -count=1 -timeout 10m -tags integration ./test/integration/ -v
