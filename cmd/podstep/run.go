@@ -41,6 +41,9 @@ type runOptions struct {
 	nodeFile      string
 	unsafeSysctls []string
 	maxPods       int64
+
+	// node is the node chosen for admission (set by runPod from the flags).
+	node *node.Node
 }
 
 func addPodFlags(cmd *cobra.Command, o *runOptions) {
@@ -158,7 +161,7 @@ func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
 }
 
 func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
-	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout}
+	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout, Node: o.node}
 	if o.gracePeriod >= 0 {
 		gp := o.gracePeriod
 		eo.GracePeriod = &gp
@@ -179,8 +182,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	nd, err := o.nodeFor(bundle)
-	if err != nil {
+	if o.node, err = o.nodeFor(bundle); err != nil {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -234,7 +236,6 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 
 	printer := report.New(stdout, o.output)
 	eo := o.engineOptions(g)
-	eo.Node = nd
 	eo.Observer = printer.Observe
 	eng, err := steps.New(bundle, c.client, eo)
 	if err != nil {
@@ -263,46 +264,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: o.keep && !wasInterrupted}
 	sum.Timing = timing(eng, callsCreate, created)
 
-	if !sum.Kept {
-		tctx, tcancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), teardownBudget(eng))
-		tstart := time.Now()
-		err := eng.Teardown(tctx)
-		tcancel()
-		sum.Timing.TeardownMs = msSince(tstart)
-		if err != nil {
-			fmt.Fprintln(stderr, "podstep: teardown:", err)
-		}
-	}
-
-	code := ExitOK
-	sum.Outcome = "running"
-	var teardownFailed []string
-	for _, s := range eng.Steps() {
-		if s.Stage == steps.StageTeardown && s.State == steps.Failed {
-			teardownFailed = append(teardownFailed, s.Name+": "+s.Result.Message)
-		}
-	}
-	if f, failed := eng.Failed(); failed {
-		code = ExitPodFailed
-		sum.Outcome = "failed"
-		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message}
-		if f.Result.Reason == "RuntimeUnavailable" {
-			code = ExitRuntime
-		}
-	}
-	if len(teardownFailed) > 0 && code == ExitOK {
-		// Something may be left behind: that is a failure of the run.
-		code = ExitPodFailed
-		sum.Outcome = "failed"
-		sum.Failed = &report.Failure{Stage: steps.StageTeardown, Step: strings.SplitN(teardownFailed[0], ":", 2)[0],
-			Reason: "TeardownFailed", Message: strings.Join(teardownFailed, "; ") + " (run `podstep cleanup`)"}
-	}
-	if wasInterrupted {
-		code = ExitInterrupted
-		sum.Outcome = "interrupted"
-		sum.Failed = nil
-	}
-	sum.ExitCode = code
+	code := settle(cmd.Context(), eng, &sum, !sum.Kept, wasInterrupted, stderr)
 	printer.Finish(sum)
 	if code == ExitPodFailed && o.output == "json" {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)

@@ -60,34 +60,8 @@ func runInteractive(cmd *cobra.Command, g *globalOptions, o *runOptions, b *mani
 	}
 	if teardown {
 		fmt.Fprintf(stdout, "podstep: tearing down pod %s\n", pod)
-		tctx, tcancel := context.WithTimeout(context.WithoutCancel(ctx), teardownBudget(eng))
-		tstart := time.Now()
-		err := eng.Teardown(tctx)
-		tcancel()
-		sum.Timing.TeardownMs = msSince(tstart)
-		if err != nil {
-			fmt.Fprintln(stderr, "podstep: teardown:", err)
-		}
 	}
-
-	code := ExitOK
-	sum.Outcome = "running"
-	if f, failed := eng.Failed(); failed {
-		code = ExitPodFailed
-		sum.Outcome = "failed"
-		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message}
-		if f.Result.Reason == "RuntimeUnavailable" {
-			code = ExitRuntime
-		}
-	} else if !eng.Finished() {
-		sum.Outcome = "stopped"
-	}
-	if res.Interrupted {
-		code = ExitInterrupted
-		sum.Outcome = "interrupted"
-		sum.Failed = nil
-	}
-	sum.ExitCode = code
+	code := settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
 	printer.Finish(sum)
 	if res.Interrupted {
 		fmt.Fprintln(stderr, "podstep: interrupted: torn down")

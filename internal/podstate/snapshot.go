@@ -19,7 +19,9 @@ func (t *Tracker) Snapshot() Snapshot {
 	st.Conditions = t.conditions(&st)
 	s := Snapshot{Status: st, Events: append([]Event(nil), t.events...)}
 	s.Display = display(&st, len(t.pod.Spec.InitContainers))
-	ready, total := 0, len(st.ContainerStatuses)
+	// READY counts the spec's containers (and sidecars), as kubectl does,
+	// even when a rejected pod has no statuses.
+	ready, total := 0, len(t.pod.Spec.Containers)
 	for _, c := range st.ContainerStatuses {
 		if c.Ready {
 			ready++
@@ -28,11 +30,13 @@ func (t *Tracker) Snapshot() Snapshot {
 	}
 	for _, c := range st.InitContainerStatuses {
 		s.Restarts += c.RestartCount
+		if isSidecar(t.pod, c.Name) && c.Ready {
+			ready++
+		}
+	}
+	for _, c := range t.pod.Spec.InitContainers {
 		if isSidecar(t.pod, c.Name) {
 			total++
-			if c.Ready {
-				ready++
-			}
 		}
 	}
 	s.Ready = fmt.Sprintf("%d/%d", ready, total)
