@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/podcfg"
 )
 
 // Event is one kubelet event (what `kubectl describe pod` lists).
@@ -69,7 +71,7 @@ func New(pod *corev1.Pod, now func() time.Time) *Tracker {
 	}
 	// An init container about to be created is ContainerCreating too, but only
 	// once the sandbox exists; before that, kubectl shows Init:0/N.
-	t.status.QOSClass = qosClass(pod)
+	t.status.QOSClass = podcfg.QOSClass(pod)
 	return t
 }
 

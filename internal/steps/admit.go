@@ -7,8 +7,6 @@ import (
 	"net"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/podstep/podstep/internal/node"
 )
 
@@ -82,9 +80,6 @@ func (e *Engine) reject(r Result, details []Detail) Result {
 	e.tracker.Record("Warning", r.Reason, "", r.Message)
 	return r
 }
-
-// LocalNode describes this machine as a kubelet registers it (see node.Local).
-func LocalNode() *corev1.Node { return node.Local().Object }
 
 // nodeIP is the node's first non-loopback IPv4 address (the pod's hostIP).
 func nodeIP() string {

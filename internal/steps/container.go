@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -110,10 +109,8 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	}
 	cfg, err := e.containerConfig(c)
 	if err != nil {
-		var ce *podcfg.ConfigError
-		if errors.As(err, &ce) {
-			return e.createFailed(c, "CreateContainerConfigError", err, "cannot build the container config")
-		}
+		// A missing ConfigMap/Secret or key (podcfg.ConfigError), like any
+		// config the kubelet cannot build, is CreateContainerConfigError.
 		return e.createFailed(c, "CreateContainerConfigError", err, "cannot build the container config")
 	}
 	sb, _, _ := e.sandboxConfig()

@@ -76,19 +76,26 @@ type podRuntime struct {
 	dirsCreated   bool   // this run made the pod dir (teardown removes only what it made)
 	logDir        string // the pod log dir, when this run made it
 	volumePaths   map[string]string
-	createdVols   []string
 	auth          map[string]*runtimeapi.AuthConfig // by image
 	authSource    map[string]string                 // by image: "secret X, registry Y"
 	runtimeName   string
 	handlers      []string
 	networkReady  bool
 	cgroupDriver  string
-	sandboxConfig *runtimeapi.PodSandboxConfig
+	sandboxConfig *runtimeapi.PodSandboxConfig // as sent, once RunPodSandbox succeeded
+	planned       *plannedSandbox              // before that, the cached plan
 	sandboxID     string
 	sandboxGone   bool
 	podIPs        []string
 	containers    map[string]*containerRuntime
 	order         []string // container names in creation order
+}
+
+// plannedSandbox caches the sandbox config built for the cgroup driver it names.
+type plannedSandbox struct {
+	driver string
+	cfg    *runtimeapi.PodSandboxConfig
+	warns  []podcfg.Warning
 }
 
 // containerRuntime is what the engine knows of one container.

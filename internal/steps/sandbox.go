@@ -149,9 +149,16 @@ func (runSandboxStep) requests(e *Engine) []Request {
 }
 
 // sandboxConfig builds (once) the PodSandboxConfig.
+// sandboxConfig returns the PodSandboxConfig: the one sent, once the
+// sandbox exists; before that, the planned one, built once (it reads the
+// host's resolv.conf) and again only when the runtime's cgroup driver,
+// learned in runtime-status, changes the cgroup parent.
 func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning, error) {
 	if e.rt.sandboxConfig != nil {
 		return e.rt.sandboxConfig, nil, nil
+	}
+	if p := e.rt.planned; p != nil && p.driver == e.opts.Config.CgroupDriver {
+		return p.cfg, p.warns, nil
 	}
 	cfg, warns, err := podcfg.SandboxConfig(e.pod, 0, e.opts.Config)
 	if err != nil {
@@ -162,6 +169,7 @@ func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning
 	}
 	cfg.Annotations[RootDirAnnotation] = e.opts.Config.RootDir
 	cfg.Annotations[LogDirAnnotation] = cfg.LogDirectory
+	e.rt.planned = &plannedSandbox{driver: e.opts.Config.CgroupDriver, cfg: cfg, warns: warns}
 	return cfg, warns, nil
 }
 

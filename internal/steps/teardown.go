@@ -108,13 +108,9 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	return ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
 }
 
-func notFound(err error) bool {
-	var ce interface{ Unwrap() error }
-	if errors.As(err, &ce) {
-		return isNotFound(ce.Unwrap())
-	}
-	return isNotFound(err)
-}
+// notFound reports a NotFound answer: the object is already gone, which
+// teardown counts as done. status.Code sees through cri.Error's wrapping.
+func notFound(err error) bool { return isNotFound(err) }
 
 // stopSandboxStep mirrors KillPod → StopPodSandbox.
 type stopSandboxStep struct{}
