@@ -41,6 +41,11 @@ type runOptions struct {
 	nodeFile      string
 	unsafeSysctls []string
 	maxPods       int64
+	maxRestarts   int
+	backoffScale  float64
+	settle        time.Duration
+	waitReady     bool
+	readyTimeout  time.Duration
 
 	// node is the node chosen for admission (set by runPod from the flags).
 	node *node.Node
@@ -55,6 +60,8 @@ func addPodFlags(cmd *cobra.Command, o *runOptions) {
 	f.StringVar(&o.nodeFile, "node", "", "a v1 Node YAML to admit the pod to (default: the manifest's Node, else this machine)")
 	f.StringSliceVar(&o.unsafeSysctls, "allowed-unsafe-sysctls", nil, "kubelet --allowed-unsafe-sysctls (names or patterns ending in *)")
 	f.Int64Var(&o.maxPods, "max-pods", 0, "kubelet --max-pods: the node's pod capacity (0: the node's own, else 110)")
+	f.DurationVar(&o.settle, "settle", time.Second, "after the last container starts, relist this long to catch containers that exit (the kubelet's PLEG relists every 1s); 0 leaves the relist step out")
+	f.BoolVar(&o.waitReady, "wait-ready", false, "add the ready stage: run startup and readiness probes until the pod is Ready (or --ready-timeout)")
 	f.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
 }
 
@@ -80,6 +87,9 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.StringVarP(&o.output, "output", "o", "text", "output of --auto: text or json")
 	f.DurationVar(&o.pollInterval, "poll-interval", 100*time.Millisecond, "how often to relist containers while an init container runs (the kubelet's PLEG relists every 1s)")
 	f.DurationVar(&o.initTimeout, "init-timeout", 5*time.Minute, "how long to wait for one init container to exit")
+	f.IntVar(&o.maxRestarts, "max-restarts", 3, "restarts of one container (the kubelet's CrashLoopBackOff) before podstep gives up; -1: no limit, as the kubelet")
+	f.Float64Var(&o.backoffScale, "backoff-scale", 1, "multiply the kubelet's back-off delays (10s doubling to 5m) by this for the time podstep waits, e.g. 0.01 in CI")
+	f.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "how long the ready stage (--wait-ready) waits for the pod to be Ready")
 	return cmd
 }
 
@@ -95,6 +105,15 @@ func (o *runOptions) validate() error {
 		if _, ok := steps.ParseStage(b); !ok {
 			return usageErr("--break %q: expected one of %s", b, stageNames())
 		}
+	}
+	if o.maxRestarts < -1 {
+		return usageErr("--max-restarts %d: expected -1 (no limit) or a count ≥ 0", o.maxRestarts)
+	}
+	if o.backoffScale <= 0 || o.backoffScale > 1 {
+		return usageErr("--backoff-scale %g: expected a factor in (0, 1], e.g. 0.01", o.backoffScale)
+	}
+	if o.settle < 0 {
+		return usageErr("--settle %s: expected a duration ≥ 0", o.settle)
 	}
 	if o.cgroupDriver != "cgroupfs" && o.cgroupDriver != "systemd" {
 		return usageErr("--cgroup-driver %q: expected cgroupfs or systemd", o.cgroupDriver)
@@ -161,7 +180,8 @@ func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
 }
 
 func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
-	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout, Node: o.node}
+	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout, Node: o.node,
+		MaxRestarts: o.maxRestarts, BackoffScale: o.backoffScale, Settle: o.settle, WaitReady: o.waitReady, ReadyTimeout: o.readyTimeout}
 	if o.gracePeriod >= 0 {
 		gp := o.gracePeriod
 		eo.GracePeriod = &gp
@@ -291,7 +311,7 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	var waiting time.Duration
 	for _, s := range eng.Steps() {
-		if strings.HasPrefix(s.Name, "wait/") {
+		if waits(s.Name) {
 			var in time.Duration
 			for _, c := range s.Calls {
 				in += c.Duration
@@ -301,4 +321,15 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return report.Timing{CreateMs: ms(wall), CRIMs: ms(cri), WaitMs: ms(waiting), OverheadMs: ms(wall - cri - waiting), Calls: len(calls)}
+}
+
+// waits says whether a step mostly waits on purpose (for an exit, a back-off
+// or a probe) rather than working: its time outside CRI calls is waiting.
+func waits(step string) bool {
+	for _, p := range []string{"wait/", "backoff/", "startup/", "relist", "ready"} {
+		if strings.HasPrefix(step, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -36,6 +38,10 @@ func settle(ctx context.Context, eng *steps.Engine, sum *report.Summary, teardow
 		}
 	} else if !eng.Finished() {
 		sum.Outcome = "stopped"
+	} else if sum.Status.Phase == corev1.PodSucceeded {
+		// Every container completed and none is restarted (restartPolicy
+		// Never or OnFailure): a finished pod, not a failure.
+		sum.Outcome = "succeeded"
 	}
 	var broken []string
 	for _, s := range eng.Steps() {

@@ -158,9 +158,17 @@ func (t *Tracker) SandboxGone() {
 }
 
 // Waiting sets a container's waiting reason (ContainerCreating,
-// ErrImagePull, CreateContainerError, ...).
+// ErrImagePull, CreateContainerError, CrashLoopBackOff, ...). An exit it
+// replaces becomes the last termination state, as the kubelet reports a
+// container waiting to restart.
 func (t *Tracker) Waiting(name, reason, message string) {
 	t.update(name, func(s *corev1.ContainerStatus) {
+		if s.State.Terminated != nil {
+			s.LastTerminationState = s.State
+			f := false
+			s.Started = &f
+			s.Ready = false
+		}
 		s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
 	})
 }
@@ -175,15 +183,61 @@ func (t *Tracker) Created(name, id, imageID string) {
 	})
 }
 
-// Running marks a container running since at.
+// Running marks a container running since at. As the kubelet's status
+// manager does, a container with a startupProbe is not Started until the
+// probe succeeds, and one with a readinessProbe is not Ready until that
+// probe succeeds; without them a running container is started and ready
+// (init containers other than sidecars are never ready).
 func (t *Tracker) Running(name string, at time.Time) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		c := t.spec(name)
+		started := c == nil || c.StartupProbe == nil
+		s.Started = &started
+		s.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}
+		s.Ready = started && (c == nil || c.ReadinessProbe == nil) && (!t.isInit(name) || isSidecar(t.pod, name))
+	})
+}
+
+// Started records a startup probe's success; a container without a
+// readiness probe becomes ready with it.
+func (t *Tracker) Started(name string) {
 	t.update(name, func(s *corev1.ContainerStatus) {
 		tr := true
 		s.Started = &tr
-		s.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}
-		// Without a readiness probe a running container is ready.
-		s.Ready = !t.isInit(name) || isSidecar(t.pod, name)
+		if c := t.spec(name); c != nil && c.ReadinessProbe == nil && s.State.Running != nil {
+			s.Ready = !t.isInit(name) || isSidecar(t.pod, name)
+		}
 	})
+}
+
+// SetReady records a readiness probe's verdict.
+func (t *Tracker) SetReady(name string, ready bool) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		s.Ready = ready && s.State.Running != nil
+	})
+}
+
+// RestartCount sets the container's restart count: the kubelet reports the
+// attempt number of the newest container.
+func (t *Tracker) RestartCount(name string, n int) {
+	t.update(name, func(s *corev1.ContainerStatus) {
+		s.RestartCount = int32(n)
+	})
+}
+
+// spec is the container named name in the pod spec (nil if none).
+func (t *Tracker) spec(name string) *corev1.Container {
+	for i := range t.pod.Spec.InitContainers {
+		if t.pod.Spec.InitContainers[i].Name == name {
+			return &t.pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range t.pod.Spec.Containers {
+		if t.pod.Spec.Containers[i].Name == name {
+			return &t.pod.Spec.Containers[i]
+		}
+	}
+	return nil
 }
 
 // Terminated marks a container exited.
@@ -196,14 +250,6 @@ func (t *Tracker) Terminated(name string, exitCode int32, reason, message string
 			ExitCode: exitCode, Reason: reason, Message: message,
 			StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(finished), ContainerID: s.ContainerID,
 		}}
-	})
-}
-
-// Restarted moves the current state to LastTerminationState and counts a restart.
-func (t *Tracker) Restarted(name string) {
-	t.update(name, func(s *corev1.ContainerStatus) {
-		s.LastTerminationState = s.State
-		s.RestartCount++
 	})
 }
 

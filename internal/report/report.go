@@ -30,7 +30,7 @@ type Runtime struct {
 type Summary struct {
 	Pod      string            `json:"pod"`
 	UID      string            `json:"uid"`
-	Outcome  string            `json:"outcome"` // running, failed, interrupted
+	Outcome  string            `json:"outcome"` // running, succeeded, failed, stopped, interrupted
 	ExitCode int               `json:"exit_code"`
 	Failed   *Failure          `json:"failure,omitempty"`
 	Display  string            `json:"display"`
@@ -173,7 +173,7 @@ func (p *Printer) Finish(s Summary) {
 	}
 	status := s.Display
 	switch s.Outcome {
-	case "running":
+	case "running", "succeeded":
 		status = color.New(color.FgGreen, color.Bold).Sprint(status)
 	default:
 		status = color.New(color.FgRed, color.Bold).Sprint(status)

@@ -22,6 +22,8 @@ type scenarioExpect struct {
 	Display  string `json:"display"`
 	Phase    string `json:"phase"`
 	ExitCode int    `json:"exit_code"`
+	// Restarts is the RESTARTS column at the end (checked when set).
+	Restarts *int32 `json:"restarts"`
 	// Pending marks a scenario whose check podstep does not make yet: it is
 	// skipped, with Note as the reason.
 	Pending bool   `json:"pending"`
@@ -90,6 +92,9 @@ func TestScenarios(t *testing.T) {
 			check("display", st.Display, want.Display)
 			check("phase", string(st.Status.Phase), want.Phase)
 			check("exit_code", exit, want.ExitCode)
+			if want.Restarts != nil {
+				check("restarts", st.Restarts, *want.Restarts)
+			}
 			if want.Stage == string(StageAdmit) {
 				if n := len(e.Client().Calls()); n != 0 {
 					t.Errorf("%d CRI calls for a rejected pod, want none", n)

@@ -128,6 +128,9 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		return fail("CreateContainerError", ctx.Err(), "interrupted; the container the runtime made will be torn down")
 	}
 	e.tracker.Created(s.name, "containerd://"+resp.ContainerId, c.imageRef)
+	if c.restarts > 0 {
+		e.tracker.RestartCount(s.name, c.restarts)
+	}
 	e.tracker.Record("Normal", "Created", obj, "Created container: "+s.name)
 	return ok("container "+shortID(resp.ContainerId)+" created",
 		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))

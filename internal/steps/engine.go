@@ -38,6 +38,19 @@ type Options struct {
 	PollInterval time.Duration
 	// InitTimeout bounds the wait for one init container (0 = 5 minutes).
 	InitTimeout time.Duration
+	// MaxRestarts is how many times podstep restarts one container, as the
+	// kubelet would, before it gives up (CrashLoopBackOff); negative = no limit.
+	MaxRestarts int
+	// BackoffScale multiplies the kubelet's back-off delays (10 s doubling to
+	// 5 min) for the time podstep really waits (0 = 1, the kubelet's own).
+	BackoffScale float64
+	// Settle is how long the relist step after the last container watches
+	// for containers that exit (0 = no relist step).
+	Settle time.Duration
+	// WaitReady adds the ready stage: probes run until the pod is Ready.
+	WaitReady bool
+	// ReadyTimeout bounds the ready stage (0 = 2 minutes).
+	ReadyTimeout time.Duration
 	// Node is the node the pod is admitted to (nil = the manifest's Node, else this machine).
 	Node *node.Node
 	// Observer receives every event; it is called from the goroutine that
@@ -66,6 +79,9 @@ type Engine struct {
 	stepBrk  map[int]bool
 	failed   *Step
 	teardown bool // teardown steps were planned
+	// restarting is set by the running step when it planned a restart: its
+	// failure is one the kubelet recovers from, so the run goes on.
+	restarting bool
 
 	rt podRuntime
 }
@@ -76,8 +92,8 @@ type podRuntime struct {
 	dirsCreated   bool   // this run made the pod dir (teardown removes only what it made)
 	logDir        string // the pod log dir, when this run made it
 	volumePaths   map[string]string
-	auth          map[string]*runtimeapi.AuthConfig // by image
-	authSource    map[string]string                 // by image: "secret X, registry Y"
+	auth          map[string][]*runtimeapi.AuthConfig // by image: every matching credential, best first
+	authSource    map[string]string                   // by image: "secret X, registry Y"
 	runtimeName   string
 	handlers      []string
 	networkReady  bool
@@ -87,6 +103,8 @@ type podRuntime struct {
 	sandboxID     string
 	sandboxGone   bool
 	podIPs        []string
+	pullBackOff   map[string]*backOff // the image pull back-off, by image
+	pullErr       map[string]string   // the last pull error, by image (shown in ImagePullBackOff)
 	containers    map[string]*containerRuntime
 	order         []string // container names in creation order
 }
@@ -111,6 +129,10 @@ type containerRuntime struct {
 	restarts  int      // the attempt number: metadata.attempt and <restarts>.log
 	startedAt time.Time
 	exited    bool
+
+	exitCode   int32     // of the last exit seen
+	finishedAt time.Time // of the last exit seen
+	crash      *backOff  // the restart back-off (nil: never restarted)
 }
 
 // New plans the pod's creation. It contacts nothing.
@@ -120,6 +142,12 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	}
 	if o.InitTimeout <= 0 {
 		o.InitTimeout = 5 * time.Minute
+	}
+	if o.BackoffScale <= 0 {
+		o.BackoffScale = 1
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 2 * time.Minute
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -138,8 +166,10 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	e.tracker = podstate.New(b.Pod, o.Now)
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
 	e.rt.containers = map[string]*containerRuntime{}
-	e.rt.auth = map[string]*runtimeapi.AuthConfig{}
+	e.rt.auth = map[string][]*runtimeapi.AuthConfig{}
 	e.rt.authSource = map[string]string{}
+	e.rt.pullBackOff = map[string]*backOff{}
+	e.rt.pullErr = map[string]string{}
 	for i := range b.Pod.Spec.InitContainers {
 		c := &b.Pod.Spec.InitContainers[i]
 		e.rt.containers[c.Name] = e.newContainer(c, true)
@@ -293,9 +323,11 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 	s.Result = res
 	s.Pod = &pod
 	e.current = nil
+	recovered := e.restarting
+	e.restarting = false
 	if res.Err != nil {
 		s.State = Failed
-		if s.Stage != StageTeardown {
+		if s.Stage != StageTeardown && !recovered {
 			e.failed = s
 			for _, rest := range e.steps[e.next+1:] {
 				if rest.Stage != StageTeardown {
@@ -373,10 +405,10 @@ func (e *Engine) Retry() error {
 			c.oldIDs = append(c.oldIDs, c.id)
 			c.id, c.config, c.exited = "", nil, false
 			c.restarts++
-			e.tracker.Restarted(f.Container)
 		}
-		for i, s := range e.steps {
-			if s.Name == "pull/"+f.Container {
+		// The container's latest pull step (restarts plan more than one).
+		for i := idx; i >= 0; i-- {
+			if e.steps[i].Name == "pull/"+f.Container {
 				idx = i
 				break
 			}

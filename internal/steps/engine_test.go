@@ -68,6 +68,9 @@ func testOptions(t *testing.T) Options {
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
 		InitTimeout:  5 * time.Second,
+		MaxRestarts:  2,
+		BackoffScale: 0.001,
+		Settle:       200 * time.Millisecond,
 	}
 }
 

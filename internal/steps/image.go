@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +35,17 @@ func (s pullStep) requests(e *Engine) []Request {
 		if c.spec.ImagePullPolicy == corev1.PullIfNotPresent {
 			note = "only if ImageStatus finds no image (pull policy IfNotPresent)"
 		}
-		reqs = append(reqs, Request{Method: "PullImage", Message: &runtimeapi.PullImageRequest{Image: s.imageSpec(e), Auth: e.rt.auth[c.spec.Image], SandboxConfig: cfg}, Note: note})
+		auths := e.rt.auth[c.spec.Image]
+		if len(auths) == 0 {
+			auths = []*runtimeapi.AuthConfig{nil}
+		}
+		for i, a := range auths {
+			n := note
+			if i > 0 {
+				n = "only if the pull with the previous credential failed"
+			}
+			reqs = append(reqs, Request{Method: "PullImage", Message: &runtimeapi.PullImageRequest{Image: s.imageSpec(e), Auth: a, SandboxConfig: cfg}, Note: n})
+		}
 	}
 	return reqs
 }
@@ -47,6 +58,24 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	details := []Detail{kv("pull policy", string(policy))}
 	if src, ok := e.rt.authSource[img]; ok {
 		details = append(details, kv("credentials", src))
+	}
+	// The image manager keys its back-off by pod UID and image: containers
+	// of the pod with the same image share it.
+	pb := e.rt.pullBackOff[img]
+	if pb.inBackOffSinceUpdate(e.now()) {
+		// A retry within the pull back-off: the kubelet does not pull, it
+		// reports ImagePullBackOff; the pull is tried once the back-off is over.
+		msg := fmt.Sprintf("Back-off pulling image %q", img)
+		e.tracker.Record("Normal", "BackOff", obj, msg)
+		e.tracker.Record("Warning", "Failed", obj, "Error: ImagePullBackOff")
+		e.tracker.Waiting(s.name, "ImagePullBackOff", msg+": ErrImagePull: "+e.rt.pullErr[img])
+		wait := e.scaled(pb.delay - e.now().Sub(pb.lastUpdate))
+		details = append(details, kv("ImagePullBackOff", fmt.Sprintf("back-off %s; waited %s%s", pb.delay, wait.Round(time.Millisecond), scaleNote(e))))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fail("ImagePullBackOff", ctx.Err(), "interrupted during the image pull back-off")
+		}
 	}
 	st, err := e.client.ImageStatus(ctx, s.imageSpec(e))
 	if err != nil {
@@ -72,12 +101,15 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	e.tracker.Record("Normal", "Pulling", obj, fmt.Sprintf("Pulling image %q", img))
 	cfg, _, _ := e.sandboxConfig()
 	start := time.Now()
-	resp, err := e.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: s.imageSpec(e), Auth: e.rt.auth[img], SandboxConfig: cfg})
+	resp, err := e.pullWithEach(ctx, s.imageSpec(e), e.rt.auth[img], cfg)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to pull image %q: %s", img, unwrapCRIMessage(err))
 		e.tracker.Record("Warning", "Failed", obj, msg)
 		e.tracker.Record("Warning", "Failed", obj, "Error: ErrImagePull")
 		e.tracker.Waiting(s.name, "ErrImagePull", msg)
+		e.rt.pullBackOff[img] = pb.next(e.now())
+		e.rt.pullErr[img] = unwrapCRIMessage(err)
+		details = append(details, kv("pull back-off", e.rt.pullBackOff[img].delay.String()+" (a retry within it is ImagePullBackOff)"))
 		r := fail("ErrImagePull", err, "PullImage failed")
 		r.Details = details
 		return r
@@ -99,4 +131,30 @@ func shortImageID(id string) string {
 		return id[:19]
 	}
 	return id
+}
+
+// pullWithEach mirrors kubeGenericRuntimeManager.PullImage
+// (pkg/kubelet/kuberuntime/kuberuntime_image.go): without credentials one
+// anonymous pull; else one pull per matching credential until one succeeds,
+// the errors of all joined when none does.
+func (e *Engine) pullWithEach(ctx context.Context, img *runtimeapi.ImageSpec, auths []*runtimeapi.AuthConfig, sb *runtimeapi.PodSandboxConfig) (*runtimeapi.PullImageResponse, error) {
+	if len(auths) == 0 {
+		return e.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img, SandboxConfig: sb})
+	}
+	var errs []error
+	for _, a := range auths {
+		resp, err := e.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: img, Auth: a, SandboxConfig: sb})
+		if err == nil {
+			return resp, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	var msgs []string
+	for _, err := range errs {
+		msgs = append(msgs, unwrapCRIMessage(err))
+	}
+	return nil, fmt.Errorf("[%s]", strings.Join(msgs, ", "))
 }

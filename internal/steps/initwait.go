@@ -83,20 +83,32 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 }
 
 func (s waitInitStep) exited(e *Engine, c *containerRuntime, cs *runtimeapi.ContainerStatus, relists int) Result {
-	c.exited = true
-	started := time.Unix(0, cs.StartedAt)
-	finished := time.Unix(0, cs.FinishedAt)
-	e.tracker.Terminated(s.name, cs.ExitCode, cs.Reason, cs.Message, started, finished)
+	x := e.containerExited(c, cs)
+	started, finished := time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt)
 	details := []Detail{kv("exit code", fmt.Sprint(cs.ExitCode)), kv("reason", cs.Reason),
 		kv("ran for", finished.Sub(started).Round(time.Millisecond).String()), kv("relists", fmt.Sprint(relists))}
-	if cs.ExitCode != 0 {
-		err := fmt.Errorf("init container %q exited with code %d (%s)", s.name, cs.ExitCode, cs.Reason)
-		r := fail("Error", err, err.Error())
-		r.Details = details
-		if cs.Message != "" {
-			r.Details = append(r.Details, kv("termination message", cs.Message))
-		}
-		return r
+	if cs.Message != "" {
+		details = append(details, kv("termination message", cs.Message))
 	}
-	return ok(fmt.Sprintf("init container %q exited 0 (%s)", s.name, cs.Reason), details...)
+	if cs.ExitCode == 0 {
+		return ok(fmt.Sprintf("init container %q exited 0 (%s)", s.name, cs.Reason), details...)
+	}
+	details = append(details, kv("next", e.restartReason(c, cs.ExitCode)))
+	err := fmt.Errorf("init container %q exited with code %d (%s)", s.name, cs.ExitCode, cs.Reason)
+	if x.restart {
+		// computeInitContainerActions: a failed init container is started
+		// again (with back-off) unless the pod's restartPolicy is Never.
+		e.scheduleRestart(s.name)
+		err = fmt.Errorf("%w; the kubelet restarts it (restartPolicy %s)", err, e.pod.Spec.RestartPolicy)
+	}
+	r := fail(reasonOr(cs.Reason, "Error"), err, err.Error())
+	r.Details = details
+	return r
+}
+
+func reasonOr(reason, dflt string) string {
+	if reason == "" {
+		return dflt
+	}
+	return reason
 }

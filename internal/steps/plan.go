@@ -32,6 +32,9 @@ func (e *Engine) plan() {
 	for i := range e.pod.Spec.Containers {
 		e.planContainer(add, StageContainers, &e.pod.Spec.Containers[i], false)
 	}
+	if e.opts.Settle > 0 {
+		add(StageContainers, "relist", relistTitle, "", relistStep{})
+	}
 }
 
 type addFunc func(stage Stage, name, title, container string, a action)

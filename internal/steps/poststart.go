@@ -85,15 +85,29 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	// The kubelet kills the container whose hook failed.
 	e.tracker.Record("Normal", "Killing", obj, "FailedPostStartHook")
 	grace := e.gracePeriod()
+	var x *exit
 	if _, err := e.client.StopContainer(ctx, c.id, grace); err == nil {
 		if st, err := e.client.ContainerStatus(ctx, c.id); err == nil && st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-			cs := st.GetStatus()
-			c.exited = true
-			e.tracker.Terminated(s.name, cs.ExitCode, cs.Reason, cs.Message, time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt))
+			ex := e.containerExited(c, st.GetStatus())
+			x = &ex
 		}
 	}
-	e.tracker.HookFailed(s.name, herr.Error())
-	r := fail("PostStartHookError", herr, "postStart hook failed; container killed")
+	summary := "postStart hook failed; container killed"
+	if x == nil || x.restart {
+		// A container the next sync restarts is reported Waiting with the
+		// start error (the kubelet's reasonCache); one that stays dead keeps
+		// its Terminated state.
+		e.tracker.HookFailed(s.name, herr.Error())
+	}
+	if x != nil {
+		details = append(details, kv("killed", fmt.Sprintf("exit code %d (%s)", x.code, x.reason)), kv("next", e.restartReason(c, x.code)))
+		if x.restart {
+			// The next sync starts the killed container again, per restartPolicy.
+			e.scheduleRestart(s.name)
+			summary += "; the kubelet restarts it"
+		}
+	}
+	r := fail("PostStartHookError", herr, summary)
 	r.Details = details
 	return r
 }

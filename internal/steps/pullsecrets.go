@@ -61,9 +61,15 @@ func (pullSecretsStep) run(_ context.Context, e *Engine) Result {
 			details = append(details, kv(img, "no credentials matched; pulled anonymously"))
 			continue
 		}
-		h := hits[0]
-		e.rt.auth[img] = &runtimeapi.AuthConfig{Username: h.Username, Password: h.Password}
-		src := fmt.Sprintf("secret %s, registry %q, user %s, password %s", h.Secret, h.Registry, h.Username, maskedLen(h.Password))
+		// The keyring's credentials carry only user, password and email: the
+		// kubelet sends AuthConfig with an empty ServerAddress, and tries each
+		// matching credential in turn until a pull succeeds.
+		var srcs []string
+		for _, h := range hits {
+			e.rt.auth[img] = append(e.rt.auth[img], &runtimeapi.AuthConfig{Username: h.Username, Password: h.Password})
+			srcs = append(srcs, fmt.Sprintf("secret %s, registry %q, user %s, password %s", h.Secret, h.Registry, h.Username, maskedLen(h.Password)))
+		}
+		src := strings.Join(srcs, "; then ")
 		e.rt.authSource[img] = src
 		details = append(details, kv(img, src))
 	}

@@ -1,0 +1,193 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const relistTitle = "relist: are the containers still running?"
+
+// relistStep mirrors how the kubelet learns that a running container
+// exited: the PLEG relists the pod's containers (GenericPLEG.Relist,
+// pkg/kubelet/pleg/generic.go, once a second), and on a change the pod
+// worker syncs the pod again, where computePodActions decides whether to
+// restart it (ShouldContainerBeRestarted).
+type relistStep struct{}
+
+func (relistStep) mirrors() string {
+	return "GenericPLEG.Relist (pkg/kubelet/pleg/generic.go) → podWorkers sync → computePodActions (pkg/kubelet/kuberuntime/kuberuntime_manager.go)"
+}
+
+func (relistStep) explain() string {
+	return "Once the containers are started, SyncPod returns; the kubelet learns what happens next from its PLEG, which relists the containers every second and, for each change, reads the pod's status again (PodSandboxStatus, ContainerStatus). A container that exited is restarted or not by the pod's restartPolicy (Always: any exit; OnFailure: a non-zero exit; Never: none), after the restart back-off. When every container has terminated for good, the pod is Succeeded or Failed. podstep relists for --settle (default 1 s, one PLEG period) so a container that dies at once is seen."
+}
+
+func (relistStep) requests(e *Engine) []Request {
+	return []Request{
+		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}, Note: fmt.Sprintf("every %s for %s", e.opts.PollInterval, e.opts.Settle)},
+		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}, Note: "only when a container changed state"},
+		{Method: "ContainerStatus", Note: "for each container that changed state"},
+	}
+}
+
+// watched lists the containers a relist looks at: started regular
+// containers and sidecars that have not been seen to exit.
+func (e *Engine) watched() []*containerRuntime {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*containerRuntime
+	for _, n := range e.rt.order {
+		c := e.rt.containers[n]
+		if c.id != "" && !c.exited && !c.startedAt.IsZero() && (!c.init || isSidecar(c.spec)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (relistStep) run(ctx context.Context, e *Engine) Result {
+	watch := e.watched()
+	if len(watch) == 0 {
+		return ok("no running container to watch")
+	}
+	deadline := time.Now().Add(e.opts.Settle)
+	tick := time.NewTicker(e.opts.PollInterval)
+	defer tick.Stop()
+	relists := 0
+	var details []Detail
+	for {
+		relists++
+		list, err := e.client.ListContainers(ctx, e.podFilter())
+		if err != nil {
+			return fail("Error", err, "ListContainers failed")
+		}
+		var changed []*containerRuntime
+		for _, c := range watch {
+			for _, ctr := range list.Containers {
+				if ctr.Id == c.id && ctr.State != runtimeapi.ContainerState_CONTAINER_RUNNING && !c.exited {
+					changed = append(changed, c)
+				}
+			}
+		}
+		if len(changed) > 0 {
+			if _, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID); err != nil {
+				return fail("Error", err, "PodSandboxStatus failed")
+			}
+			var exits []exit
+			for _, c := range changed {
+				st, err := e.client.ContainerStatus(ctx, c.id)
+				if err != nil {
+					return fail("Error", err, "ContainerStatus failed")
+				}
+				if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+					exits = append(exits, e.containerExited(c, cs))
+				}
+			}
+			if len(exits) > 0 {
+				return e.afterExits(exits, relists)
+			}
+		}
+		if !time.Now().Before(deadline) {
+			details = append(details, kv("relists", fmt.Sprint(relists)), kv("watched", names(watch)))
+			return ok(fmt.Sprintf("all %s still running after %s", plural(len(watch), "container", "containers"), e.opts.Settle), details...)
+		}
+		select {
+		case <-ctx.Done():
+			return fail("Error", ctx.Err(), "interrupted while relisting")
+		case <-tick.C:
+		}
+	}
+}
+
+// exit is one container seen exited, and what the kubelet does about it.
+type exit struct {
+	c       *containerRuntime
+	code    int32
+	reason  string
+	restart bool
+}
+
+// containerExited records an exit the PLEG saw.
+func (e *Engine) containerExited(c *containerRuntime, cs *runtimeapi.ContainerStatus) exit {
+	started, finished := time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt)
+	e.mu.Lock()
+	c.exited = true
+	c.exitCode = cs.ExitCode
+	c.finishedAt = finished
+	e.mu.Unlock()
+	e.tracker.Terminated(c.spec.Name, cs.ExitCode, cs.Reason, cs.Message, started, finished)
+	return exit{c: c, code: cs.ExitCode, reason: cs.Reason, restart: e.shouldRestart(c, cs.ExitCode)}
+}
+
+// afterExits ends a relist that saw containers exit: restarts are planned;
+// a pod whose containers all terminated for good is Succeeded or Failed.
+func (e *Engine) afterExits(exits []exit, relists int) Result {
+	var details []Detail
+	var failedExit *exit
+	var said []string
+	for i, x := range exits {
+		what := fmt.Sprintf("container %q exited with code %d (%s)", x.c.spec.Name, x.code, x.reason)
+		details = append(details, kv(x.c.spec.Name, what+"; "+e.restartReason(x.c, x.code)))
+		if x.restart {
+			e.scheduleRestart(x.c.spec.Name)
+			what += ": the kubelet restarts it"
+		} else {
+			what += ": not restarted (restartPolicy " + string(e.pod.Spec.RestartPolicy) + ")"
+			if x.code != 0 && failedExit == nil {
+				failedExit = &exits[i]
+			}
+		}
+		said = append(said, what)
+	}
+	details = append(details, kv("relists", fmt.Sprint(relists)))
+	summary := strings.Join(said, "; ")
+	phase := e.tracker.Snapshot().Status.Phase
+	switch phase {
+	case corev1.PodSucceeded:
+		summary += "; every container completed: the pod is Succeeded"
+	case corev1.PodFailed:
+		summary += "; the pod is Failed"
+	}
+	if failedExit != nil || anyNonZero(exits) {
+		// A crash: the step shows the failure. When the kubelet restarts the
+		// container, the run goes on with the restart (scheduleRestart).
+		reason := failedExit
+		if reason == nil {
+			reason = &exits[0]
+		}
+		r := fail(reasonOr(reason.reason, "Error"), fmt.Errorf("%s", summary), summary)
+		r.Details = details
+		return r
+	}
+	return ok(summary, details...)
+}
+
+func anyNonZero(exits []exit) bool {
+	for _, x := range exits {
+		if x.code != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteNames(exits []exit) string {
+	var q []string
+	for _, x := range exits {
+		q = append(q, fmt.Sprintf("%q", x.c.spec.Name))
+	}
+	return strings.Join(q, ", ")
+}
+
+func names(cs []*containerRuntime) string {
+	var n []string
+	for _, c := range cs {
+		n = append(n, c.spec.Name)
+	}
+	return strings.Join(n, ", ")
+}

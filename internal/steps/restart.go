@@ -1,0 +1,161 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// shouldRestart mirrors kubecontainer.ShouldContainerBeRestarted
+// (pkg/kubelet/container/helpers.go) and the sidecar rule of
+// computeInitContainerActions: a sidecar (an init container with
+// restartPolicy Always) is always restarted; any other container follows
+// the pod's restartPolicy (Always: any exit; OnFailure: a non-zero exit;
+// Never: none). For an init container that is not a sidecar, Always and
+// OnFailure both restart it after a non-zero exit.
+func (e *Engine) shouldRestart(c *containerRuntime, exitCode int32) bool {
+	if c.init && isSidecar(c.spec) {
+		return true
+	}
+	switch e.pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	default:
+		if c.init {
+			return exitCode != 0
+		}
+		return true
+	}
+}
+
+// restartReason says in words why the kubelet restarts (or not) a container.
+func (e *Engine) restartReason(c *containerRuntime, exitCode int32) string {
+	if c.init && isSidecar(c.spec) {
+		return "a sidecar (restartPolicy Always on the init container) is always restarted"
+	}
+	verb := "not restarted"
+	if e.shouldRestart(c, exitCode) {
+		verb = "restarted"
+	}
+	return fmt.Sprintf("restartPolicy %s: exit code %d is %s", e.pod.Spec.RestartPolicy, exitCode, verb)
+}
+
+// scheduleRestart plans the kubelet's next syncs for container name right
+// after the running step: the back-off check, then the container's steps
+// again (a new container, attempt+1), and a relist to watch it. It is
+// called by the running step's action.
+func (e *Engine) scheduleRestart(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.rt.containers[name]
+	var added []*Step
+	add := func(stage Stage, n, title, container string, a action) {
+		m, x := describe(a)
+		added = append(added, &Step{Stage: stage, Name: n, Title: title, Container: container,
+			Mirrors: m, Explain: x, State: Pending, act: a})
+	}
+	stage := StageContainers
+	if c.init {
+		stage = StageInit
+	}
+	attempt := c.restarts + 1
+	add(stage, "backoff/"+name, fmt.Sprintf("check the restart back-off of %q", name), name, backoffStep{name: name})
+	e.planContainer(add, stage, c.spec, c.init && isSidecar(c.spec))
+	for _, s := range added[1:] {
+		s.Title += fmt.Sprintf(" (restart %d)", attempt)
+	}
+	// A restarted regular container or sidecar is watched again, unless a
+	// relist is still to come.
+	if !c.init || isSidecar(c.spec) {
+		pending := false
+		for _, s := range e.steps[e.next+1:] {
+			pending = pending || (s.Name == "relist" && s.State == Pending)
+		}
+		if !pending && e.opts.Settle > 0 {
+			add(StageContainers, "relist", relistTitle, "", relistStep{})
+		}
+	}
+	at := e.next + 1
+	rest := append(added, e.steps[at:]...)
+	e.steps = append(e.steps[:at], rest...)
+	for i, s := range e.steps {
+		s.ID = i + 1
+	}
+	e.restarting = true
+}
+
+// backoffStep mirrors the back-off check the kubelet makes before starting a
+// container that exited: doBackOff (pkg/kubelet/kuberuntime/kuberuntime_manager.go),
+// called from SyncPod's start().
+type backoffStep struct{ name string }
+
+func (backoffStep) mirrors() string {
+	return "kubeGenericRuntimeManager.SyncPod → start → doBackOff (pkg/kubelet/kuberuntime/kuberuntime_manager.go)"
+}
+
+func (backoffStep) explain() string {
+	return "Before starting a container again the kubelet checks its back-off, keyed by pod and container and counted from when the last container finished. The first restart happens at once and starts a 10 s back-off; while the next exit is within the back-off the kubelet only records BackOff and reports the container Waiting with reason CrashLoopBackOff; once it is over it starts a new container (attempt+1) and doubles the back-off, up to 5 min. The old container stays in the runtime (its status and logs are the container's lastState and `kubectl logs --previous`) until garbage collection. podstep waits the back-off times --backoff-scale and gives up after --max-restarts restarts."
+}
+
+func (backoffStep) requests(*Engine) []Request { return nil }
+
+func (s backoffStep) run(ctx context.Context, e *Engine) Result {
+	c := e.rt.containers[s.name]
+	obj := containerObject(c)
+	now := e.now()
+	details := []Detail{kv("restarts so far", fmt.Sprint(c.restarts)), kv("last exit", fmt.Sprintf("code %d at %s", c.exitCode, c.finishedAt.Format("15:04:05.000")))}
+	inBackOff := c.crash.inBackOffSince(c.finishedAt, now)
+	var delay time.Duration
+	if inBackOff {
+		delay = c.crash.delay
+	}
+	crashMsg := func(d time.Duration) string {
+		return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, s.name, podRef(e))
+	}
+	if e.opts.MaxRestarts >= 0 && c.restarts >= e.opts.MaxRestarts {
+		next := "at once"
+		if inBackOff {
+			next = "after back-off " + delay.String()
+			e.tracker.Record("Warning", "BackOff", obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
+			e.tracker.Waiting(s.name, "CrashLoopBackOff", crashMsg(delay))
+		}
+		err := fmt.Errorf("gave up: container %q restarted %s (--max-restarts %d); the kubelet would restart it again %s, and keep doing so",
+			s.name, plural(c.restarts, "time", "times"), e.opts.MaxRestarts, next)
+		r := fail("CrashLoopBackOff", err, err.Error())
+		r.Details = details
+		return r
+	}
+	if inBackOff {
+		e.tracker.Record("Warning", "BackOff", obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
+		e.tracker.Waiting(s.name, "CrashLoopBackOff", crashMsg(delay))
+		wait := e.scaled(delay - now.Sub(c.finishedAt))
+		details = append(details, kv("back-off", delay.String()), kv("waited", wait.Round(time.Millisecond).String()+scaleNote(e)))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return fail("CrashLoopBackOff", ctx.Err(), "interrupted during the back-off")
+		}
+	}
+	c.crash = c.crash.next(e.now())
+	e.mu.Lock()
+	c.oldIDs = append(c.oldIDs, c.id)
+	c.id, c.config, c.exited = "", nil, false
+	c.restarts++
+	e.mu.Unlock()
+	details = append(details, kv("next back-off", c.crash.delay.String()))
+	if !inBackOff {
+		return ok(fmt.Sprintf("not in back-off: restart %d of %q at once", c.restarts, s.name), details...)
+	}
+	return ok(fmt.Sprintf("back-off %s over: restart %d of %q", delay, c.restarts, s.name), details...)
+}
+
+func scaleNote(e *Engine) string {
+	if e.opts.BackoffScale == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (--backoff-scale %g)", e.opts.BackoffScale)
+}
