@@ -22,6 +22,9 @@ type scenarioExpect struct {
 	Display  string `json:"display"`
 	Phase    string `json:"phase"`
 	ExitCode int    `json:"exit_code"`
+	// Containerd, when set, says why the scenario cannot be made real on
+	// containerd (the integration suite then skips it).
+	Containerd string `json:"containerd"`
 	// Restarts is the RESTARTS column at the end (checked when set).
 	Restarts *int32 `json:"restarts"`
 	// Pending marks a scenario whose check podstep does not make yet: it is

@@ -3,15 +3,12 @@ package steps
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/probe"
 )
 
 // postStartStep mirrors startContainer step 4: the postStart hook runs right
@@ -43,45 +40,37 @@ func (s postStartStep) requests(e *Engine) []Request {
 func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	c := e.rt.containers[s.name]
 	h := c.spec.Lifecycle.PostStart
-	var (
-		details []Detail
-		herr    error
-	)
+	var hr probe.HookResult
 	switch {
 	case h.Exec != nil:
-		resp, err := e.client.ExecSync(ctx, c.id, h.Exec.Command, 0)
-		if err != nil {
-			herr = fmt.Errorf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %s", h.Exec.Command, s.name, podRef(e), unwrapCRIMessage(err))
-			break
-		}
-		details = append(details, kv("exit code", fmt.Sprint(resp.ExitCode)),
-			kv("stdout", quoteOut(resp.Stdout)), kv("stderr", quoteOut(resp.Stderr)))
-		if resp.ExitCode != 0 {
-			herr = fmt.Errorf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: command '%s' exited with %d: %s, message: %q",
-				h.Exec.Command, s.name, podRef(e), strings.Join(h.Exec.Command, " "), resp.ExitCode, resp.Stderr, string(resp.Stdout))
-		}
+		hr = probe.HookExec(ctx, e.execFunc(c.id), h.Exec, e.pod, c.spec)
 	case h.HTTPGet != nil:
-		code, body, err := httpGet(ctx, h.HTTPGet, first(e.rt.podIPs), c.spec)
-		details = append(details, kv("status", fmt.Sprint(code)), kv("body", quoteOut(body)))
-		if err != nil {
-			herr = fmt.Errorf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, s.name, podRef(e), err)
-		}
+		hr = probe.HookHTTPGet(ctx, h.HTTPGet, first(e.rt.podIPs), e.pod, c.spec)
 	case h.Sleep != nil:
-		d := time.Duration(h.Sleep.Seconds) * time.Second
-		select {
-		case <-time.After(d):
-			details = append(details, kv("slept", d.String()))
-		case <-ctx.Done():
-			herr = ctx.Err()
-		}
+		hr = probe.HookSleep(ctx, h.Sleep, e.pod, c.spec)
 	default:
-		herr = fmt.Errorf("invalid handler: no exec, httpGet or sleep")
+		hr = probe.HookResult{Err: fmt.Errorf("invalid handler: no exec, httpGet or sleep")}
+		hr.Message = hr.Err.Error()
 	}
-	if herr == nil {
+	details := []Detail{kv("handler", hr.Target)}
+	if hr.Code != 0 {
+		// The kubelet does not look at the status code: any answer succeeds.
+		details = append(details, kv("status", fmt.Sprint(hr.Code)))
+	}
+	if h.Exec != nil {
+		details = append(details, kv("output", quoteOut([]byte(hr.Output))))
+	}
+	if hr.FallbackEvent != "" {
+		e.tracker.Record("Warning", probe.ReasonLifecycleHTTPFallback, "", hr.FallbackEvent)
+	}
+	if hr.Err == nil {
 		return ok("postStart hook succeeded", details...)
 	}
+	herr := fmt.Errorf("%s", hr.Message)
 	obj := containerObject(c)
-	e.tracker.Record("Warning", "FailedPostStartHook", obj, herr.Error())
+	// The event does not carry the hook's message (it could hold secrets);
+	// the message is the container's waiting message instead.
+	e.tracker.Record("Warning", "FailedPostStartHook", obj, "PostStartHook failed")
 	// The kubelet kills the container whose hook failed.
 	e.tracker.Record("Normal", "Killing", obj, "FailedPostStartHook")
 	grace := e.gracePeriod()
@@ -127,41 +116,15 @@ func quoteOut(b []byte) string {
 	return s
 }
 
-// httpGet performs an httpGet handler from the node, as the kubelet's
-// handler runner does: to the pod IP unless host is set.
-func httpGet(ctx context.Context, h *corev1.HTTPGetAction, podIP string, c *corev1.Container) (int, []byte, error) {
-	host := h.Host
-	if host == "" {
-		host = podIP
-	}
-	port := h.Port.IntValue()
-	if port == 0 && h.Port.StrVal != "" {
-		for _, p := range c.Ports {
-			if p.Name == h.Port.StrVal {
-				port = int(p.ContainerPort)
-			}
+// execFunc runs commands in container id through the recording CRI client
+// (ExecSync), for exec hooks and probes. It returns the runtime's own
+// gRPC error, as the kubelet's prober sees it.
+func (e *Engine) execFunc(id string) probe.ExecFunc {
+	return func(ctx context.Context, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+		resp, err := e.client.ExecSync(ctx, id, cmd, int64(timeout/time.Second))
+		if err != nil {
+			return nil, nil, 0, unwrapCRI(err)
 		}
+		return resp.Stdout, resp.Stderr, resp.ExitCode, nil
 	}
-	scheme := strings.ToLower(string(h.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	url := scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port)) + h.Path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	for _, hdr := range h.HTTPHeaders {
-		req.Header.Add(hdr.Name, hdr.Value)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 10<<10))
-	if resp.StatusCode < 200 || resp.StatusCode >= 400 {
-		return resp.StatusCode, body, fmt.Errorf("HTTP %d from %s", resp.StatusCode, url)
-	}
-	return resp.StatusCode, body, nil
 }

@@ -3,6 +3,10 @@ package steps
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +188,84 @@ func TestImagePullBackOffOnRetry(t *testing.T) {
 	if pulls != 2 {
 		t.Errorf("%d PullImage calls, want 2 (one per try)", pulls)
 	}
+}
+
+// TestHTTPGetHook runs httpGet postStart hooks against a real HTTP server on
+// this machine (host 127.0.0.1, as a hook with host set is sent there) and
+// checks the kubelet 1.33 rules: any answer, even a 500, is a success, with
+// the kubelet's lifecycle User-Agent and the hook's headers; no answer at
+// all fails the hook, kills the container and, restartPolicy Never, ends the
+// pod.
+func TestHTTPGetHook(t *testing.T) {
+	var got http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	host, port, _ := net.SplitHostPort(u.Host)
+	closed := closedPort(t)
+	const pod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: http-hook
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    command: ["sleep", "3600"]
+    lifecycle:
+      postStart:
+        httpGet:
+          host: %s
+          port: %s
+          path: /started
+          httpHeaders:
+          - name: X-Podstep
+            value: hook
+`
+	t.Run("500 is a success", func(t *testing.T) {
+		e := runAll(t, parse(t, fmt.Sprintf(pod, host, port)), newSim(t), testOptions(t))
+		defer e.Teardown(context.Background())
+		if f, failed := e.Failed(); failed {
+			t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
+		}
+		if got.Get("X-Podstep") != "hook" || !strings.HasPrefix(got.Get("User-Agent"), "kube-lifecycle/") {
+			t.Errorf("request headers %v", got)
+		}
+	})
+	t.Run("no answer fails", func(t *testing.T) {
+		e := runAll(t, parse(t, fmt.Sprintf(pod, "127.0.0.1", closed)), newSim(t), testOptions(t))
+		defer e.Teardown(context.Background())
+		f, failed := e.Failed()
+		if !failed || f.Name != "post-start/app" || f.Result.Reason != "PostStartHookError" {
+			t.Fatalf("want a PostStartHookError at post-start/app, got %v %s %s", failed, f.Name, f.Result.Reason)
+		}
+		want := fmt.Sprintf(`HTTP lifecycle hook (/started) for Container "app" in Pod "http-hook_default(%s)" failed - error: `, e.Pod().UID)
+		if !strings.HasPrefix(f.Result.Message, want) || !strings.Contains(f.Result.Message, "connection refused") {
+			t.Errorf("message %q, want prefix %q and connection refused", f.Result.Message, want)
+		}
+		var stops int
+		for _, call := range f.Calls {
+			if call.Method == "StopContainer" {
+				stops++
+			}
+		}
+		if stops != 1 {
+			t.Errorf("%d StopContainer calls in the hook step, want 1 (the kubelet kills the container)", stops)
+		}
+	})
+}
+
+// closedPort returns a TCP port on 127.0.0.1 that nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	l.Close()
+	return port
 }

@@ -1,0 +1,148 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// scenarioExpect is a testdata/scenarios/NAME.expect file, as the engine's
+// TestScenarios reads it (kept separate: this suite checks the files, not
+// the code that reads them).
+type scenarioExpect struct {
+	Stage    string `json:"stage"`
+	Step     string `json:"step"`
+	Reason   string `json:"reason"`
+	Message  string `json:"message"`
+	Display  string `json:"display"`
+	Phase    string `json:"phase"`
+	ExitCode int    `json:"exit_code"`
+	Restarts *int32 `json:"restarts"`
+	// Containerd, when set, says why the scenario cannot be made real on
+	// containerd; the scenario is then only asserted on the simulated runtime.
+	Containerd string `json:"containerd"`
+
+	Pending       bool     `json:"pending"`
+	Note          string   `json:"note"`
+	PendingFields []string `json:"pending_fields"`
+	PendingNote   string   `json:"pending_note"`
+}
+
+// scenarioSummary is the part of the -o json summary line a scenario checks.
+type scenarioSummary struct {
+	Type     string `json:"type"`
+	Outcome  string `json:"outcome"`
+	ExitCode int    `json:"exit_code"`
+	Failure  *struct {
+		Stage, Step, Reason, Message string
+	} `json:"failure"`
+	Display  string `json:"display"`
+	Restarts int32  `json:"restarts"`
+	Status   struct {
+		Phase string `json:"phase"`
+	} `json:"status"`
+}
+
+// TestScenariosOnContainerd runs the catalogue of classic failures
+// (testdata/scenarios) against the real containerd, through the binary, and
+// checks each ends where the .expect file says: stage, step, reason, STATUS,
+// phase, restarts and exit code. The simulated runtime's fault annotations
+// are ignored by containerd, so every scenario's manifest also makes the
+// fault real (a command that exits 1, a hook that fails, an absent image).
+func TestScenariosOnContainerd(t *testing.T) {
+	e := setup(t)
+	files, err := filepath.Glob(filepath.Join(e.repo, "testdata", "scenarios", "*.yaml"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("want at least 10 scenarios, found %d (%v)", len(files), err)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(strings.TrimSuffix(f, ".yaml") + ".expect")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want scenarioExpect
+			if err := yaml.UnmarshalStrict(data, &want); err != nil {
+				t.Fatalf("%s.expect: %v", name, err)
+			}
+			if want.Pending {
+				t.Skipf("pending on every runtime: %s", want.Note)
+			}
+			if want.Containerd != "" {
+				t.Skipf("simulated runtime only: %s", want.Containerd)
+			}
+			d := newDirs(t)
+			r := e.podstep(t, "run", "--auto", "-o", "json", "-f", f, "-r", e.endpoint, "--grace-period", "0",
+				"--max-restarts", "2", "--backoff-scale", "0.001", "--root-dir", d.root, "--log-dir", d.logs)
+			sum := lastSummary(t, r.stdout)
+			var stage, step, reason, message string
+			if sum.Failure != nil {
+				stage, step, reason, message = sum.Failure.Stage, sum.Failure.Step, sum.Failure.Reason, sum.Failure.Message
+			}
+			check := func(field string, got, w any) {
+				if got == w {
+					return
+				}
+				for _, p := range want.PendingFields {
+					if p == field {
+						t.Logf("pending: %s is %v, the kubelet's is %v: %s", field, got, w, want.PendingNote)
+						return
+					}
+				}
+				t.Errorf("%s = %v, want %v (failure %q/%q: %s)\n%s", field, got, w, stage, step, message, r)
+			}
+			check("exit_code", r.code, want.ExitCode)
+			check("stage", stage, want.Stage)
+			check("step", step, want.Step)
+			check("reason", reason, want.Reason)
+			if want.Message != "" {
+				check("message", message, want.Message)
+			}
+			check("display", sum.Display, want.Display)
+			check("phase", sum.Status.Phase, want.Phase)
+			if want.Restarts != nil {
+				check("restarts", sum.Restarts, *want.Restarts)
+			}
+			if strings.Contains(r.stdout, "SIMULATED") {
+				t.Errorf("ran on the simulated runtime")
+			}
+			if sb := dialCRI(t, e.endpoint).managedSandboxes(t); len(sb) != 0 {
+				t.Errorf("%d podstep sandbox(es) left after the run", len(sb))
+			}
+			assertEmptyDir(t, "pod dirs", filepath.Join(d.root, "pods"))
+		})
+	}
+}
+
+// lastSummary finds the summary object in -o json output.
+func lastSummary(t *testing.T, stdout string) scenarioSummary {
+	t.Helper()
+	var sum scenarioSummary
+	found := false
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !strings.Contains(string(line), `"type":"summary"`) {
+			continue
+		}
+		if err := json.Unmarshal(line, &sum); err != nil {
+			t.Fatalf("summary line: %v", err)
+		}
+		found = true
+	}
+	if !found {
+		t.Fatalf("no summary line in the output:\n%s", stdout)
+	}
+	return sum
+}
