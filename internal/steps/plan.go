@@ -35,7 +35,12 @@ func (e *Engine) plan() {
 	if e.opts.Settle > 0 {
 		add(StageContainers, "relist", relistTitle, "", relistStep{})
 	}
+	if e.opts.WaitReady {
+		add(StageReady, "ready", readyTitle, "", readyStep{})
+	}
 }
+
+const readyTitle = "probe until the pod is Ready"
 
 type addFunc func(stage Stage, name, title, container string, a action)
 
@@ -56,6 +61,9 @@ func (e *Engine) planContainer(add addFunc, stage Stage, c *corev1.Container, si
 	}
 	if stage == StageInit && !sidecar {
 		add(stage, "wait/"+n, fmt.Sprintf("wait for init container %q to exit", n), n, waitInitStep{name: n})
+	}
+	if sidecar && c.StartupProbe != nil {
+		add(stage, "startup/"+n, fmt.Sprintf("wait for sidecar %q to pass its startup probe", n), n, startupStep{name: n})
 	}
 }
 

@@ -79,6 +79,15 @@ func (e *Engine) scheduleRestart(name string) {
 			add(StageContainers, "relist", relistTitle, "", relistStep{})
 		}
 	}
+	if e.opts.WaitReady {
+		pending := false
+		for _, s := range e.steps[e.next+1:] {
+			pending = pending || (s.Name == "ready" && s.State == Pending)
+		}
+		if !pending {
+			add(StageReady, "ready", readyTitle, "", readyStep{})
+		}
+	}
 	at := e.next + 1
 	rest := append(added, e.steps[at:]...)
 	e.steps = append(e.steps[:at], rest...)

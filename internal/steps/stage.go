@@ -13,12 +13,15 @@ const (
 	StageInit        Stage = "init"
 	StageContainers  Stage = "containers"
 	StagePostStart   Stage = "post-start"
+	// StageReady runs startup and readiness probes until the pod is Ready
+	// (optional: Options.WaitReady, `--wait-ready`).
+	StageReady Stage = "ready"
 	// StageTeardown is podstep's cleanup: what the kubelet does when the pod is deleted.
 	StageTeardown Stage = "teardown"
 )
 
 // Stages lists the creation stages in order (teardown excluded).
-var Stages = []Stage{StageAdmit, StageDirs, StageVolumes, StagePullSecrets, StageSandbox, StageInit, StageContainers, StagePostStart}
+var Stages = []Stage{StageAdmit, StageDirs, StageVolumes, StagePullSecrets, StageSandbox, StageInit, StageContainers, StagePostStart, StageReady}
 
 // ParseStage returns the stage named s.
 func ParseStage(s string) (Stage, bool) {
