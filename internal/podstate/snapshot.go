@@ -2,69 +2,123 @@ package podstate
 
 import (
 	"fmt"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Snapshot returns the pod's state now. Phase and conditions are derived
-// here, as generateAPIPodStatus derives them on every sync.
+// here, as generateAPIPodStatus derives them on every sync; the STATUS,
+// READY and RESTARTS columns are then read off that status as kubectl's
+// printPod reads them.
 func (t *Tracker) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := *t.status.DeepCopy()
-	if st.Phase != corev1.PodFailed || st.Reason == "" {
+	// The status manager's normalizeStatus sorts the regular containers'
+	// statuses by name (init containers keep the spec's order); printPod
+	// depends on that order.
+	sort.SliceStable(st.ContainerStatuses, func(i, j int) bool {
+		return st.ContainerStatuses[i].Name < st.ContainerStatuses[j].Name
+	})
+	if !t.rejected {
 		st.Phase = t.phase(&st)
+		st.Conditions = t.conditions(&st)
 	}
-	st.Conditions = t.conditions(&st)
 	s := Snapshot{Status: st, Events: append([]Event(nil), t.events...)}
-	s.Display = display(&st, len(t.pod.Spec.InitContainers))
-	// READY counts the spec's containers (and sidecars), as kubectl does,
-	// even when a rejected pod has no statuses.
-	ready, total := 0, len(t.pod.Spec.Containers)
-	for _, c := range st.ContainerStatuses {
-		if c.Ready {
-			ready++
-		}
-		s.Restarts += c.RestartCount
-	}
-	for _, c := range st.InitContainerStatuses {
-		s.Restarts += c.RestartCount
-		if isSidecar(t.pod, c.Name) && c.Ready {
-			ready++
-		}
-	}
-	for _, c := range t.pod.Spec.InitContainers {
-		if isSidecar(t.pod, c.Name) {
-			total++
-		}
-	}
+	var ready, total int
+	s.Display, ready, total, s.Restarts = printPod(t.pod, &st)
 	s.Ready = fmt.Sprintf("%d/%d", ready, total)
 	return s
 }
 
-// phase mirrors getPhase (pkg/kubelet/kubelet_pods.go): Pending until every
-// init container succeeded and every container started; Running while any
-// runs; Succeeded/Failed when all terminated, per restartPolicy.
+// statusOf is the status of the container named name (nil if none).
+func statusOf(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
+}
+
+func restartable(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+func isStarted(s *corev1.ContainerStatus) bool { return s.Started != nil && *s.Started }
+
+// anyRegularStarted is the kubelet's HasAnyRegularContainerStarted
+// (pkg/kubelet/container/helpers.go): a regular container is running or
+// has terminated, so the pod was initialized once.
+func (t *Tracker) anyRegularStarted(st *corev1.PodStatus) bool {
+	for _, c := range t.pod.Spec.Containers {
+		if s := statusOf(st.ContainerStatuses, c.Name); s != nil && (s.State.Running != nil || s.State.Terminated != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// phase follows getPhase (pkg/kubelet/kubelet_pods.go, v1.33, no alpha
+// gates): a regular init container that has not succeeded keeps the pod
+// Pending (Failed once one failed under restartPolicy Never); a sidecar
+// that is not started keeps it Pending until a regular container has run;
+// a running sidecar counts as running; then Pending while any container
+// waits to start, Running while any runs, and once all have stopped
+// Succeeded/Failed/Running per restartPolicy.
 func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
-	for _, s := range st.InitContainerStatuses {
-		if isSidecar(t.pod, s.Name) {
-			if s.State.Running == nil {
-				return corev1.PodPending
+	spec := &t.pod.Spec
+	pendingInit, failedInit, pendingSidecars := 0, 0, 0
+	var unknown, running, waiting, stopped, succeeded int
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		s := statusOf(st.InitContainerStatuses, c.Name)
+		if restartable(c) {
+			switch {
+			case s == nil:
+				unknown++
+			case s.State.Running != nil:
+				if !isStarted(s) {
+					pendingSidecars++
+				}
+				running++
+			case s.State.Terminated != nil:
+				// A stopped sidecar does not count for the phase.
+			case s.State.Waiting != nil:
+				if s.LastTerminationState.Terminated == nil {
+					pendingSidecars++
+					waiting++
+				}
+			default:
+				pendingSidecars++
+				unknown++
 			}
 			continue
 		}
-		if term := s.State.Terminated; term != nil && term.ExitCode == 0 {
-			continue
-		}
-		if term := s.State.Terminated; term != nil && t.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-			return corev1.PodFailed
-		}
-		return corev1.PodPending
-	}
-	var running, waiting, stopped, succeeded int
-	for _, s := range st.ContainerStatuses {
 		switch {
+		case s == nil, s.State.Running != nil:
+			pendingInit++
+		case s.State.Terminated != nil:
+			if s.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case s.State.Waiting != nil:
+			if last := s.LastTerminationState.Terminated; last == nil {
+				pendingInit++
+			} else if last.ExitCode != 0 {
+				failedInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	for _, c := range spec.Containers {
+		s := statusOf(st.ContainerStatuses, c.Name)
+		switch {
+		case s == nil:
+			unknown++
 		case s.State.Running != nil:
 			running++
 		case s.State.Terminated != nil:
@@ -72,95 +126,123 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 			if s.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
-		default:
+		case s.State.Waiting != nil:
 			if s.LastTerminationState.Terminated != nil {
 				stopped++
 			} else {
 				waiting++
 			}
+		default:
+			unknown++
 		}
 	}
+	if failedInit > 0 && spec.RestartPolicy == corev1.RestartPolicyNever {
+		return corev1.PodFailed
+	}
 	switch {
-	case waiting > 0:
+	case pendingInit > 0 || (pendingSidecars > 0 && !t.anyRegularStarted(st)), waiting > 0:
 		return corev1.PodPending
-	case running > 0:
+	case running > 0 && unknown == 0:
 		return corev1.PodRunning
-	case stopped > 0 && stopped == len(st.ContainerStatuses):
-		if t.pod.Spec.RestartPolicy == corev1.RestartPolicyAlways {
-			return corev1.PodRunning
-		}
-		if succeeded == stopped {
+	case running == 0 && stopped > 0 && unknown == 0:
+		switch {
+		case spec.RestartPolicy == corev1.RestartPolicyAlways:
+			return corev1.PodRunning // restarting
+		case stopped == succeeded:
 			return corev1.PodSucceeded
-		}
-		if t.pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		case spec.RestartPolicy == corev1.RestartPolicyNever:
 			return corev1.PodFailed
 		}
-		return corev1.PodRunning
+		return corev1.PodRunning // OnFailure: restarting the failed ones
 	}
 	return corev1.PodPending
 }
 
-// conditions mirrors the kubelet's status package: PodReadyToStartContainers
-// (sandbox with networking), Initialized, ContainersReady, Ready, and
-// PodScheduled, which generateAPIPodStatus always sets true.
+// Reasons of the kubelet's conditions (pkg/kubelet/status/generate.go).
+const (
+	reasonPodCompleted             = "PodCompleted"
+	reasonPodFailed                = "PodFailed"
+	reasonContainersNotReady       = "ContainersNotReady"
+	reasonContainersNotInitialized = "ContainersNotInitialized"
+)
+
+// conditions are the kubelet-owned conditions in the order
+// generateAPIPodStatus appends them: PodReadyToStartContainers (a sandbox
+// with networking exists), Initialized, Ready, ContainersReady, then
+// PodScheduled, which the kubelet always sets true. Must be called with
+// t.mu held.
 func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
-	initialized := true
-	for _, s := range st.InitContainerStatuses {
-		if isSidecar(t.pod, s.Name) {
-			if s.State.Running == nil {
-				initialized = false
-			}
+	var conds []corev1.PodCondition
+	add := func(typ corev1.PodConditionType, ok bool, reason, msg string) {
+		conds = append(conds, t.cond(typ, ok, reason, msg))
+	}
+	add(corev1.PodReadyToStartContainers, t.sandboxReady, "", "")
+
+	// GeneratePodInitializedCondition: a regular init container counts once
+	// it is ready (exited 0), a sidecar once it has started; a succeeded pod
+	// and a pod where a regular container has run are initialized.
+	var incomplete []string
+	for i := range t.pod.Spec.InitContainers {
+		c := &t.pod.Spec.InitContainers[i]
+		s := statusOf(st.InitContainerStatuses, c.Name)
+		if s == nil {
+			incomplete = append(incomplete, c.Name) // cannot happen: New makes every status
 			continue
 		}
-		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
-			initialized = false
+		if restartable(c) && !isStarted(s) || !restartable(c) && !s.Ready {
+			incomplete = append(incomplete, c.Name)
 		}
 	}
-	ready := len(st.ContainerStatuses) > 0
-	for _, s := range st.ContainerStatuses {
-		if !s.Ready {
-			ready = false
+	switch {
+	case st.Phase == corev1.PodSucceeded:
+		add(corev1.PodInitialized, true, reasonPodCompleted, "")
+	case t.anyRegularStarted(st) || len(incomplete) == 0:
+		add(corev1.PodInitialized, true, "", "")
+	default:
+		add(corev1.PodInitialized, false, reasonContainersNotInitialized, fmt.Sprintf("containers with incomplete status: %s", incomplete))
+	}
+
+	// GenerateContainersReadyCondition, which GeneratePodReadyCondition
+	// copies while it is not true (podstep has no readiness gates): sidecars
+	// and regular containers must all be ready; a terminal pod is not ready.
+	var unready []string
+	for i := range t.pod.Spec.InitContainers {
+		c := &t.pod.Spec.InitContainers[i]
+		if s := statusOf(st.InitContainerStatuses, c.Name); restartable(c) && (s == nil || !s.Ready) {
+			unready = append(unready, c.Name)
 		}
 	}
-	var notReady []string
-	for _, s := range st.ContainerStatuses {
-		if !s.Ready {
-			notReady = append(notReady, s.Name)
+	for _, c := range t.pod.Spec.Containers {
+		if s := statusOf(st.ContainerStatuses, c.Name); s == nil || !s.Ready {
+			unready = append(unready, c.Name)
 		}
 	}
-	conds := []corev1.PodCondition{
-		t.cond(corev1.PodReadyToStartContainers, t.sandboxReady, "", ""),
-		t.cond(corev1.PodInitialized, initialized, "ContainersNotInitialized", "containers with incomplete status: "+fmt.Sprint(incompleteInit(t.pod, st))),
-		t.cond(corev1.ContainersReady, ready, "ContainersNotReady", "containers with unready status: "+fmt.Sprint(notReady)),
-		t.cond(corev1.PodReady, ready, "ContainersNotReady", "containers with unready status: "+fmt.Sprint(notReady)),
-		t.cond(corev1.PodScheduled, true, "", ""),
+	ready, reason, msg := true, "", ""
+	if len(unready) > 0 {
+		ready, reason, msg = false, reasonContainersNotReady, fmt.Sprintf("containers with unready status: %s", unready)
 	}
+	switch st.Phase {
+	case corev1.PodSucceeded:
+		ready, reason, msg = false, reasonPodCompleted, ""
+	case corev1.PodFailed:
+		ready, reason, msg = false, reasonPodFailed, ""
+	}
+	add(corev1.PodReady, ready, reason, msg)
+	add(corev1.ContainersReady, ready, reason, msg)
+	add(corev1.PodScheduled, true, "", "")
 	return conds
 }
 
-func incompleteInit(pod *corev1.Pod, st *corev1.PodStatus) []string {
-	var out []string
-	for _, s := range st.InitContainerStatuses {
-		if isSidecar(pod, s.Name) {
-			if s.State.Running == nil {
-				out = append(out, s.Name)
-			}
-			continue
-		}
-		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
-			out = append(out, s.Name)
-		}
-	}
-	return out
-}
-
 // cond builds one condition and keeps its last transition time stable while
-// its status does not change. Must be called with t.mu held.
+// its status does not change, as the status manager's
+// updateLastTransitionTime does. A false condition carries reason and msg;
+// a true one carries reason only (Initialized of a succeeded pod is
+// PodCompleted). Must be called with t.mu held.
 func (t *Tracker) cond(typ corev1.PodConditionType, ok bool, reason, msg string) corev1.PodCondition {
 	status := corev1.ConditionFalse
 	if ok {
 		status = corev1.ConditionTrue
-		reason, msg = "", ""
+		msg = ""
 	}
 	prev, seen := t.transitions[typ]
 	if !seen || prev.status != status {
@@ -170,71 +252,102 @@ func (t *Tracker) cond(typ corev1.PodConditionType, ok bool, reason, msg string)
 	return corev1.PodCondition{Type: typ, Status: status, LastTransitionTime: prev.at, Reason: reason, Message: msg}
 }
 
-// display computes the STATUS column as kubectl's printPod does
-// (k8s.io/kubectl/pkg/cmd/get / pkg/printers/internalversion/printers.go).
-func display(st *corev1.PodStatus, nInit int) string {
-	reason := string(st.Phase)
+// printPod computes the STATUS, READY and RESTARTS columns of
+// `kubectl get pod` as printPod does (pkg/printers/internalversion/printers.go,
+// the server-side table printer kubectl shows):
+//
+//   - STATUS is the pod's reason, else its phase; the first init container
+//     that has neither exited 0 nor (as a sidecar) started makes it
+//     Init:<reason>, Init:ExitCode:N, Init:Signal:N or Init:i/N; once the
+//     pod is initialized, the first container (in status order) that waits
+//     or terminated with a reason gives it; Completed beside a running and
+//     ready container is Running if the pod is Ready, else NotReady.
+//   - READY counts ready running containers and started ready sidecars, out
+//     of the containers plus the sidecars.
+//   - RESTARTS sums the init containers' restarts while the pod initializes,
+//     then the sidecars' and the containers'.
+func printPod(pod *corev1.Pod, st *corev1.PodStatus) (reason string, ready, total int, restarts int32) {
+	reason = string(st.Phase)
 	if st.Reason != "" {
 		reason = st.Reason
 	}
+	total = len(pod.Spec.Containers)
+	inits := map[string]*corev1.Container{}
+	for i := range pod.Spec.InitContainers {
+		inits[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
+		if restartable(&pod.Spec.InitContainers[i]) {
+			total++
+		}
+	}
+	var sidecarRestarts int32
 	initializing := false
-	for i, c := range st.InitContainerStatuses {
+	for i := range st.InitContainerStatuses {
+		c := &st.InitContainerStatuses[i]
+		restarts += c.RestartCount
+		sidecar := inits[c.Name] != nil && restartable(inits[c.Name])
+		if sidecar {
+			sidecarRestarts += c.RestartCount
+		}
 		switch {
 		case c.State.Terminated != nil && c.State.Terminated.ExitCode == 0:
 			continue
-		case c.State.Running != nil && c.Started != nil && *c.Started && c.Ready:
-			// A started sidecar does not block initialization.
+		case sidecar && isStarted(c):
+			if c.Ready {
+				ready++
+			}
 			continue
 		case c.State.Terminated != nil:
-			if c.State.Terminated.Reason == "" {
-				if c.State.Terminated.Signal != 0 {
-					reason = fmt.Sprintf("Init:Signal:%d", c.State.Terminated.Signal)
-				} else {
-					reason = fmt.Sprintf("Init:ExitCode:%d", c.State.Terminated.ExitCode)
-				}
-			} else {
+			switch {
+			case c.State.Terminated.Reason != "":
 				reason = "Init:" + c.State.Terminated.Reason
+			case c.State.Terminated.Signal != 0:
+				reason = fmt.Sprintf("Init:Signal:%d", c.State.Terminated.Signal)
+			default:
+				reason = fmt.Sprintf("Init:ExitCode:%d", c.State.Terminated.ExitCode)
 			}
-			initializing = true
 		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing":
 			reason = "Init:" + c.State.Waiting.Reason
-			initializing = true
 		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, nInit)
-			initializing = true
+			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
 		}
+		initializing = true
 		break
 	}
-	if !initializing {
+	if !initializing || conditionTrue(st, corev1.PodInitialized) {
+		restarts = sidecarRestarts
 		hasRunning := false
 		for i := len(st.ContainerStatuses) - 1; i >= 0; i-- {
-			c := st.ContainerStatuses[i]
+			c := &st.ContainerStatuses[i]
+			restarts += c.RestartCount
 			switch {
 			case c.State.Waiting != nil && c.State.Waiting.Reason != "":
 				reason = c.State.Waiting.Reason
 			case c.State.Terminated != nil && c.State.Terminated.Reason != "":
 				reason = c.State.Terminated.Reason
+			case c.State.Terminated != nil && c.State.Terminated.Signal != 0:
+				reason = fmt.Sprintf("Signal:%d", c.State.Terminated.Signal)
 			case c.State.Terminated != nil:
 				reason = fmt.Sprintf("ExitCode:%d", c.State.Terminated.ExitCode)
-			case c.State.Running != nil && c.Ready:
+			case c.Ready && c.State.Running != nil:
 				hasRunning = true
+				ready++
 			}
 		}
 		if reason == "Completed" && hasRunning {
-			reason = string(corev1.PodRunning)
-		}
-		if hasRunning && allRunning(st) {
-			reason = string(corev1.PodRunning)
+			reason = "NotReady"
+			if conditionTrue(st, corev1.PodReady) {
+				reason = string(corev1.PodRunning)
+			}
 		}
 	}
-	return reason
+	return reason, ready, total, restarts
 }
 
-func allRunning(st *corev1.PodStatus) bool {
-	for _, c := range st.ContainerStatuses {
-		if c.State.Running == nil {
-			return false
+func conditionTrue(st *corev1.PodStatus, typ corev1.PodConditionType) bool {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return true
+	return false
 }

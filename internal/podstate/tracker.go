@@ -45,6 +45,9 @@ type Tracker struct {
 	sandboxReady bool
 	// transitions remembers when each condition last changed.
 	transitions map[corev1.PodConditionType]condState
+	// rejected is set by Rejected: the status is rejectPod's, not one
+	// generateAPIPodStatus derives.
+	rejected bool
 }
 
 type condState struct {
@@ -69,8 +72,10 @@ func New(pod *corev1.Pod, now func() time.Time) *Tracker {
 	for _, c := range pod.Spec.Containers {
 		t.status.ContainerStatuses = append(t.status.ContainerStatuses, newStatus(c, regular))
 	}
-	// An init container about to be created is ContainerCreating too, but only
-	// once the sandbox exists; before that, kubectl shows Init:0/N.
+	// convertToAPIContainerStatuses (pkg/kubelet/kubelet_pods.go) gives every
+	// container without a runtime status one default waiting reason:
+	// PodInitializing when the pod has init containers (for the init
+	// containers too, so kubectl shows Init:0/N), ContainerCreating otherwise.
 	t.status.QOSClass = podcfg.QOSClass(pod)
 	return t
 }
@@ -105,16 +110,22 @@ func (t *Tracker) Admitted(hostIP string) {
 }
 
 // Rejected marks the pod Failed with reason and message, as the kubelet's
-// rejectPod does.
+// rejectPod does. rejectPod's status has only the QoS class, phase, reason
+// and message: no container statuses and no conditions (the status manager
+// keeps only conditions the kubelet does not own, and adds the start time).
 func (t *Tracker) Rejected(reason, message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.rejected = true
 	t.status.Phase = corev1.PodFailed
 	t.status.Reason = reason
 	t.status.Message = message
-	// rejectPod's status carries no container statuses.
 	t.status.InitContainerStatuses = nil
 	t.status.ContainerStatuses = nil
+	if t.status.StartTime == nil {
+		now := metav1.NewTime(t.now())
+		t.status.StartTime = &now
+	}
 }
 
 // HookFailed records a container killed because its postStart hook failed:
@@ -144,10 +155,6 @@ func (t *Tracker) SandboxReady(ips []string) {
 			t.status.PodIPs = append(t.status.PodIPs, corev1.PodIP{IP: ip})
 		}
 	}
-	// From here, the next init container (or every container) is being created.
-	for i := range t.status.InitContainerStatuses {
-		t.status.InitContainerStatuses[i].State.Waiting.Reason = "PodInitializing"
-	}
 }
 
 // SandboxGone records that the sandbox was stopped.
@@ -160,8 +167,13 @@ func (t *Tracker) SandboxGone() {
 // Waiting sets a container's waiting reason (ContainerCreating,
 // ErrImagePull, CreateContainerError, CrashLoopBackOff, ...). An exit it
 // replaces becomes the last termination state, as the kubelet reports a
-// container waiting to restart.
+// container waiting to restart. ContainerCreating is the kubelet's default
+// waiting reason, which in a pod with init containers is PodInitializing
+// (for init and regular containers alike), so that is what it records there.
 func (t *Tracker) Waiting(name, reason, message string) {
+	if reason == "ContainerCreating" && len(t.pod.Spec.InitContainers) > 0 {
+		reason = "PodInitializing"
+	}
 	t.update(name, func(s *corev1.ContainerStatus) {
 		if s.State.Terminated != nil {
 			s.LastTerminationState = s.State
@@ -187,9 +199,13 @@ func (t *Tracker) Created(name, id, imageID string) {
 // manager does, a container with a startupProbe is not Started until the
 // probe succeeds, and one with a readinessProbe is not Ready until that
 // probe succeeds; without them a running container is started and ready
-// (init containers other than sidecars are never ready).
+// (init containers other than sidecars are never ready while they run).
+// An exit it replaces becomes the last termination state.
 func (t *Tracker) Running(name string, at time.Time) {
 	t.update(name, func(s *corev1.ContainerStatus) {
+		if s.State.Terminated != nil {
+			s.LastTerminationState = s.State
+		}
 		c := t.spec(name)
 		started := c == nil || c.StartupProbe == nil
 		s.Started = &started
@@ -210,10 +226,13 @@ func (t *Tracker) Started(name string) {
 	})
 }
 
-// SetReady records a readiness probe's verdict.
+// SetReady records a readiness probe's verdict. As in the prober manager's
+// UpdatePodStatus, only a running container that has started can be ready,
+// and an init container other than a sidecar never is while it runs.
 func (t *Tracker) SetReady(name string, ready bool) {
 	t.update(name, func(s *corev1.ContainerStatus) {
-		s.Ready = ready && s.State.Running != nil
+		started := s.Started != nil && *s.Started
+		s.Ready = ready && s.State.Running != nil && started && (!t.isInit(name) || isSidecar(t.pod, name))
 	})
 }
 
@@ -240,12 +259,14 @@ func (t *Tracker) spec(name string) *corev1.Container {
 	return nil
 }
 
-// Terminated marks a container exited.
+// Terminated marks a container exited. It is not started; it is ready only
+// if it is an init container other than a sidecar that exited 0, as the
+// prober manager's UpdatePodStatus reports a completed init container.
 func (t *Tracker) Terminated(name string, exitCode int32, reason, message string, started, finished time.Time) {
 	t.update(name, func(s *corev1.ContainerStatus) {
 		f := false
 		s.Started = &f
-		s.Ready = false
+		s.Ready = exitCode == 0 && t.isInit(name) && !isSidecar(t.pod, name)
 		s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: exitCode, Reason: reason, Message: message,
 			StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(finished), ContainerID: s.ContainerID,
