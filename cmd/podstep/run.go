@@ -214,12 +214,12 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		noColor()
 	}
 
-	// Signals: the first SIGINT/SIGTERM cancels the run and tears down; a
+	// Signals: the first SIGINT/SIGTERM/SIGHUP (a closed terminal) cancels the run and tears down; a
 	// second one gives up on teardown.
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	interrupted := make(chan struct{})
 	go func() {
@@ -251,7 +251,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	defer c.stop()
 
 	if interactive {
-		return runInteractive(cmd, g, o, bundle, c)
+		return runInteractive(ctx, cmd, g, o, bundle, c)
 	}
 
 	printer := report.New(stdout, o.output)

@@ -17,7 +17,9 @@ import (
 // TUI ends it tears the pod down (unless the user kept it), printing each
 // teardown step as a plain line, then a one-line summary; exit codes are
 // those of --auto.
-func runInteractive(cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn) error {
+// ctx is cancelled by a signal (SIGHUP included: a closed terminal), which
+// ends the TUI and tears the pod down.
+func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	feed := tui.NewFeed()
 	eo := o.engineOptions(g)
@@ -32,10 +34,6 @@ func runInteractive(cmd *cobra.Command, g *globalOptions, o *runOptions, b *mani
 		breaks = append(breaks, st)
 	}
 
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	res, tuiErr := tui.Run(ctx, eng, tui.Options{
 		Runtime: c.info, Feed: feed, Breaks: breaks, Keep: o.keep,
 		NoColor: g.noColor, In: cmd.InOrStdin(), Out: stdout,

@@ -133,6 +133,7 @@ type containerRuntime struct {
 	exitCode   int32     // of the last exit seen
 	finishedAt time.Time // of the last exit seen
 	crash      *backOff  // the restart back-off (nil: never restarted)
+	extra      int       // restarts allowed beyond MaxRestarts (a retried give-up)
 }
 
 // New plans the pod's creation. It contacts nothing.
@@ -396,6 +397,10 @@ func (e *Engine) Retry() error {
 		return errors.New("the pod is being torn down")
 	}
 	idx := e.failed.ID - 1
+	// Retrying a give-up (--max-restarts reached) allows one more restart.
+	if f := e.failed; strings.HasPrefix(f.Name, "backoff/") {
+		e.rt.containers[f.Container].extra++
+	}
 	// A container that was created but failed to start, or whose hook
 	// failed, is not started again: the kubelet's next sync starts a new
 	// one (attempt+1) from the image step, and the old one stays until GC.

@@ -125,7 +125,7 @@ func (s backoffStep) run(ctx context.Context, e *Engine) Result {
 	crashMsg := func(d time.Duration) string {
 		return fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, s.name, podRef(e))
 	}
-	if e.opts.MaxRestarts >= 0 && c.restarts >= e.opts.MaxRestarts {
+	if e.opts.MaxRestarts >= 0 && c.restarts >= e.opts.MaxRestarts+c.extra {
 		next := "at once"
 		if inBackOff {
 			next = "after back-off " + delay.String()

@@ -418,12 +418,14 @@ func (m *model) failedStep() *steps.Step {
 	if m.busy {
 		return nil
 	}
-	for i := range m.steps {
-		if m.steps[i].State == steps.Failed && m.steps[i].Stage != steps.StageTeardown {
-			return &m.steps[i]
-		}
+	// The engine's failed step, not any step shown failed: a failure the
+	// kubelet recovers from (a container exit followed by its restart) is
+	// shown failed but the run goes on.
+	f, failed := m.eng.Failed()
+	if !failed {
+		return nil
 	}
-	return nil
+	return &f
 }
 
 // quit ends the program, once a running call has been cancelled and returned.
