@@ -77,7 +77,11 @@ func first(s []string) string {
 func (s createStep) run(ctx context.Context, e *Engine) Result {
 	c := e.rt.containers[s.name]
 	obj := containerObject(c)
-	e.tracker.Waiting(s.name, "ContainerCreating", "")
+	if c.restarts == 0 {
+		// A restart keeps showing the last failure (CrashLoopBackOff, …)
+		// until the new container runs, as the kubelet's status does.
+		e.tracker.Waiting(s.name, "ContainerCreating", "")
+	}
 	st, err := e.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image})
 	if err != nil {
 		return e.createFailed(c, "CreateContainerConfigError", err, "ImageStatus failed")
