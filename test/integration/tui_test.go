@@ -51,7 +51,8 @@ func TestTUIRunsPodOnContainerd(t *testing.T) {
 	waitFor("the first screen", func(f string) bool { return strings.Contains(f, "1 admit") && !strings.Contains(f, "SIMULATED") })
 	exec.Command(tmux, "send-keys", "-t", session, "c").Run()
 	final := waitFor("the pod to run", func(f string) bool {
-		return strings.Contains(f, "plan 10/10") && strings.Contains(f, "Running")
+		// admit … start/hello, then the relist step.
+		return strings.Contains(f, "plan 11/11") && strings.Contains(f, "Running")
 	})
 	for _, want := range []string{"hello", "1/1", "Running", "Started"} {
 		if !strings.Contains(final, want) {
