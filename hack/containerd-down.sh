@@ -54,7 +54,7 @@ stop_registry() {
 	local pids=() p i
 	if [ -f "$REG_PIDFILE" ]; then
 		p=$(cat "$REG_PIDFILE")
-		if [ -n "$p" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -F -- "serve $REG_CONFIG" >/dev/null; then
+		if [ -n "$p" ] && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -F -- "serve $REG_CONFIG" >/dev/null; then
 			pids+=("$p")
 		fi
 	fi

@@ -365,12 +365,12 @@ registry_pids() {
 	{
 		if [ -f "$REG_PIDFILE" ]; then cat "$REG_PIDFILE"; fi
 		for p in /proc/[0-9]*; do
-			if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -xF -- "$REG_CONFIG" >/dev/null; then
+			if tr '\0' '\n' 2>/dev/null <"$p/cmdline" | grep -xF -- "$REG_CONFIG" >/dev/null; then
 				echo "${p#/proc/}"
 			fi
 		done
 	} | sort -u | while read -r p; do
-		if [ -n "$p" ] && alive "$p" && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -F -- "serve $REG_CONFIG" >/dev/null; then
+		if [ -n "$p" ] && alive "$p" && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -F -- "serve $REG_CONFIG" >/dev/null; then
 			echo "$p"
 		fi
 	done
