@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Stop the private containerd started by hack/containerd-up.sh and remove every trace of it:
-# its containers and shims, the podstep0 bridge, the iptables rules its CNI network added,
-# mounts under the folder, and the folder itself. Safe to run when nothing is up.
+# Stop the private containerd and the registry started by hack/containerd-up.sh and remove every
+# trace of them: the registry process, containerd's containers and shims, the podstep0 bridge,
+# the iptables rules its CNI network added, mounts under the folder, and the folder itself.
+# Safe to run when nothing is up.
 set -euo pipefail
 
 DIR=${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}
@@ -12,6 +13,8 @@ CNI_NETWORK=podstep
 SOCK=$DIR/run/containerd.sock
 CONFIG=$DIR/config.toml
 PIDFILE=$DIR/containerd.pid
+REG_CONFIG=$DIR/registry/config.yml
+REG_PIDFILE=$DIR/registry/registry.pid
 
 log() { printf 'containerd-down: %s\n' "$*"; }
 
@@ -35,6 +38,40 @@ pids_with_arg() {
 			echo "${p#/proc/}"
 		fi
 	done
+}
+
+# alive PID: the process exists and is not a zombie (PID 1 on these machines does not reap
+# orphans; 'kill -0' succeeds on a zombie).
+alive() {
+	local st
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# 0. the registry: the pid in its pid file (if it still runs our config) and any process whose
+#    argv has our registry config; SIGTERM, 5 s, SIGKILL.
+stop_registry() {
+	local pids=() p i
+	if [ -f "$REG_PIDFILE" ]; then
+		p=$(cat "$REG_PIDFILE")
+		if [ -n "$p" ] && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -F -- "serve $REG_CONFIG" >/dev/null; then
+			pids+=("$p")
+		fi
+	fi
+	while read -r p; do [ -n "$p" ] && pids+=("$p"); done < <(pids_with_arg "$REG_CONFIG")
+	[ ${#pids[@]} -eq 0 ] && return 0
+	mapfile -t pids < <(printf '%s\n' "${pids[@]}" | sort -u)
+	log "stopping the registry (pid ${pids[*]})"
+	kill "${pids[@]}" 2>/dev/null || true
+	for i in $(seq 25); do
+		for p in "${pids[@]}"; do
+			alive "$p" && break
+			p=
+		done
+		[ -z "$p" ] && return 0
+		sleep 0.2
+	done
+	kill -9 "${pids[@]}" 2>/dev/null || true
 }
 
 # 1. best effort: remove all containers (CRI pods and ctr ones) through containerd itself
@@ -171,6 +208,7 @@ unmount_all() {
 	done < <(findmnt -rn -o TARGET | grep -E "^$DIR(/|$)" | sort -r)
 }
 
+stop_registry
 collect_netns
 remove_containers
 stop_containerd

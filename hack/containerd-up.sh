@@ -2,10 +2,12 @@
 # Start a private containerd (CRI) for podstep's tests, from Debian packages, fully offline.
 #
 # Everything lives in ONE folder, ${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}.
+# It also runs a private image registry on loopback (Debian's docker-registry, htpasswd auth,
+# data under $DIR/registry) holding one image, for the image pull secret tests.
 # The last line of stdout is always
 #   CONTAINER_RUNTIME_ENDPOINT=unix://$DIR/run/containerd.sock
 # so callers can:  eval "$(hack/containerd-up.sh | tail -1)"
-# Idempotent: a second run finds containerd healthy and only re-prints.
+# Idempotent: a second run finds containerd and the registry healthy and only re-prints.
 # See hack/README.md.
 set -euo pipefail
 
@@ -16,12 +18,25 @@ CNI_NETWORK=podstep
 BUSYBOX_IMAGE=docker.io/library/busybox:1.35
 PAUSE_IMAGE=podstep.local/pause:1.0
 WAIT_SECONDS=${PODSTEP_HARNESS_WAIT:-30}
+# The registry: loopback only, fixed test credentials (they guard nothing but this throwaway
+# registry; the tests check that the password never shows in podstep's output).
+REG_PORT=${PODSTEP_REGISTRY_PORT:-5055}
+REG_ADDR=127.0.0.1:$REG_PORT
+REG_USER=podstep
+REG_PASSWORD=s3cret-Podstep-Registry-Pw
+PRIVATE_REPO=podstep/private-busybox
+PRIVATE_TAG=1.0
+PRIVATE_IMAGE=$REG_ADDR/$PRIVATE_REPO:$PRIVATE_TAG
 
 SOCK=$DIR/run/containerd.sock
 ENDPOINT=unix://$SOCK
 CONFIG=$DIR/config.toml
 LOG=$DIR/containerd.log
 PIDFILE=$DIR/containerd.pid
+REG_DIR=$DIR/registry
+REG_CONFIG=$REG_DIR/config.yml
+REG_LOG=$REG_DIR/registry.log
+REG_PIDFILE=$REG_DIR/registry.pid
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 log() { printf '%s\n' "$*"; }
@@ -35,6 +50,8 @@ die() {
 # NetworkReady), so check it here.
 [[ $CNI_SUBNET =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$ ]] ||
 	die "PODSTEP_CNI_SUBNET=$CNI_SUBNET: expected an IPv4 CIDR such as 10.88.77.0/24"
+[[ $REG_PORT =~ ^[0-9]{1,5}$ ]] && [ "$REG_PORT" -ge 1 ] && [ "$REG_PORT" -le 65535 ] ||
+	die "PODSTEP_REGISTRY_PORT=$REG_PORT: expected a TCP port number such as 5055"
 
 # --- packages --------------------------------------------------------------------------------
 ensure_packages() {
@@ -42,6 +59,7 @@ ensure_packages() {
 		[containerd]=containerd [runc]=runc [/usr/lib/cni/bridge]=containernetworking-plugins
 		[/bin/busybox]=busybox-static [umoci]=umoci [ip]=iproute2 [iptables]=iptables
 		[findmnt]=util-linux [setsid]=util-linux
+		[docker-registry]=docker-registry [htpasswd]=apache2-utils [skopeo]=skopeo [curl]=curl
 	)
 	local missing=() cmd
 	for cmd in "${!want[@]}"; do
@@ -148,6 +166,10 @@ print_endpoint() {
 	log "CNI_SUBNET=$CNI_SUBNET"
 	log "CNI_BRIDGE=$CNI_BRIDGE"
 	log "PODSTEP_HARNESS_DIR=$DIR"
+	log "PODSTEP_REGISTRY=$REG_ADDR"
+	log "PODSTEP_REGISTRY_USER=$REG_USER"
+	log "PODSTEP_REGISTRY_PASSWORD=$REG_PASSWORD"
+	log "PODSTEP_REGISTRY_IMAGE=$PRIVATE_IMAGE"
 	log "CONTAINER_RUNTIME_ENDPOINT=$ENDPOINT"
 }
 
@@ -328,6 +350,139 @@ ensure_images() {
 	fi
 }
 
+# --- registry --------------------------------------------------------------------------------------
+# alive PID: the process exists and is not a zombie. (PID 1 on these machines does not reap
+# orphans, so a killed background process can linger as a zombie, and 'kill -0' succeeds on it.)
+alive() {
+	local st
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# registry_pids: live docker-registry processes serving our config (pid file, or argv).
+registry_pids() {
+	local p
+	{
+		if [ -f "$REG_PIDFILE" ]; then cat "$REG_PIDFILE"; fi
+		for p in /proc/[0-9]*; do
+			if tr '\0' '\n' 2>/dev/null <"$p/cmdline" | grep -xF -- "$REG_CONFIG" >/dev/null; then
+				echo "${p#/proc/}"
+			fi
+		done
+	} | sort -u | while read -r p; do
+		if [ -n "$p" ] && alive "$p" && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -F -- "serve $REG_CONFIG" >/dev/null; then
+			echo "$p"
+		fi
+	done
+	return 0
+}
+
+# v2_status: the HTTP status of GET /v2/ without credentials (401 from a healthy registry
+# with auth; 000 when nothing answers).
+v2_status() { curl -s -o /dev/null -m 2 -w '%{http_code}' "http://$REG_ADDR/v2/" 2>/dev/null || true; }
+
+# listener_pid: the pid listening on 127.0.0.1:$REG_PORT, if ss can tell.
+listener_pid() { ss -Hltnp "sport = :$REG_PORT" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1; }
+
+# private_image_pushed: the registry serves the private image's manifest to our credentials.
+private_image_pushed() {
+	[ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' -u "$REG_USER:$REG_PASSWORD" \
+		-H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		"http://$REG_ADDR/v2/$PRIVATE_REPO/manifests/$PRIVATE_TAG" 2>/dev/null)" = 200 ]
+}
+
+registry_fail() {
+	tail -n 20 "$REG_LOG" >&2 2>/dev/null || true
+	die "registry: $* (log: $REG_LOG)"
+}
+
+start_registry() {
+	local pid p code
+	for p in $(registry_pids); do # one of ours that does not answer
+		log "registry pid $p does not answer; restarting it"
+		kill -9 "$p" 2>/dev/null || true
+	done
+	mkdir -p "$REG_DIR/data"
+	# bcrypt (-B): the registry accepts no other htpasswd hash
+	htpasswd -Bbn "$REG_USER" "$REG_PASSWORD" >"$REG_DIR/htpasswd.tmp"
+	mv "$REG_DIR/htpasswd.tmp" "$REG_DIR/htpasswd"
+	cat >"$REG_CONFIG.tmp" <<EOF
+# podstep test harness: a private registry. Generated by hack/containerd-up.sh; do not edit.
+version: 0.1
+log:
+  level: warn
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: $REG_DIR/data
+  delete:
+    enabled: true
+http:
+  addr: $REG_ADDR
+  secret: podstep-harness-upload-state
+auth:
+  htpasswd:
+    realm: podstep-harness
+    path: $REG_DIR/htpasswd
+EOF
+	mv "$REG_CONFIG.tmp" "$REG_CONFIG"
+	code=$(v2_status)
+	[ "$code" = 000 ] || die "registry: something already answers on http://$REG_ADDR/v2/ (HTTP $code); free port $REG_PORT or set PODSTEP_REGISTRY_PORT"
+	setsid docker-registry serve "$REG_CONFIG" >>"$REG_LOG" 2>&1 </dev/null &
+	pid=$!
+	echo "$pid" >"$REG_PIDFILE"
+	log "registry started (pid $pid, http://$REG_ADDR, config $REG_CONFIG, log $REG_LOG)"
+	local deadline=$((SECONDS + WAIT_SECONDS))
+	while :; do
+		alive "$pid" || registry_fail "docker-registry exited during start-up"
+		code=$(v2_status)
+		[ "$code" = 401 ] && break
+		[ "$code" = 000 ] || registry_fail "GET http://$REG_ADDR/v2/ answered HTTP $code, want 401 (auth required)"
+		[ $SECONDS -lt $deadline ] || registry_fail "GET http://$REG_ADDR/v2/ did not answer 401 within ${WAIT_SECONDS}s"
+		sleep 0.1
+	done
+	p=$(listener_pid)
+	[ -z "$p" ] || [ "$p" = "$pid" ] || registry_fail "port $REG_PORT is served by pid $p, not by our registry (pid $pid)"
+}
+
+# push_private_image: the busybox layout, with one label added so that its config (the CRI image
+# ID) differs from docker.io/library/busybox:1.35. (containerd's CRI RemoveImage removes every
+# name of an image ID: removing the private image must not remove busybox.)
+push_private_image() {
+	local layout=$DIR/images/private-busybox out
+	if [ ! -f "$DIR/images/busybox/index.json" ]; then
+		build_image "$DIR/images/busybox" "${BUSYBOX_IMAGE##*:}" sh
+	fi
+	rm -rf "$layout"
+	cp -a "$DIR/images/busybox" "$layout"
+	umoci config --image "$layout:${BUSYBOX_IMAGE##*:}" --tag "$PRIVATE_TAG" \
+		--config.label podstep.dev/image=private-busybox
+	out=$(mktemp)
+	if ! skopeo copy --quiet --dest-tls-verify=false --dest-creds "$REG_USER:$REG_PASSWORD" \
+		"oci:$layout:$PRIVATE_TAG" "docker://$PRIVATE_IMAGE" >"$out" 2>&1; then
+		cat "$out" >&2
+		rm -f "$out"
+		registry_fail "skopeo copy to docker://$PRIVATE_IMAGE failed"
+	fi
+	rm -f "$out"
+	rm -rf "$layout"
+	private_image_pushed || registry_fail "pushed $PRIVATE_IMAGE, but GET /v2/$PRIVATE_REPO/manifests/$PRIVATE_TAG with the credentials is not 200"
+	log "registry: pushed $PRIVATE_IMAGE (user $REG_USER)"
+}
+
+# ensure_registry: the registry runs, asks for auth, and holds the private image.
+ensure_registry() {
+	local pid
+	pid=$(registry_pids | head -n 1)
+	if [ -n "$pid" ] && [ "$(v2_status)" = 401 ]; then
+		log "registry already running (pid $pid, http://$REG_ADDR)"
+	else
+		start_registry
+	fi
+	private_image_pushed || push_private_image
+}
+
 # --- main ------------------------------------------------------------------------------------------
 main() {
 	ensure_packages
@@ -335,6 +490,7 @@ main() {
 		log "containerd already running (pid $pid, dir $DIR)"
 		host_sysctls
 		ensure_images
+		ensure_registry
 		wait_ready
 		print_endpoint
 		return 0
@@ -364,6 +520,7 @@ main() {
 		sleep 0.2
 	done
 	ensure_images
+	ensure_registry
 	wait_ready "$pid"
 	print_endpoint
 }

@@ -3,8 +3,8 @@
 #
 #   1. go vet (all packages, and the integration package with its build tag)
 #   2. go test ./...                     unit tests
-#   3. as root: the integration suite against a real containerd
-#        hack/containerd-up.sh  →  go build -o $TMP/podstep ./cmd/podstep
+#   3. as root: the integration suite against a real containerd and a private registry
+#        go build -o $TMP/podstep ./cmd/podstep  →  hack/containerd-up.sh
 #        →  go test -count=1 -tags integration ./test/integration/ -v
 #        →  hack/containerd-down.sh (always, from a trap)
 #
@@ -110,8 +110,15 @@ PODSTEP_BIN=$TMP/podstep bash "$REPO_ROOT/hack/containerd-up.sh" | tee "$TMP/har
 up=$?
 ENDPOINT=$(tail -n 1 "$TMP/harness.out" | sed -n 's/^CONTAINER_RUNTIME_ENDPOINT=//p')
 SUBNET=$(sed -n 's/^CNI_SUBNET=//p' "$TMP/harness.out" | tail -n 1)
-if [ $up != 0 ] || [ -z "$ENDPOINT" ]; then
-	banner FAILED "the containerd harness did not come up (exit $up, endpoint '${ENDPOINT}'); integration suite not run"
+# harness_value KEY: the last KEY=value line the harness printed (the registry's address,
+# credentials and image, for the pull secret tests)
+harness_value() { sed -n "s/^$1=//p" "$TMP/harness.out" | tail -n 1; }
+REGISTRY=$(harness_value PODSTEP_REGISTRY)
+REGISTRY_USER=$(harness_value PODSTEP_REGISTRY_USER)
+REGISTRY_PASSWORD=$(harness_value PODSTEP_REGISTRY_PASSWORD)
+REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE)
+if [ $up != 0 ] || [ -z "$ENDPOINT" ] || [ -z "$REGISTRY" ]; then
+	banner FAILED "the containerd harness did not come up (exit $up, endpoint '${ENDPOINT}', registry '${REGISTRY}'); integration suite not run"
 	record "hack/containerd-up.sh" $((up == 0 ? 1 : up))
 	finish
 fi
@@ -123,8 +130,10 @@ if ! command -v tmux >/dev/null; then
 		echo "hack/test.sh: could not install tmux; the TUI integration test will fail"
 fi
 
-section "go test -count=1 -tags integration ./test/integration/ -v  (PODSTEP_ENDPOINT=$ENDPOINT)"
+section "go test -count=1 -tags integration ./test/integration/ -v  (PODSTEP_ENDPOINT=$ENDPOINT PODSTEP_REGISTRY=$REGISTRY)"
 PODSTEP_BIN=$TMP/podstep PODSTEP_ENDPOINT=$ENDPOINT PODSTEP_CNI_SUBNET=${SUBNET:-10.88.77.0/24} \
+	PODSTEP_REGISTRY=$REGISTRY PODSTEP_REGISTRY_USER=$REGISTRY_USER \
+	PODSTEP_REGISTRY_PASSWORD=$REGISTRY_PASSWORD PODSTEP_REGISTRY_IMAGE=$REGISTRY_IMAGE \
 	go test -count=1 -timeout 10m -tags integration ./test/integration/ -v
 record "integration suite (go test -tags integration ./test/integration/)" $?
 

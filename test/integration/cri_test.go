@@ -18,6 +18,7 @@ import (
 type criClient struct {
 	conn *grpc.ClientConn
 	rt   runtimeapi.RuntimeServiceClient
+	img  runtimeapi.ImageServiceClient
 }
 
 func dialCRI(t *testing.T, endpoint string) *criClient {
@@ -30,7 +31,7 @@ func dialCRI(t *testing.T, endpoint string) *criClient {
 		t.Fatalf("dial %s: %v", endpoint, err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &criClient{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn)}
+	return &criClient{conn: conn, rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn)}
 }
 
 func ctx10(t *testing.T) context.Context {
@@ -107,4 +108,40 @@ func (c *criClient) exec(t *testing.T, containerID string, cmd ...string) string
 		t.Fatalf("CRI ExecSync %q in %.13s: exit code %d, stdout %q, stderr %q", cmd, containerID, resp.ExitCode, resp.Stdout, resp.Stderr)
 	}
 	return string(resp.Stdout)
+}
+
+// execResult runs cmd in the container (CRI ExecSync) and returns its exit
+// code, stdout and stderr, whatever the exit code.
+func (c *criClient) execResult(t *testing.T, containerID string, cmd ...string) (int32, string, string) {
+	t.Helper()
+	resp, err := c.rt.ExecSync(ctx10(t), &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: 10})
+	if err != nil {
+		t.Fatalf("CRI ExecSync %q in %.13s: %v", cmd, containerID, err)
+	}
+	return resp.ExitCode, string(resp.Stdout), string(resp.Stderr)
+}
+
+// imageStatus returns the runtime's image for ref (CRI ImageStatus), or nil
+// when the runtime has no such image.
+func (c *criClient) imageStatus(t *testing.T, ref string) *runtimeapi.Image {
+	t.Helper()
+	resp, err := c.img.ImageStatus(ctx10(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+	if err != nil {
+		t.Fatalf("CRI ImageStatus %s: %v", ref, err)
+	}
+	return resp.Image
+}
+
+// removeImage removes ref from the runtime (CRI RemoveImage; removing an
+// absent image succeeds) and requires ImageStatus to say it is gone.
+// containerd removes every name of the image's ID, so ref must not share
+// its ID with an image other tests use.
+func (c *criClient) removeImage(t *testing.T, ref string) {
+	t.Helper()
+	if _, err := c.img.RemoveImage(ctx10(t), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}}); err != nil {
+		t.Fatalf("CRI RemoveImage %s: %v", ref, err)
+	}
+	if img := c.imageStatus(t, ref); img != nil {
+		t.Fatalf("CRI ImageStatus %s after RemoveImage: still present (id %s, tags %v)", ref, img.Id, img.RepoTags)
+	}
 }

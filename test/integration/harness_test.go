@@ -9,6 +9,7 @@
 //	PODSTEP_BIN         the podstep binary under test
 //	PODSTEP_ENDPOINT    the harness CRI endpoint, unix:///.../containerd.sock
 //	PODSTEP_CNI_SUBNET  the harness CNI subnet (default 10.88.77.0/24)
+//	PODSTEP_REGISTRY*   the harness registry, its user, password and image (registry_test.go)
 //	CI=true             a missing PODSTEP_BIN/PODSTEP_ENDPOINT fails instead of skipping
 //
 // The tests share one containerd and run serially.
