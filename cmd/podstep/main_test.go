@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -364,4 +365,75 @@ func firstDiff(want, got string) string {
 		return fmt.Sprintf("line %d, column %d:\n  want …%s\n  got  …%s", i+1, k+1, a[from:min(len(a), k+120)], b[from:min(len(b), k+120)])
 	}
 	return "(no line differs)"
+}
+
+// TestPlanHidesSecrets checks `podstep plan` (yaml, json, --crictl) shows a
+// Secret-sourced env var and a registry password only as <redacted>, in
+// clear or base64 (CRI env values are bytes, which protobuf JSON prints in
+// base64), while the PullImage request does carry the matched user.
+func TestPlanHidesSecrets(t *testing.T) {
+	const envValue, password = "TopSecretEnv-4411", "RegistryPw-9932"
+	dockercfg := base64.StdEncoding.EncodeToString([]byte(`{"auths":{"registry.example:5000":{"username":"bob","password":"` + password + `"}}}`))
+	manifest := `apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+stringData:
+  password: ` + envValue + `
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: regcred
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: ` + dockercfg + `
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: secrets
+spec:
+  imagePullSecrets:
+  - name: regcred
+  containers:
+  - name: app
+    image: registry.example:5000/team/app:1
+    imagePullPolicy: Always
+    env:
+    - name: DB_PASSWORD
+      valueFrom:
+        secretKeyRef:
+          name: db
+          key: password
+`
+	file := filepath.Join(t.TempDir(), "secrets.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crictl := t.TempDir()
+	forbidden := []string{envValue, password, base64.StdEncoding.EncodeToString([]byte(envValue)),
+		base64.StdEncoding.EncodeToString([]byte(password)), dockercfg}
+	var outputs []string
+	for _, args := range [][]string{{"plan", "-f", file}, {"plan", "-o", "json", "-f", file}, {"plan", "--crictl", crictl, "-f", file}} {
+		code, stdout, stderr := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		outputs = append(outputs, stdout, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(crictl, "*.json"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		outputs = append(outputs, string(b))
+	}
+	all := strings.Join(outputs, "\n")
+	for _, s := range forbidden {
+		if strings.Contains(all, s) {
+			t.Errorf("plan output contains the secret %q", s)
+		}
+	}
+	if !strings.Contains(outputs[0], "username: bob") || !strings.Contains(outputs[0], "password: <redacted>") {
+		t.Errorf("the planned PullImage does not show the matched credential (user bob, password redacted):\n%s", outputs[0])
+	}
 }

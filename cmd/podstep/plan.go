@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -48,7 +50,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 				return err
 			}
 			if crictlDir != "" {
-				if err := writeCrictl(crictlDir, eng); err != nil {
+				if err := writeCrictl(crictlDir, eng, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote crictl configs to %s\n", crictlDir)
@@ -142,7 +144,7 @@ func wrap(s string, width int) []string {
 // writeCrictl writes the sandbox and container configs as crictl reads
 // them: encoding/json of the Go types (crictl decodes with encoding/json,
 // so enums are numbers and int64s plain numbers, unlike protojson).
-func writeCrictl(dir string, eng *steps.Engine) error {
+func writeCrictl(dir string, eng *steps.Engine, warn io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return usageErr("--crictl: %v", err)
 	}
@@ -161,8 +163,15 @@ func writeCrictl(dir string, eng *steps.Engine) error {
 					return err
 				}
 			case *runtimeapi.CreateContainerRequest:
-				if err := write(m.Config.GetMetadata().GetName()+"-container-config.json", m.Config); err != nil {
+				name := m.Config.GetMetadata().GetName() + "-container-config.json"
+				if err := write(name, m.Config); err != nil {
 					return err
+				}
+				for _, kv := range m.Config.GetEnvs() {
+					if string(kv.Value) == cri.Mask {
+						fmt.Fprintf(warn, "note: env %s of %s comes from a Secret: its value is %s in %s; set it before `crictl create`\n",
+							kv.Key, m.Config.GetMetadata().GetName(), cri.Mask, name)
+					}
 				}
 			}
 		}

@@ -219,7 +219,9 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// SIGPIPE: whoever read stdout went away (`| head`); without it Go would
+	// die at the next write and leave the pod behind.
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	interrupted := make(chan struct{})
 	go func() {

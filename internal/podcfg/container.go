@@ -175,7 +175,7 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, in ContainerInput, en
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath:     vm.MountPath,
 			HostPath:          host,
-			Readonly:          vm.ReadOnly,
+			Readonly:          vm.ReadOnly || mustMountRO(pod, vm.Name),
 			Propagation:       prop,
 			RecursiveReadOnly: vm.ReadOnly && vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled,
 		})
@@ -203,4 +203,17 @@ func mountPropagation(p *corev1.MountPropagationMode) (runtimeapi.MountPropagati
 		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
 	}
 	return 0, fmt.Errorf("invalid MountPropagation mode: %q", *p)
+}
+
+// mustMountRO mirrors makeMounts' `mount.ReadOnly || mustMountRO`
+// (pkg/kubelet/kubelet_pods.go): the configMap, secret, downwardAPI and
+// projected plugins report their volumes read-only (Mounter.GetAttributes),
+// so the kubelet mounts them read-only whatever the volumeMount says.
+func mustMountRO(pod *corev1.Pod, name string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name {
+			return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+		}
+	}
+	return false
 }

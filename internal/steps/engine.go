@@ -84,6 +84,8 @@ type Engine struct {
 	restarting bool
 
 	rt podRuntime
+
+	redactor *cri.Redactor
 }
 
 // podRuntime is what the engine learned from the runtime and created.
@@ -181,13 +183,18 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 		e.rt.containers[c.Name] = e.newContainer(c, false)
 		e.rt.order = append(e.rt.order, c.Name)
 	}
+	// One redactor for the calls the client records and the requests the
+	// engine shows before sending (plan, TUI): registry credentials and
+	// Secret-sourced env values never leave the engine.
+	e.redactor = &cri.Redactor{}
 	if client != nil {
-		for _, c := range b.Pod.Spec.Containers {
-			client.Redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
-		}
-		for _, c := range b.Pod.Spec.InitContainers {
-			client.Redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
-		}
+		e.redactor = client.Redactor
+	}
+	for _, c := range b.Pod.Spec.Containers {
+		e.redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
+	}
+	for _, c := range b.Pod.Spec.InitContainers {
+		e.redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
 	}
 	e.plan()
 	e.attach()
@@ -222,7 +229,7 @@ func (e *Engine) Steps() []Step {
 		// the lock, so pending requests are rebuilt only when idle; in between
 		// they show what was last built.
 		if s.State == Pending && e.current == nil {
-			s.Requests = s.act.requests(e)
+			s.Requests = e.requests(s)
 		}
 		out[i] = *s
 		out[i].Calls = append([]cri.Call(nil), s.Calls...)
@@ -238,7 +245,7 @@ func (e *Engine) NextStep() (Step, bool) {
 		return Step{}, false
 	}
 	if e.current == nil {
-		e.steps[e.next].Requests = e.steps[e.next].act.requests(e)
+		e.steps[e.next].Requests = e.requests(e.steps[e.next])
 	}
 	return *e.steps[e.next], true
 }
@@ -311,7 +318,7 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 	e.current = s
 	s.State = Running
 	s.Started = e.now()
-	s.Requests = s.act.requests(e)
+	s.Requests = e.requests(s)
 	snap := *s
 	e.mu.Unlock()
 	e.emit(Event{Kind: StepStarted, Step: snap})
@@ -428,6 +435,17 @@ func (e *Engine) Retry() error {
 	e.failed = nil
 	e.next = idx
 	return nil
+}
+
+// requests builds step s's requests as they may be shown: redacted.
+func (e *Engine) requests(s *Step) []Request {
+	reqs := s.act.requests(e)
+	for i := range reqs {
+		if reqs[i].Message != nil {
+			reqs[i].Message = e.redactor.Redact(reqs[i].Message)
+		}
+	}
+	return reqs
 }
 
 // emit forwards an event to the observer.

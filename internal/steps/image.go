@@ -35,7 +35,7 @@ func (s pullStep) requests(e *Engine) []Request {
 		if c.spec.ImagePullPolicy == corev1.PullIfNotPresent {
 			note = "only if ImageStatus finds no image (pull policy IfNotPresent)"
 		}
-		auths := e.rt.auth[c.spec.Image]
+		auths := e.plannedAuth(c.spec.Image)
 		if len(auths) == 0 {
 			auths = []*runtimeapi.AuthConfig{nil}
 		}

@@ -73,7 +73,19 @@ func (pullSecretsStep) run(_ context.Context, e *Engine) Result {
 		e.rt.authSource[img] = src
 		details = append(details, kv(img, src))
 	}
-	r := ok(fmt.Sprintf("%d secret(s) resolved", len(e.pod.Spec.ImagePullSecrets)-len(missing)), details...)
+	with, without := 0, 0
+	for img := range e.rt.authSource {
+		if len(e.rt.auth[img]) > 0 {
+			with++
+		} else {
+			without++
+		}
+	}
+	summary := fmt.Sprintf("%s found; credentials matched for %d of %s", plural(len(e.pod.Spec.ImagePullSecrets)-len(missing), "secret", "secrets"), with, plural(with+without, "image", "images"))
+	if without > 0 {
+		summary += fmt.Sprintf(" (no credentials matched for %d: pulled anonymously)", without)
+	}
+	r := ok(summary, details...)
 	r.Warnings = warnings
 	return r
 }
@@ -83,4 +95,24 @@ func maskedLen(p string) string {
 		return "(empty)"
 	}
 	return "(set)"
+}
+
+// plannedAuth is the credentials a pull of img will send: those the
+// pull-secrets step matched, or, before it ran (a plan), the same lookup.
+// The requests that show them are redacted.
+func (e *Engine) plannedAuth(img string) []*runtimeapi.AuthConfig {
+	if _, done := e.rt.authSource[img]; done {
+		return e.rt.auth[img]
+	}
+	var kr credential.Keyring
+	for _, ref := range e.pod.Spec.ImagePullSecrets {
+		if s, found := e.bundle.Secret(e.pod.Namespace, ref.Name); found {
+			_ = kr.Add(s)
+		}
+	}
+	var out []*runtimeapi.AuthConfig
+	for _, h := range kr.Lookup(img) {
+		out = append(out, &runtimeapi.AuthConfig{Username: h.Username, Password: h.Password})
+	}
+	return out
 }

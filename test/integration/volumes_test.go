@@ -92,11 +92,18 @@ func TestVolumesInContainer(t *testing.T) {
 	})
 
 	t.Run("read-only mounts refuse writes", func(t *testing.T) {
-		for _, dir := range []string{"/etc/app", "/etc/creds"} {
-			code, _, stderr := c.execResult(t, app.Id, "touch", dir+"/new")
+		// /etc/app and /etc/creds say readOnly: true; /etc/podinfo, /etc/bundle
+		// and the subPath file do not, but the kubelet mounts configMap, secret,
+		// downwardAPI and projected volumes read-only anyway (mustMountRO).
+		for _, path := range []string{"/etc/app/new", "/etc/creds/new", "/etc/podinfo/new", "/etc/bundle/new"} {
+			code, _, stderr := c.execResult(t, app.Id, "touch", path)
 			if code == 0 || !strings.Contains(stderr, "Read-only file system") {
-				t.Errorf("touch %s/new: exit %d, stderr %q; want non-zero and Read-only file system", dir, code, stderr)
+				t.Errorf("touch %s: exit %d, stderr %q; want non-zero and Read-only file system", path, code, stderr)
 			}
+		}
+		code, _, stderr := c.execResult(t, app.Id, "sh", "-c", "echo changed >> /etc/app.conf")
+		if code == 0 || !strings.Contains(stderr, "Read-only file system") {
+			t.Errorf("append to the subPath file /etc/app.conf: exit %d, stderr %q; want Read-only file system", code, stderr)
 		}
 	})
 
