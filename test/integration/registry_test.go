@@ -206,15 +206,15 @@ func TestPullSecrets(t *testing.T) {
 	}{
 		{
 			pullCase: pullCase{name: "right secret IfNotPresent", key: reg.addr, user: reg.user, password: reg.password, refSecret: true, policy: "IfNotPresent"},
-			ok:       true, summary: "1 secret(s) resolved", imageDetail: masked, authUser: reg.user,
+			ok:       true, summary: "1 secret found; credentials matched for 1 of 1 image", imageDetail: masked, authUser: reg.user,
 		},
 		{
 			pullCase: pullCase{name: "right secret Always", key: reg.addr, user: reg.user, password: reg.password, refSecret: true, policy: "Always"},
-			ok:       true, summary: "1 secret(s) resolved", imageDetail: masked, authUser: reg.user,
+			ok:       true, summary: "1 secret found; credentials matched for 1 of 1 image", imageDetail: masked, authUser: reg.user,
 		},
 		{
 			pullCase: pullCase{name: "wrong password", key: reg.addr, user: reg.user, password: "Wrong-" + reg.password + "-Pw", refSecret: true, policy: "Always"},
-			summary:  "1 secret(s) resolved", imageDetail: masked, authUser: reg.user,
+			summary:  "1 secret found; credentials matched for 1 of 1 image", imageDetail: masked, authUser: reg.user,
 		},
 		{
 			pullCase: pullCase{name: "no pull secret", key: reg.addr, user: reg.user, password: reg.password, refSecret: false, policy: "IfNotPresent"},
@@ -222,7 +222,7 @@ func TestPullSecrets(t *testing.T) {
 		},
 		{
 			pullCase: pullCase{name: "secret for another registry", key: "other.example:5000", user: reg.user, password: reg.password, refSecret: true, policy: "Always"},
-			summary:  "1 secret(s) resolved", imageDetail: "no credentials matched; pulled anonymously",
+			summary:  "1 secret found; credentials matched for 0 of 1 image (no credentials matched for 1: pulled anonymously)", imageDetail: "no credentials matched; pulled anonymously",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
