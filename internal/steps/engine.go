@@ -86,6 +86,9 @@ type Engine struct {
 	rt podRuntime
 
 	redactor *cri.Redactor
+
+	keyringOnce sync.Once
+	pullKeys    *pullKeyring // the pod's pull secrets, read once (keyring())
 }
 
 // podRuntime is what the engine learned from the runtime and created.

@@ -74,14 +74,9 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	// the message is the container's waiting message instead.
 	e.tracker.Record("Warning", "FailedPostStartHook", obj, "PostStartHook failed")
 	// The kubelet kills the container whose hook failed.
-	e.tracker.Record("Normal", "Killing", obj, "FailedPostStartHook")
-	grace := e.gracePeriod()
 	var x *exit
-	if _, err := e.client.StopContainer(ctx, c.id, grace); err == nil {
-		if st, err := e.client.ContainerStatus(ctx, c.id); err == nil && st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-			ex := e.containerExited(c, st.GetStatus())
-			x = &ex
-		}
+	if ex, killed := e.killContainer(ctx, c, "FailedPostStartHook"); killed {
+		x = &ex
 	}
 	summary := "postStart hook failed; container killed"
 	if x == nil || x.restart {

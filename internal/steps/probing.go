@@ -112,23 +112,13 @@ func keepLast(d []Detail, n int) []Detail {
 }
 
 // killForProbe kills a container whose startup probe failed, as
-// computePodActions does ("Container %s failed startup probe, will be
-// restarted"), and plans its restart per restartPolicy.
+// computePodActions does, and plans its restart per restartPolicy.
 func (e *Engine) killForProbe(ctx context.Context, c *containerRuntime) (exit, bool) {
-	msg := fmt.Sprintf("Container %s failed startup probe, will be restarted", c.spec.Name)
-	e.tracker.Record("Normal", "Killing", containerObject(c), msg)
-	if _, err := e.client.StopContainer(ctx, c.id, e.gracePeriod()); err != nil {
-		return exit{}, false
-	}
-	st, err := e.client.ContainerStatus(ctx, c.id)
-	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
-		return exit{}, false
-	}
-	x := e.containerExited(c, st.GetStatus())
-	if x.restart {
+	x, killed := e.killContainer(ctx, c, fmt.Sprintf("Container %s failed startup probe, will be restarted", c.spec.Name))
+	if killed && x.restart {
 		e.scheduleRestart(c.spec.Name)
 	}
-	return x, true
+	return x, killed
 }
 
 // sleepUntilDue waits for the earliest worker tick, at most one poll interval.
@@ -188,10 +178,10 @@ func (s startupStep) run(ctx context.Context, e *Engine) Result {
 	for {
 		if w.due(time.Now()) {
 			r, out, stored := e.probeOnce(ctx, w)
-			details = keepLast(append(details, probeLine(w, r)), 10)
+			details = append(details, probeLine(w, r))
 			if stored && out == probe.Success {
 				e.tracker.Started(s.name)
-				return ok(fmt.Sprintf("startup probe passed after %s: sidecar %q started; the next init container may start", plural(w.probes, "probe", "probes"), s.name), details...)
+				return ok(fmt.Sprintf("startup probe passed after %s: sidecar %q started; the next init container may start", plural(w.probes, "probe", "probes"), s.name), keepLast(details, 10)...)
 			}
 			if stored {
 				msg := fmt.Sprintf("startup probe failed %d times in a row (failureThreshold %d)", w.spec.FailureThreshold, w.spec.FailureThreshold)
@@ -199,13 +189,13 @@ func (s startupStep) run(ctx context.Context, e *Engine) Result {
 					details = append(details, kv("next", e.restartReason(c, x.code)))
 				}
 				r := fail("Unhealthy", errors.New(msg), msg+": the kubelet kills the sidecar")
-				r.Details = details
+				r.Details = keepLast(details, 10)
 				return r
 			}
 		}
 		if err := e.sleepUntilDue(ctx, []*probeWorker{w}); err != nil {
 			r := fail("Unhealthy", err, fmt.Sprintf("sidecar %q did not start (startup probe) within %s", s.name, e.opts.InitTimeout))
-			r.Details = details
+			r.Details = keepLast(details, 10)
 			return r
 		}
 	}
@@ -259,10 +249,14 @@ func (readyStep) run(ctx context.Context, e *Engine) Result {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.ReadyTimeout)
 	defer cancel()
 	var details []Detail
+	// The pod's readiness changes only when a worker stores a result, so it
+	// is read again only then, not on every poll.
+	changed := true
 	for {
-		if podReady(e.tracker.Snapshot()) {
+		if changed && podReady(e.tracker.Snapshot()) {
 			return ok(fmt.Sprintf("the pod is Ready after %s", time.Since(start).Round(time.Millisecond)), keepLast(details, 12)...)
 		}
+		changed = false
 		now := time.Now()
 		for _, w := range ws {
 			if w.done {
@@ -280,6 +274,7 @@ func (readyStep) run(ctx context.Context, e *Engine) Result {
 			if !stored {
 				continue
 			}
+			changed = true
 			switch {
 			case w.kind == probe.KindReadiness:
 				e.tracker.SetReady(w.c.spec.Name, out == probe.Success)

@@ -29,22 +29,10 @@ func (pullSecretsStep) run(_ context.Context, e *Engine) Result {
 	if len(e.pod.Spec.ImagePullSecrets) == 0 {
 		return ok("the pod names no image pull secrets")
 	}
-	var kr credential.Keyring
-	var missing []string
-	var details []Detail
-	var warnings []string
-	for _, ref := range e.pod.Spec.ImagePullSecrets {
-		s, found := e.bundle.Secret(e.pod.Namespace, ref.Name)
-		if !found {
-			missing = append(missing, ref.Name)
-			continue
-		}
-		if err := kr.Add(s); err != nil {
-			warnings = append(warnings, err.Error())
-			continue
-		}
-		details = append(details, kv("secret "+ref.Name, "found ("+string(s.Type)+")"))
-	}
+	k := e.keyring()
+	kr, missing := &k.kr, k.missing
+	details := append([]Detail(nil), k.found...)
+	warnings := append([]string(nil), k.warnings...)
 	if len(missing) > 0 {
 		msg := fmt.Sprintf("Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
 		warnings = append(warnings, msg)
@@ -97,6 +85,37 @@ func maskedLen(p string) string {
 	return "(set)"
 }
 
+// pullKeyring is the pod's image pull secrets read into a keyring, once:
+// the manifest does not change during a run.
+type pullKeyring struct {
+	kr       credential.Keyring
+	missing  []string // secrets named but not in the manifest
+	found    []Detail // one per secret added
+	warnings []string // secrets that could not be read
+}
+
+// keyring reads the pull secrets the first time it is asked (by the
+// pull-secrets step, or by a plan showing the pull's credentials).
+func (e *Engine) keyring() *pullKeyring {
+	e.keyringOnce.Do(func() {
+		k := &pullKeyring{}
+		for _, ref := range e.pod.Spec.ImagePullSecrets {
+			s, found := e.bundle.Secret(e.pod.Namespace, ref.Name)
+			if !found {
+				k.missing = append(k.missing, ref.Name)
+				continue
+			}
+			if err := k.kr.Add(s); err != nil {
+				k.warnings = append(k.warnings, err.Error())
+				continue
+			}
+			k.found = append(k.found, kv("secret "+ref.Name, "found ("+string(s.Type)+")"))
+		}
+		e.pullKeys = k
+	})
+	return e.pullKeys
+}
+
 // plannedAuth is the credentials a pull of img will send: those the
 // pull-secrets step matched, or, before it ran (a plan), the same lookup.
 // The requests that show them are redacted.
@@ -104,14 +123,8 @@ func (e *Engine) plannedAuth(img string) []*runtimeapi.AuthConfig {
 	if _, done := e.rt.authSource[img]; done {
 		return e.rt.auth[img]
 	}
-	var kr credential.Keyring
-	for _, ref := range e.pod.Spec.ImagePullSecrets {
-		if s, found := e.bundle.Secret(e.pod.Namespace, ref.Name); found {
-			_ = kr.Add(s)
-		}
-	}
 	var out []*runtimeapi.AuthConfig
-	for _, h := range kr.Lookup(img) {
+	for _, h := range e.keyring().kr.Lookup(img) {
 		out = append(out, &runtimeapi.AuthConfig{Username: h.Username, Password: h.Password})
 	}
 	return out

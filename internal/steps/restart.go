@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // shouldRestart mirrors kubecontainer.ShouldContainerBeRestarted
@@ -44,6 +45,23 @@ func (e *Engine) restartReason(c *containerRuntime, exitCode int32) string {
 	return fmt.Sprintf("restartPolicy %s: exit code %d is %s", e.pod.Spec.RestartPolicy, exitCode, verb)
 }
 
+// killContainer mirrors killContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go)
+// for a container the kubelet kills while the pod runs (a failed postStart
+// hook or startup probe): a Killing event with message, StopContainer with
+// the grace period, then the exit as ContainerStatus reports it. It reports
+// false when the container could not be stopped or did not exit.
+func (e *Engine) killContainer(ctx context.Context, c *containerRuntime, message string) (exit, bool) {
+	e.tracker.Record("Normal", "Killing", containerObject(c), message)
+	if _, err := e.client.StopContainer(ctx, c.id, e.gracePeriod()); err != nil {
+		return exit{}, false
+	}
+	st, err := e.client.ContainerStatus(ctx, c.id)
+	if err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+		return exit{}, false
+	}
+	return e.containerExited(c, st.GetStatus()), true
+}
+
 // scheduleRestart plans the kubelet's next syncs for container name right
 // after the running step: the back-off check, then the container's steps
 // again (a new container, attempt+1), and a relist to watch it. It is
@@ -70,23 +88,11 @@ func (e *Engine) scheduleRestart(name string) {
 	}
 	// A restarted regular container or sidecar is watched again, unless a
 	// relist is still to come.
-	if !c.init || isSidecar(c.spec) {
-		pending := false
-		for _, s := range e.steps[e.next+1:] {
-			pending = pending || (s.Name == "relist" && s.State == Pending)
-		}
-		if !pending && e.opts.Settle > 0 {
-			add(StageContainers, "relist", relistTitle, "", relistStep{})
-		}
+	if (!c.init || isSidecar(c.spec)) && e.opts.Settle > 0 && !e.pendingLocked("relist") {
+		add(StageContainers, "relist", relistTitle, "", relistStep{})
 	}
-	if e.opts.WaitReady {
-		pending := false
-		for _, s := range e.steps[e.next+1:] {
-			pending = pending || (s.Name == "ready" && s.State == Pending)
-		}
-		if !pending {
-			add(StageReady, "ready", readyTitle, "", readyStep{})
-		}
+	if e.opts.WaitReady && !e.pendingLocked("ready") {
+		add(StageReady, "ready", readyTitle, "", readyStep{})
 	}
 	at := e.next + 1
 	rest := append(added, e.steps[at:]...)
@@ -95,6 +101,17 @@ func (e *Engine) scheduleRestart(name string) {
 		s.ID = i + 1
 	}
 	e.restarting = true
+}
+
+// pendingLocked says whether a step named name is still to come after the
+// running one. Must be called with e.mu held.
+func (e *Engine) pendingLocked(name string) bool {
+	for _, s := range e.steps[e.next+1:] {
+		if s.Name == name && s.State == Pending {
+			return true
+		}
+	}
+	return false
 }
 
 // backoffStep mirrors the back-off check the kubelet makes before starting a
