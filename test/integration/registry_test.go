@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -429,42 +428,12 @@ func TestPullSecretNotInPlan(t *testing.T) {
 // shows the password, the auth value or the Secret's data.
 func TestPullSecretNotInTUI(t *testing.T) {
 	e, reg := setupRegistry(t)
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatalf("tmux is needed to drive the TUI in a terminal (hack/test.sh installs it): %v", err)
-	}
 	m := writePullManifest(t, reg, pullCase{key: reg.addr, user: reg.user, password: reg.password, refSecret: true, policy: "Always"})
 	freshImage(t, e, reg)
 	d := newDirs(t)
-	session := "podstep-tui-secret-it"
-	exec.Command(tmux, "kill-session", "-t", session).Run()
-	done := filepath.Join(t.TempDir(), "exit-code")
-	cmdline := strings.Join([]string{e.bin, "run", "-f", m.path, "-r", e.endpoint, "--grace-period", "0",
-		"--root-dir", d.root, "--log-dir", d.logs}, " ") + "; echo $? > " + done + "; sleep 60"
-	if out, err := exec.Command(tmux, "new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmdline).CombinedOutput(); err != nil {
-		t.Fatalf("tmux: %v: %s", err, out)
-	}
-	defer exec.Command(tmux, "kill-session", "-t", session).Run()
-	var frames []string
-	capture := func() string {
-		out, _ := exec.Command(tmux, "capture-pane", "-p", "-t", session).Output()
-		return string(out)
-	}
-	waitFor := func(what string, ok func(string) bool) string {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			f := capture()
-			if ok(f) {
-				frames = append(frames, f)
-				return f
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; screen:\n%s", what, f)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	key := func(k string) { exec.Command(tmux, "send-keys", "-t", session, k).Run() }
+	tui := startTUI(t, "podstep-tui-secret-it", 200, 60, e.bin, "run", "-f", m.path, "-r", e.endpoint, "--grace-period", "0",
+		"--root-dir", d.root, "--log-dir", d.logs)
+	waitFor, key := tui.waitFor, tui.key
 	planCount := regexp.MustCompile(`plan 0/(\d+)`)
 	first := waitFor("the first screen", func(f string) bool { return planCount.MatchString(f) })
 	total, _ := strconv.Atoi(planCount.FindStringSubmatch(first)[1])
@@ -486,28 +455,13 @@ func TestPullSecretNotInTUI(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				key("Tab")
 				time.Sleep(200 * time.Millisecond)
-				frames = append(frames, capture())
+				tui.frames = append(tui.frames, tui.capture())
 			}
 		}
 	}
 	waitFor("the pod to run", func(f string) bool { return strings.Contains(f, "Running") })
-	key("q")
-	waitFor("the teardown prompt", func(f string) bool { return strings.Contains(f, "tear the pod down?") })
-	key("Enter")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(done); err == nil {
-			if code := strings.TrimSpace(string(b)); code != "0" {
-				t.Errorf("podstep exited %s, want 0; screen:\n%s", code, capture())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("podstep did not exit after q, Enter; screen:\n%s", capture())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	frames = append(frames, capture())
+	tui.quitWithTeardown()
+	frames := tui.frames
 
 	if !strings.Contains(secretsFrame, "secret regcred") || !strings.Contains(secretsFrame, fmt.Sprintf("registry %q, user %s, password (set)", reg.addr, reg.user)) {
 		t.Errorf("the pull-secrets frame does not show the secret, registry and masked password:\n%s", secretsFrame)

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,40 +18,12 @@ import (
 // The final frame must show the pod Running, and nothing may be left.
 func TestTUIRunsPodOnContainerd(t *testing.T) {
 	e := setup(t)
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Fatalf("tmux is needed to drive the TUI in a terminal (hack/test.sh installs it): %v", err)
-	}
 	d := newDirs(t)
-	session := "podstep-tui-it"
-	exec.Command(tmux, "kill-session", "-t", session).Run()
-	done := filepath.Join(t.TempDir(), "exit-code")
-	cmdline := strings.Join([]string{e.bin, "run", "-f", e.pod("hello"), "-r", e.endpoint, "--grace-period", "0",
-		"--root-dir", d.root, "--log-dir", d.logs}, " ") + "; echo $? > " + done + "; sleep 60"
-	if out, err := exec.Command(tmux, "new-session", "-d", "-s", session, "-x", "100", "-y", "30", cmdline).CombinedOutput(); err != nil {
-		t.Fatalf("tmux: %v: %s", err, out)
-	}
-	defer exec.Command(tmux, "kill-session", "-t", session).Run()
-	capture := func() string {
-		out, _ := exec.Command(tmux, "capture-pane", "-p", "-t", session).Output()
-		return string(out)
-	}
-	waitFor := func(what string, ok func(string) bool) string {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			f := capture()
-			if ok(f) {
-				return f
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; screen:\n%s", what, f)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	waitFor("the first screen", func(f string) bool { return strings.Contains(f, "1 admit") && !strings.Contains(f, "SIMULATED") })
-	exec.Command(tmux, "send-keys", "-t", session, "c").Run()
-	final := waitFor("the pod to run", func(f string) bool {
+	tui := startTUI(t, "podstep-tui-it", 100, 30, e.bin, "run", "-f", e.pod("hello"), "-r", e.endpoint, "--grace-period", "0",
+		"--root-dir", d.root, "--log-dir", d.logs)
+	tui.waitFor("the first screen", func(f string) bool { return strings.Contains(f, "1 admit") && !strings.Contains(f, "SIMULATED") })
+	tui.key("c")
+	final := tui.waitFor("the pod to run", func(f string) bool {
 		// admit … start/hello, then the relist step.
 		return strings.Contains(f, "plan 11/11") && strings.Contains(f, "Running")
 	})
@@ -59,25 +32,87 @@ func TestTUIRunsPodOnContainerd(t *testing.T) {
 			t.Errorf("final frame lacks %q:\n%s", want, final)
 		}
 	}
-	exec.Command(tmux, "send-keys", "-t", session, "q").Run()
-	waitFor("the teardown prompt", func(f string) bool { return strings.Contains(f, "tear the pod down?") })
-	exec.Command(tmux, "send-keys", "-t", session, "Enter").Run()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if b, err := os.ReadFile(done); err == nil {
-			if code := strings.TrimSpace(string(b)); code != "0" {
-				t.Errorf("podstep exited %s, want 0; screen:\n%s", code, capture())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("podstep did not exit after q, Enter; screen:\n%s", capture())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	tui.quitWithTeardown()
 	if c := dialCRI(t, e.endpoint); len(c.managedSandboxes(t)) != 0 {
 		t.Errorf("sandboxes left after quitting the TUI with teardown")
 	}
 	assertEmptyDir(t, "pod dirs", filepath.Join(d.root, "pods"))
 	assertEmptyDir(t, "log dirs", d.logs)
+}
+
+// tuiSession is podstep running in a real terminal: a detached tmux session.
+type tuiSession struct {
+	t       *testing.T
+	tmux    string
+	session string
+	done    string // where the shell writes podstep's exit code
+	// frames are every screen waitFor returned, and those captured by the test.
+	frames []string
+}
+
+// startTUI runs the command line args in a new tmux session of cols x rows;
+// the session is killed when the test ends.
+func startTUI(t *testing.T, session string, cols, rows int, args ...string) *tuiSession {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatalf("tmux is needed to drive the TUI in a terminal (hack/test.sh installs it): %v", err)
+	}
+	s := &tuiSession{t: t, tmux: tmux, session: session, done: filepath.Join(t.TempDir(), "exit-code")}
+	exec.Command(tmux, "kill-session", "-t", session).Run()
+	cmdline := strings.Join(args, " ") + "; echo $? > " + s.done + "; sleep 60"
+	if out, err := exec.Command(tmux, "new-session", "-d", "-s", session, "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows), cmdline).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command(tmux, "kill-session", "-t", session).Run() })
+	return s
+}
+
+// capture returns the screen now.
+func (s *tuiSession) capture() string {
+	out, _ := exec.Command(s.tmux, "capture-pane", "-p", "-t", s.session).Output()
+	return string(out)
+}
+
+// key types one key (tmux send-keys names: "n", "Tab", "Enter").
+func (s *tuiSession) key(k string) { exec.Command(s.tmux, "send-keys", "-t", s.session, k).Run() }
+
+// waitFor polls the screen until ok accepts it (30 s at most) and returns it.
+func (s *tuiSession) waitFor(what string, ok func(string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f := s.capture()
+		if ok(f) {
+			s.frames = append(s.frames, f)
+			return f
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out waiting for %s; screen:\n%s", what, f)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// quitWithTeardown quits with q, answers the teardown prompt with Enter
+// (tear down), and checks podstep exits 0.
+func (s *tuiSession) quitWithTeardown() {
+	s.t.Helper()
+	s.key("q")
+	s.waitFor("the teardown prompt", func(f string) bool { return strings.Contains(f, "tear the pod down?") })
+	s.key("Enter")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(s.done); err == nil {
+			if code := strings.TrimSpace(string(b)); code != "0" {
+				s.t.Errorf("podstep exited %s, want 0; screen:\n%s", code, s.capture())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("podstep did not exit after q, Enter; screen:\n%s", s.capture())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.frames = append(s.frames, s.capture())
 }
