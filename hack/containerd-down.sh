@@ -7,8 +7,8 @@ set -euo pipefail
 
 DIR=${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}
 CNI_SUBNET=${PODSTEP_CNI_SUBNET:-10.88.77.0/24}
-CNI_BRIDGE=podstep0
-CNI_NETWORK=podstep
+CNI_BRIDGE=${PODSTEP_CNI_BRIDGE:-podstep0}
+CNI_NETWORK=${PODSTEP_CNI_NETWORK:-podstep}
 
 SOCK=$DIR/run/containerd.sock
 CONFIG=$DIR/config.toml

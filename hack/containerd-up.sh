@@ -13,8 +13,8 @@ set -euo pipefail
 
 DIR=${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}
 CNI_SUBNET=${PODSTEP_CNI_SUBNET:-10.88.77.0/24}
-CNI_BRIDGE=podstep0
-CNI_NETWORK=podstep
+CNI_BRIDGE=${PODSTEP_CNI_BRIDGE:-podstep0}
+CNI_NETWORK=${PODSTEP_CNI_NETWORK:-podstep}
 BUSYBOX_IMAGE=docker.io/library/busybox:1.35
 PAUSE_IMAGE=podstep.local/pause:1.0
 WAIT_SECONDS=${PODSTEP_HARNESS_WAIT:-30}
@@ -52,6 +52,11 @@ die() {
 	die "PODSTEP_CNI_SUBNET=$CNI_SUBNET: expected an IPv4 CIDR such as 10.88.77.0/24"
 [[ $REG_PORT =~ ^[0-9]{1,5}$ ]] && [ "$REG_PORT" -ge 1 ] && [ "$REG_PORT" -le 65535 ] ||
 	die "PODSTEP_REGISTRY_PORT=$REG_PORT: expected a TCP port number such as 5055"
+# A second harness beside the first (a dev one, another runtime) needs its own bridge and network.
+[[ $CNI_BRIDGE =~ ^[a-z][a-z0-9-]{0,14}$ ]] ||
+	die "PODSTEP_CNI_BRIDGE=$CNI_BRIDGE: expected an interface name of at most 15 characters such as podstep0"
+[[ $CNI_NETWORK =~ ^[a-z][a-z0-9-]*$ ]] ||
+	die "PODSTEP_CNI_NETWORK=$CNI_NETWORK: expected a CNI network name such as podstep"
 
 # --- packages --------------------------------------------------------------------------------
 ensure_packages() {
