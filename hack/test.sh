@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # podstep's one test command:  bash hack/test.sh
 #
-#   1. go vet (all packages, and the integration package with its build tag)
+#   1. go vet (all packages, and the integration package with its build tag); go mod tidy -diff
 #   2. go test ./...                     unit tests
 #   3. as root: the integration suite against a real containerd and a private registry
 #        go build -o $TMP/podstep ./cmd/podstep  →  hack/containerd-up.sh
@@ -62,6 +62,10 @@ record "go vet ./..." $?
 section "go vet -tags integration ./test/integration/"
 go vet -tags integration ./test/integration/
 record "go vet -tags integration ./test/integration/" $?
+
+section "go mod tidy -diff"
+go mod tidy -diff
+record "go mod tidy -diff (go.mod and go.sum are tidy)" $?
 
 # --- 2. unit tests -----------------------------------------------------------------------------
 section "go test ./..."
