@@ -153,9 +153,9 @@ next:
 // returns its methods in order, without the polling calls the trace folds.
 func traceMethods(t *testing.T, name string, skip ...string) []string {
 	t.Helper()
-	data, err := os.ReadFile(repoFile("../shared/reference/kubelet-cri-traces/" + name + ".calls.txt"))
+	data, err := os.ReadFile(repoFile("testdata/kubelet-traces/" + name + ".calls.txt"))
 	if err != nil {
-		t.Skipf("reference traces not available: %v", err)
+		t.Fatalf("reference trace: %v", err)
 	}
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
@@ -204,7 +204,7 @@ func TestCallOrderMatchesKubeletTrace(t *testing.T) {
 				}
 			}
 			c := newSim(t)
-			e := runAll(t, load(t, repoFile("../shared/reference/kubelet-cri-traces/"+name+".yaml")), c, testOptions(t))
+			e := runAll(t, load(t, repoFile("testdata/kubelet-traces/"+name+".yaml")), c, testOptions(t))
 			if f, failed := e.Failed(); failed {
 				t.Fatalf("step %s failed: %s", f.Name, f.Result.Message)
 			}
