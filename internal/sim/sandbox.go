@@ -50,6 +50,20 @@ func sandboxNotFound(id string) error {
 	return status.Error(codes.NotFound, fmt.Sprintf("an error occurred when try to find sandbox %q: not found", id))
 }
 
+// getSandbox returns the sandbox with the given ID: InvalidArgument for an
+// empty ID, NotFound for an unknown one (missing=true) or nil with no error
+// (missing=false, for calls that succeed on unknown IDs). Callers hold s.mu.
+func (s *service) getSandbox(id string, missingIsError bool) (*sandbox, error) {
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "sandbox id must be set")
+	}
+	sb := s.sandboxes[id]
+	if sb == nil && missingIsError {
+		return nil, sandboxNotFound(id)
+	}
+	return sb, nil
+}
+
 // hostNetwork reports whether the sandbox uses the node's network namespace.
 func hostNetwork(cfg *runtimeapi.PodSandboxConfig) bool {
 	return cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
@@ -122,15 +136,11 @@ func (s *service) stopSandbox(sb *sandbox) {
 // StopPodSandbox implements runtimeapi.RuntimeServiceServer. Stopping a
 // stopped sandbox is a no-op; an unknown ID is NotFound, as in containerd.
 func (s *service) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest) (*runtimeapi.StopPodSandboxResponse, error) {
-	id := req.GetPodSandboxId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "sandbox id must be set")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb := s.sandboxes[id]
-	if sb == nil {
-		return nil, sandboxNotFound(id)
+	sb, err := s.getSandbox(req.GetPodSandboxId(), true)
+	if err != nil {
+		return nil, err
 	}
 	s.stopSandbox(sb)
 	return &runtimeapi.StopPodSandboxResponse{}, nil
@@ -141,12 +151,12 @@ func (s *service) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandb
 // released. Removing an unknown ID succeeds, as in containerd.
 func (s *service) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSandboxRequest) (*runtimeapi.RemovePodSandboxResponse, error) {
 	id := req.GetPodSandboxId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "sandbox id must be set")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb := s.sandboxes[id]
+	sb, err := s.getSandbox(id, false)
+	if err != nil {
+		return nil, err
+	}
 	if sb == nil {
 		return &runtimeapi.RemovePodSandboxResponse{}, nil
 	}
@@ -163,15 +173,11 @@ func (s *service) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 
 // PodSandboxStatus implements runtimeapi.RuntimeServiceServer.
 func (s *service) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxStatusRequest) (*runtimeapi.PodSandboxStatusResponse, error) {
-	id := req.GetPodSandboxId()
-	if id == "" {
-		return nil, status.Error(codes.InvalidArgument, "sandbox id must be set")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb := s.sandboxes[id]
-	if sb == nil {
-		return nil, sandboxNotFound(id)
+	sb, err := s.getSandbox(req.GetPodSandboxId(), true)
+	if err != nil {
+		return nil, err
 	}
 	cfg := sb.config
 	st := &runtimeapi.PodSandboxStatus{
