@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/podstep/podstep/internal/golden"
+)
 
 // bin is the podstep binary built once for the tests that need a process
 // (signals, stdin).
@@ -138,21 +137,10 @@ func normalize(s, root, logs string) string {
 	return s
 }
 
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name (-update rewrites it).
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		os.WriteFile(path, []byte(got), 0o644)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/podstep -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (go test ./cmd/podstep -update to accept): %s", path, firstDiff(string(want), got))
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 // TestAutoGolden runs test pods against the simulated runtime through the
@@ -173,7 +161,7 @@ func TestAutoGolden(t *testing.T) {
 					checkJSON(t, out)
 				}
 				if !skipGolden {
-					golden(t, "auto-"+pod+"."+format, normalize(out, root, logs))
+					checkGolden(t, "auto-"+pod+"."+format, normalize(out, root, logs))
 				}
 				assertEmpty(t, filepath.Join(root, "pods"))
 			})
@@ -341,30 +329,6 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "podstep ") || !strings.Contains(out, "cri-api") {
 		t.Fatalf("version: %d %q", code, out)
 	}
-}
-
-// firstDiff shows the first differing line of two texts, around the change.
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a == b {
-			continue
-		}
-		k := 0
-		for k < len(a) && k < len(b) && a[k] == b[k] {
-			k++
-		}
-		from := max(0, k-80)
-		return fmt.Sprintf("line %d, column %d:\n  want …%s\n  got  …%s", i+1, k+1, a[from:min(len(a), k+120)], b[from:min(len(b), k+120)])
-	}
-	return "(no line differs)"
 }
 
 // TestPlanHidesSecrets checks `podstep plan` (yaml, json, --crictl) shows a

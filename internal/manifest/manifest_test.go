@@ -2,17 +2,16 @@ package manifest
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/podstep/podstep/internal/golden"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden testdata/bad/*.err files")
 
 // repoRoot is the module root, relative to this package's directory.
 const repoRoot = "../.."
@@ -51,21 +50,7 @@ func TestBadManifests(t *testing.T) {
 			if _, ok := err.(*Error); !ok {
 				t.Fatalf("Parse(%s) error is %T wrapping *Error, want *Error itself", rel, err)
 			}
-			golden := strings.TrimSuffix(f, ".yaml") + ".err"
-			got := err.Error() + "\n"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, rerr := os.ReadFile(golden)
-			if rerr != nil {
-				t.Fatalf("%v (run go test ./internal/manifest -update)", rerr)
-			}
-			if got != string(want) {
-				t.Errorf("Parse(%s) error:\n got: %s\nwant: %s", rel, got, want)
-			}
+			golden.Check(t, strings.TrimSuffix(f, ".yaml")+".err", err.Error()+"\n")
 		})
 	}
 }

@@ -3,17 +3,15 @@ package podcfg
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/podstep/podstep/internal/golden"
+
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 // stableJSON renders a message as protojson, re-indented so the output does
 // not depend on protojson's deliberately unstable whitespace.
@@ -76,20 +74,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			path := filepath.Join("testdata", strings.TrimSuffix(tc.manifest, ".yaml")+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the golden file (run go test -update and review the diff):\n%s", path, got)
-			}
+			golden.Check(t, filepath.Join("testdata", strings.TrimSuffix(tc.manifest, ".yaml")+".golden"), string(got))
 		})
 	}
 }

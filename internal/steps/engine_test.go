@@ -2,13 +2,14 @@ package steps
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/internal/golden"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -17,8 +18,6 @@ import (
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/sim"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // repoFile is a path relative to the repository root.
 func repoFile(p string) string { return filepath.Join("..", "..", p) }
@@ -94,28 +93,8 @@ func TestPlanOrder(t *testing.T) {
 					t.Errorf("step %s: missing Mirrors or Explain", s.Name)
 				}
 			}
-			golden(t, repoFile("testdata/plans/"+name+".golden"), b.String())
+			golden.Check(t, repoFile("testdata/plans/"+name+".golden"), b.String())
 		})
-	}
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs (run with -update to accept):\n--- want\n%s\n--- got\n%s", path, want, got)
 	}
 }
 

@@ -19,7 +19,7 @@ func TestFrames(t *testing.T) {
 		t.Run("first"+suffix, func(t *testing.T) {
 			h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{Breaks: []steps.Stage{steps.StageContainers}})
 			h.resize(sz.w, sz.h)
-			golden(t, "first"+suffix, h.frame())
+			checkGolden(t, "first"+suffix, h.frame())
 		})
 		t.Run("sandbox"+suffix, func(t *testing.T) {
 			h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
@@ -27,19 +27,19 @@ func TestFrames(t *testing.T) {
 			for h.m.lastID < 6 {
 				h.press("space")
 			}
-			golden(t, "sandbox"+suffix, h.frame())
+			checkGolden(t, "sandbox"+suffix, h.frame())
 		})
 		t.Run("failed"+suffix, func(t *testing.T) {
 			h := newHarness(t, loadBundle(t, "testdata/fail.yaml"), Options{})
 			h.resize(sz.w, sz.h)
 			h.press("c")
-			golden(t, "failed"+suffix, h.frame())
+			checkGolden(t, "failed"+suffix, h.frame())
 		})
 		t.Run("help"+suffix, func(t *testing.T) {
 			h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
 			h.resize(sz.w, sz.h)
 			h.press("?")
-			golden(t, "help"+suffix, h.frame())
+			checkGolden(t, "help"+suffix, h.frame())
 		})
 	}
 }

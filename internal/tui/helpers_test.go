@@ -4,13 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/internal/golden"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -22,13 +23,6 @@ import (
 	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/steps"
 )
-
-// updating reports -update (the flag is registered by teatest's golden
-// package, which this package's tests link in).
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // epoch is the fake clock's start: frames show fixed times.
 var epoch = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
@@ -239,22 +233,10 @@ func (h *harness) countCalls(method string) int {
 	return n
 }
 
-func golden(t *testing.T, name, got string) {
+// checkGolden compares a frame with testdata/name.golden (-update rewrites it).
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if updating() {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/tui -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("frame %s differs from %s (go test ./internal/tui -update rewrites it)\n--- got:\n%s\n--- want:\n%s", name, path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 func repoFile(p string) string { return filepath.Join("..", "..", p) }

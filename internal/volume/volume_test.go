@@ -3,7 +3,6 @@ package volume
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -13,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podstep/podstep/internal/golden"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // fakeSource holds ConfigMaps and Secrets of namespace "default".
 type fakeSource struct {
@@ -120,22 +119,10 @@ func render(t *testing.T, dir string, secret bool) string {
 	return b.String()
 }
 
-func golden(t *testing.T, name, got string) {
+// checkGolden compares got with testdata/name.golden (-update rewrites it).
+func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/volume -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from the golden file (go test ./internal/volume -update):\n--- got\n%s--- want\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 // TestGoldenTrees sets up atomic-writer volumes and compares the trees.
@@ -200,7 +187,7 @@ func TestGoldenTrees(t *testing.T) {
 			if r.Path != dir || r.Tmpfs {
 				t.Errorf("result path %q tmpfs %v", r.Path, r.Tmpfs)
 			}
-			golden(t, c.name, render(t, dir, r.Secret))
+			checkGolden(t, c.name, render(t, dir, r.Secret))
 			if strings.HasPrefix(c.name, "secret") && !r.Secret {
 				t.Error("a secret volume is not marked Secret")
 			}
