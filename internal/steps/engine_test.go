@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podstep/podstep/internal/sim/simtest"
+
 	"github.com/podstep/podstep/internal/golden"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -25,20 +27,7 @@ func repoFile(p string) string { return filepath.Join("..", "..", p) }
 // newSim starts a simulated runtime and a client for it.
 func newSim(t *testing.T) *cri.Client {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "steps-sim")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(); srv.Stop(); os.RemoveAll(dir) })
-	return c
+	return simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
 }
 
 func load(t *testing.T, file string) *manifest.Bundle {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/podstep/podstep/internal/sim/simtest"
+
 	"github.com/podstep/podstep/internal/golden"
 
 	tea "charm.land/bubbletea/v2"
@@ -79,14 +81,7 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	t.Helper()
 	root := newRoot(t)
 	clk := &clock{t: epoch}
-	srv, err := sim.StartWithOptions(filepath.Join(root, "sim"), sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := cri.Dial(srv.Endpoint(), "", cri.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := simtest.Client(t, sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
 	feed := NewFeed()
 	eng, err := steps.New(b, client, steps.Options{
 		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
@@ -105,9 +100,7 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	h := &harness{t: t, m: m, eng: eng, client: client, root: root}
 	t.Cleanup(func() {
 		m.stopRun()
-		eng.Teardown(context.Background())
-		client.Close()
-		srv.Stop()
+		eng.Teardown(context.Background()) // before simtest's cleanup stops the runtime
 	})
 	return h
 }
