@@ -2,7 +2,7 @@
 # podstep's one test command:  bash hack/test.sh
 #
 #   1. go vet (all packages, and the integration package with its build tag); go mod tidy -diff
-#   2. go test ./...                     unit tests
+#   2. go test ./...                     unit tests; go test -race on the concurrent packages
 #   3. as root: the integration suite against a real containerd and a private registry
 #        go build -o $TMP/podstep ./cmd/podstep  →  hack/containerd-up.sh
 #        →  go test -count=1 -tags integration ./test/integration/ -v
@@ -71,6 +71,14 @@ record "go mod tidy -diff (go.mod and go.sum are tidy)" $?
 section "go test ./..."
 go test ./...
 record "go test ./... (unit)" $?
+
+# The packages with goroutines (the engine and its actions, the TUI, the pod state tracker, the
+# CRI client and its hooks, the simulated runtime, the signal handling in cmd) again under the
+# race detector.
+RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./cmd/podstep)
+section "go test -race ${RACE_PKGS[*]}"
+go test -race "${RACE_PKGS[@]}"
+record "go test -race (concurrent packages)" $?
 
 # --- 3. integration ----------------------------------------------------------------------------
 if [ "$(id -u)" != 0 ]; then
