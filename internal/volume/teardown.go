@@ -116,11 +116,8 @@ func TeardownMounts(dir string) ([]Mount, error) {
 		if m.Path == abs {
 			continue // never the volumes dir itself
 		}
-		err := syscall.Unmount(m.Path, 0)
-		if errors.Is(err, syscall.EBUSY) {
-			// A container may still hold it; detach it as umount -l would.
-			err = syscall.Unmount(m.Path, syscall.MNT_DETACH)
-		}
+		// A container may still hold it (EBUSY): unmount detaches it then.
+		err := unmount(m.Path)
 		if err != nil && !errors.Is(err, syscall.EINVAL) {
 			errs = append(errs, fmt.Errorf("UnmountVolume.TearDown failed for %s (%s): %w", m.Path, m.FSType, err))
 			continue
