@@ -126,3 +126,37 @@ func TeardownMounts(dir string) ([]Mount, error) {
 	}
 	return done, errors.Join(errs...)
 }
+
+// TeardownPod unmounts everything podstep mounted for the pod whose dir is
+// podDir (<root>/pods/<uid>), so that the dir can be removed: first the
+// subPath bind mounts (CleanSubPaths, as UnmountVolume does before each
+// volume's TearDown), then the volumes' tmpfs (TeardownMounts). It fails
+// if anything is still mounted below podDir: removing the dir then would
+// delete through the mount (a subPath of a hostPath volume is the host's
+// own files). It returns what it unmounted. A missing dir is not an error.
+func TeardownPod(podDir string) ([]Mount, error) {
+	done, err := CleanSubPaths(podDir)
+	if err != nil {
+		return done, fmt.Errorf("error cleaning subPath mounts: %w", err)
+	}
+	ms, err := TeardownMounts(filepath.Join(podDir, "volumes"))
+	done = append(done, ms...)
+	if err != nil {
+		return done, err
+	}
+	left, err := Mounts(podDir)
+	if err != nil {
+		return done, err
+	}
+	abs, _ := filepath.Abs(podDir)
+	var still []string
+	for _, m := range left {
+		if m.Path != abs {
+			still = append(still, m.Path)
+		}
+	}
+	if len(still) > 0 {
+		return done, fmt.Errorf("still mounted below %s, not removing it: %s", podDir, strings.Join(still, ", "))
+	}
+	return done, nil
+}
