@@ -145,7 +145,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		e.tracker.RestartCount(s.name, c.restarts)
 	}
 	e.tracker.Record("Normal", "Created", obj, "Created container: "+s.name)
-	r := ok("container "+shortID(resp.ContainerId)+" created",
+	r := ok("container "+shortID(resp.ContainerId)+" created"+subPaths.summary(),
 		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))
 	r.Details = append(r.Details, subPaths.details...)
 	r.Warnings = subPaths.warnings

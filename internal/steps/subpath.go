@@ -13,7 +13,20 @@ import (
 type subPathLog struct {
 	details  []Detail
 	warnings []string
+	bound    int   // bind-mounted (or reused)
+	checked  int   // checked only (not root)
 	err      error // the refusal, if one was
+}
+
+// summary is the create step's summary suffix: ", 2 subPaths bind-mounted".
+func (l *subPathLog) summary() string {
+	switch {
+	case l.bound > 0:
+		return ", " + plural(l.bound, "subPath", "subPaths") + " bind-mounted"
+	case l.checked > 0:
+		return ", " + plural(l.checked, "subPath", "subPaths") + " checked (not bind-mounted: not root)"
+	}
+	return ""
 }
 
 // volumeSubPath is sp for the volume package: the kubelet's subpath.Subpath
@@ -63,6 +76,11 @@ func (e *Engine) prepareSubPath(c *containerRuntime, log *subPathLog) func(podcf
 			v = fmt.Sprintf("%s: opened %s without following symlinks, bind-mounted it at %s, sent as the host path", what, r.Source, r.HostPath)
 		default:
 			v = fmt.Sprintf("%s: checked %s, sent as the host path (not bind-mounted)", what, r.Source)
+		}
+		if r.Bound {
+			log.bound++
+		} else {
+			log.checked++
 		}
 		if r.Created {
 			v += "; the subPath did not exist: made it as a directory with the volume's mode"
