@@ -60,8 +60,9 @@ func (e *Engine) prepareSubPath(c *containerRuntime, log *subPathLog) func(podcf
 		if err != nil {
 			log.err = err
 			cause := err.Error()
-			if u := errors.Unwrap(err); u != nil {
-				cause = u.Error()
+			var se *volume.SubPathError
+			if errors.As(err, &se) {
+				cause = se.Err.Error()
 			}
 			log.details = append(log.details,
 				kv("subPath", what+" refused: "+cause),
