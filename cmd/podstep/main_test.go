@@ -324,6 +324,20 @@ func TestPlanCrictl(t *testing.T) {
 	}
 }
 
+// TestPlanCrictlSubPath: as root, a subPath mount's host_path is the bind
+// mount `podstep run` makes under volume-subpaths, which crictl does not
+// make; the note says so. Without root it is <volume>/<subPath>: no note.
+func TestPlanCrictlSubPath(t *testing.T) {
+	code, _, errOut := run(t, "plan", "-f", "../../testdata/pods/volumes.yaml", "--crictl", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	note := "note: mount /etc/app.conf of app is a subPath: its host_path "
+	if got := strings.Contains(errOut, note); got != (os.Geteuid() == 0) {
+		t.Errorf("root %v, note %q shown %v:\n%s", os.Geteuid() == 0, note, got, errOut)
+	}
+}
+
 func TestVersion(t *testing.T) {
 	code, out, _ := run(t, "version")
 	if code != 0 || !strings.Contains(out, "podstep ") || !strings.Contains(out, "cri-api") {

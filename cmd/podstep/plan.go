@@ -15,6 +15,7 @@ import (
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/volume"
 )
 
 func newPlanCmd(g *globalOptions) *cobra.Command {
@@ -166,6 +167,12 @@ func writeCrictl(dir string, eng *steps.Engine, warn io.Writer) error {
 				name := m.Config.GetMetadata().GetName() + "-container-config.json"
 				if err := write(name, m.Config); err != nil {
 					return err
+				}
+				for _, mt := range m.Config.GetMounts() {
+					if strings.Contains(mt.HostPath, "/"+volume.SubPathsDir+"/") {
+						fmt.Fprintf(warn, "note: mount %s of %s is a subPath: its host_path %s is the bind mount `podstep run` makes there (the kubelet's makeMounts); make it, or put <volume>/<subPath> there, before `crictl create`\n",
+							mt.ContainerPath, m.Config.GetMetadata().GetName(), mt.HostPath)
+					}
 				}
 				for _, kv := range m.Config.GetEnvs() {
 					if string(kv.Value) == cri.Mask {

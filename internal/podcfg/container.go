@@ -142,12 +142,14 @@ func containerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int
 
 // containerMounts mirrors kubelet_pods.go makeMounts followed by the
 // termination-log mount of kuberuntime_container.go makeMounts: the
-// volumeMounts in order, then /etc/hosts, then the termination log. SELinux
+// volumeMounts in order, then /etc/hosts, then the termination log. A
+// subPath is checked as makeMounts checks it (absolute, "..") and then
+// handed to in.PrepareSubPath, which stands for subpath.Interface. SELinux
 // relabelling is off (the kubelet sets it only on SELinux-enabled hosts).
 func containerMounts(pod *corev1.Pod, c *corev1.Container, in ContainerInput, env *envList) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	mountEtcHosts := in.EtcHostsPath != "" && (len(in.PodIPs) > 0 || in.PodIP != "")
-	for _, vm := range c.VolumeMounts {
+	for i, vm := range c.VolumeMounts {
 		if vm.MountPath == "/etc/hosts" {
 			mountEtcHosts = false
 		}
@@ -166,7 +168,15 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, in ContainerInput, en
 			if !filepath.IsLocal(sub) {
 				return nil, &ConfigError{Msg: fmt.Sprintf("unable to provision SubPath `%s`: must not contain '..'", sub)}
 			}
-			host = filepath.Join(host, sub)
+			if in.PrepareSubPath == nil {
+				host = filepath.Join(host, sub)
+			} else {
+				bound, err := in.PrepareSubPath(SubPath{Index: i, Volume: vm.Name, VolumePath: host, SubPath: sub})
+				if err != nil {
+					return nil, &ConfigError{Msg: err.Error()}
+				}
+				host = bound
+			}
 		}
 		prop, err := mountPropagation(vm.MountPropagation)
 		if err != nil {

@@ -31,9 +31,6 @@
 //     kubelet too; podstep keeps the resolv.conf / first-seen order.
 //   - No Services exist for podstep, so enableServiceLinks adds nothing (a
 //     kubelet without an API server adds nothing either, as in the traces).
-//   - subPath mounts: the kubelet bind-mounts the sub path under
-//     <pod dir>/volume-subpaths/... and sends that path; podstep sends
-//     <volume host path>/<subPath> directly.
 //   - Swap, MemoryQoS (unified), device plugins, CDI, image volumes, DRA and
 //     user namespaces (hostUsers: false) are not modelled.
 package podcfg

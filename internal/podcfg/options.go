@@ -80,6 +80,24 @@ type ContainerInput struct {
 	// Env resolves configMap/secret references; may be nil (then every
 	// reference is "not found").
 	Env EnvSource
+	// PrepareSubPath makes a volumeMount's subPath safe and returns the host
+	// path to send, as makeMounts does through subpath.Interface
+	// (SafeMakeDir, PrepareSafeSubpath: a bind mount under the pod dir's
+	// volume-subpaths). Its error is the kubelet's message, returned as a
+	// *ConfigError. nil sends <volume host path>/<subPath>.
+	PrepareSubPath func(SubPath) (string, error)
+}
+
+// SubPath is a volumeMount with a subPath, as makeMounts has it when it
+// prepares the mount.
+type SubPath struct {
+	// Index is the volumeMount's index in the container's volumeMounts.
+	Index int
+	// Volume names the volume; VolumePath is its host path.
+	Volume, VolumePath string
+	// SubPath is subPath, or subPathExpr expanded, checked to be relative
+	// and without "..".
+	SubPath string
 }
 
 // EnvSource gives the ConfigMaps and Secrets the kubelet would get from its

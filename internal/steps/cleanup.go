@@ -69,7 +69,7 @@ func cleanSandbox(ctx context.Context, c *cri.Client, sb *runtimeapi.PodSandbox,
 	if root := sb.Annotations[RootDirAnnotation]; root != "" && uid != "" {
 		d := filepath.Join(root, "pods", uid)
 		if _, err := os.Stat(d); err == nil {
-			if _, err := volume.TeardownMounts(filepath.Join(d, "volumes")); err != nil {
+			if _, err := volume.TeardownPod(d); err != nil {
 				errs = append(errs, err)
 			} else if err := os.RemoveAll(d); err != nil {
 				errs = append(errs, err)

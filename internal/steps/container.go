@@ -22,14 +22,14 @@ func (createStep) mirrors() string {
 }
 
 func (createStep) explain() string {
-	return "The kubelet builds the ContainerConfig: it looks up the image's user (ImageStatus), expands $(VAR) references, resolves env from ConfigMaps, Secrets and the downward API, makes the mounts (volumes, /etc/hosts, the termination-message file), sets the log path and the cgroup resources from requests and limits. A config it cannot build is CreateContainerConfigError; a CreateContainer the runtime refuses is CreateContainerError."
+	return "The kubelet builds the ContainerConfig: it looks up the image's user (ImageStatus), expands $(VAR) references, resolves env from ConfigMaps, Secrets and the downward API, makes the mounts (volumes, /etc/hosts, the termination-message file), sets the log path and the cgroup resources from requests and limits. A volumeMount with a subPath is made safe first (makeMounts → subpath.PrepareSafeSubpath): the subPath must resolve inside its volume, it is opened one component at a time without following symlinks, and what was opened is bind-mounted at pods/<uid>/volume-subpaths/<volume>/<container>/<index>, the host path the runtime gets, so a symlink a container puts in the volume cannot point the mount at the host. A config it cannot build is CreateContainerConfigError; a CreateContainer the runtime refuses is CreateContainerError."
 }
 
 func (s createStep) requests(e *Engine) []Request {
 	c := e.rt.containers[s.name]
 	status := Request{Method: "ImageStatus", Message: &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image}},
 		Note: "looks up the image's user for the config"}
-	cfg, err := e.containerConfig(c)
+	cfg, err := e.containerConfig(c, e.plannedSubPath(c))
 	if err != nil {
 		return []Request{status, {Method: "CreateContainer", Note: "not sent: the config cannot be built: " + err.Error()}}
 	}
@@ -38,8 +38,9 @@ func (s createStep) requests(e *Engine) []Request {
 }
 
 // containerConfig builds the config with what is known now; before the
-// image step ran, the image ID is a placeholder.
-func (e *Engine) containerConfig(c *containerRuntime) (*runtimeapi.ContainerConfig, error) {
+// image step ran, the image ID is a placeholder. prepare makes a subPath
+// mount safe (nil: <volume>/<subPath>).
+func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPath) (string, error)) (*runtimeapi.ContainerConfig, error) {
 	sb, _, err := e.sandboxConfig()
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func (e *Engine) containerConfig(c *containerRuntime) (*runtimeapi.ContainerConf
 	return podcfg.ContainerConfig(e.pod, sb, podcfg.ContainerInput{
 		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser,
 		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
-		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle,
+		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle, PrepareSubPath: prepare,
 	}, e.opts.Config)
 }
 
@@ -111,11 +112,19 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	} else {
 		return e.createFailed(c, "CreateContainerConfigError", err, "cannot make the termination-message file")
 	}
-	cfg, err := e.containerConfig(c)
+	subPaths := &subPathLog{}
+	cfg, err := e.containerConfig(c, e.prepareSubPath(c, subPaths))
 	if err != nil {
-		// A missing ConfigMap/Secret or key (podcfg.ConfigError), like any
-		// config the kubelet cannot build, is CreateContainerConfigError.
-		return e.createFailed(c, "CreateContainerConfigError", err, "cannot build the container config")
+		// A missing ConfigMap/Secret or key (podcfg.ConfigError), a subPath
+		// that leaves its volume, like any config the kubelet cannot build,
+		// is CreateContainerConfigError.
+		summary := "cannot build the container config"
+		if subPaths.err != nil {
+			summary = "subPath refused: cannot build the container config"
+		}
+		r := e.createFailed(c, "CreateContainerConfigError", err, summary)
+		r.Details, r.Warnings = subPaths.details, subPaths.warnings
+		return r
 	}
 	sb, _, _ := e.sandboxConfig()
 	// Like RunPodSandbox, a CreateContainer is not abandoned on cancel: its
@@ -136,8 +145,11 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		e.tracker.RestartCount(s.name, c.restarts)
 	}
 	e.tracker.Record("Normal", "Created", obj, "Created container: "+s.name)
-	return ok("container "+shortID(resp.ContainerId)+" created",
+	r := ok("container "+shortID(resp.ContainerId)+" created"+subPaths.summary(),
 		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))
+	r.Details = append(r.Details, subPaths.details...)
+	r.Warnings = subPaths.warnings
+	return r
 }
 
 func (e *Engine) createFailed(c *containerRuntime, reason string, err error, summary string) Result {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -228,10 +227,10 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 	var errs []error
 	var details []Detail
 	if e.rt.dirsCreated {
-		// Volumes first: the kubelet unmounts them (UnmountVolume.TearDown)
-		// before it may remove the pod dir; a tmpfs left mounted would make
-		// RemoveAll fail with "device or resource busy".
-		ms, err := volume.TeardownMounts(filepath.Join(e.rt.podDir, "volumes"))
+		// Volumes first: the kubelet unmounts them, subPath bind mounts
+		// first (UnmountVolume: CleanSubPaths, then TearDown), before it may
+		// remove the pod dir; RemoveAll would go through a mount left there.
+		ms, err := volume.TeardownPod(e.rt.podDir)
 		for _, m := range ms {
 			details = append(details, kv("unmounted", m.Path+" ("+m.FSType+")"))
 		}

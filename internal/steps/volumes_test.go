@@ -67,20 +67,29 @@ func TestVolumesOnSim(t *testing.T) {
 	hostPath := filepath.Join(t.TempDir(), "host", "demo")
 	b := parse(t, strings.Replace(volumesPod, "HOSTPATH", hostPath, 1))
 	podDir := filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
-	t.Cleanup(func() { volume.Teardown(filepath.Join(podDir, "volumes")) })
+	t.Cleanup(func() { volume.TeardownPod(podDir) })
 	e := runAll(t, b, newSim(t), o)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("step %s failed: %s: %s", f.Name, f.Result.Summary, f.Result.Message)
 	}
 	vols := filepath.Join(podDir, "volumes")
 	want := map[string]string{
-		"/scratch":      filepath.Join(vols, "kubernetes.io~empty-dir", "scratch"),
-		"/etc/app":      filepath.Join(vols, "kubernetes.io~configmap", "config"),
-		"/etc/app.conf": filepath.Join(vols, "kubernetes.io~configmap", "config", "app.conf"),
+		"/scratch": filepath.Join(vols, "kubernetes.io~empty-dir", "scratch"),
+		"/etc/app": filepath.Join(vols, "kubernetes.io~configmap", "config"),
+		// A subPath mount is the kubelet's bind mount of the resolved file
+		// (makeMounts → PrepareSafeSubpath); without root, the resolved file.
+		"/etc/app.conf": filepath.Join(podDir, "volume-subpaths", "config", "app", "2"),
 		"/etc/creds":    filepath.Join(vols, "kubernetes.io~secret", "creds"),
 		"/etc/podinfo":  filepath.Join(vols, "kubernetes.io~downward-api", "podinfo"),
 		"/etc/bundle":   filepath.Join(vols, "kubernetes.io~projected", "bundle"),
 		"/host":         hostPath,
+	}
+	if os.Geteuid() != 0 {
+		resolved, err := filepath.EvalSymlinks(filepath.Join(vols, "kubernetes.io~configmap", "config", "app.conf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want["/etc/app.conf"] = resolved
 	}
 	var req *runtimeapi.CreateContainerRequest
 	for _, s := range e.Steps() {
@@ -119,8 +128,8 @@ func TestVolumesOnSim(t *testing.T) {
 	if m := got["/host"]; m != nil && m.Propagation != runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER {
 		t.Errorf("/host propagation %v", m.Propagation)
 	}
-	// The subPath mount's host path resolves through the atomic writer's
-	// symlinks to the file.
+	// The subPath mount's host path is the file the atomic writer's
+	// symlinks lead to, and the create step says how it was prepared.
 	if data, err := os.ReadFile(want["/etc/app.conf"]); err != nil || string(data) != "greeting = hi\n" {
 		t.Errorf("subPath file: %q %v", data, err)
 	}
@@ -148,11 +157,27 @@ func TestVolumesOnSim(t *testing.T) {
 		t.Error("details show a secret value")
 	}
 
-	// Teardown unmounts the tmpfs volumes (root) so the pod dir goes away.
-	if err := volume.Teardown(vols); err != nil {
+	create := stepNamed(t, e, "create/app")
+	var sub string
+	for _, d := range create.Result.Details {
+		if d.Key == "subPath" {
+			sub = d.Value
+		}
+	}
+	wantSub := `volumeMount 2 (config, subPath "app.conf"): opened ` + filepath.Join(vols, "kubernetes.io~configmap", "config") + "/..20"
+	if os.Geteuid() != 0 {
+		wantSub = `volumeMount 2 (config, subPath "app.conf"): checked `
+	}
+	if !strings.HasPrefix(sub, wantSub) || !strings.Contains(sub, want["/etc/app.conf"]) {
+		t.Errorf("create/app subPath detail %q, want it to start %q and name %s", sub, wantSub, want["/etc/app.conf"])
+	}
+
+	// Teardown unmounts the subPath bind mount and the tmpfs volumes
+	// (root) so the pod dir goes away.
+	if _, err := volume.TeardownPod(podDir); err != nil {
 		t.Fatal(err)
 	}
-	if ms, _ := volume.Mounts(vols); len(ms) != 0 {
+	if ms, _ := volume.Mounts(podDir); len(ms) != 0 {
 		t.Errorf("still mounted: %+v", ms)
 	}
 }

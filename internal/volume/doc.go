@@ -20,6 +20,13 @@
 //
 //	MountVolume.SetUp failed for volume "x" : configmap "y" not found
 //
-// Teardown unmounts what Setup mounted (tmpfs) under a pod's volumes dir;
-// call it before removing the pod dir.
+// Host.PrepareSubPath makes a container's subPath mount safe as the
+// kubelet's makeMounts does (pkg/volume/util/subpath): it must resolve
+// inside its volume, is opened without following symlinks, and is
+// bind-mounted under <pod dir>/volume-subpaths, the host path the runtime
+// gets.
+//
+// TeardownPod unmounts what PrepareSubPath and Setup mounted (subPath bind
+// mounts, tmpfs) under a pod dir; call it before removing the pod dir.
+// Teardown does the tmpfs part only, under a pod's volumes dir.
 package volume

@@ -129,9 +129,9 @@ func (p *Prepared) setupEmptyDir(r *Result) error {
 	if opts != "" {
 		withNoswap = opts + ",noswap"
 	}
-	err := syscall.Mount("tmpfs", p.dir, "tmpfs", 0, withNoswap)
+	err := mountTmpfs(p.dir, withNoswap)
 	if errors.Is(err, syscall.EINVAL) {
-		err = syscall.Mount("tmpfs", p.dir, "tmpfs", 0, opts)
+		err = mountTmpfs(p.dir, opts)
 	} else if err == nil {
 		opts = withNoswap
 	}

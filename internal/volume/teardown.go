@@ -116,11 +116,8 @@ func TeardownMounts(dir string) ([]Mount, error) {
 		if m.Path == abs {
 			continue // never the volumes dir itself
 		}
-		err := syscall.Unmount(m.Path, 0)
-		if errors.Is(err, syscall.EBUSY) {
-			// A container may still hold it; detach it as umount -l would.
-			err = syscall.Unmount(m.Path, syscall.MNT_DETACH)
-		}
+		// A container may still hold it (EBUSY): unmount detaches it then.
+		err := unmount(m.Path)
 		if err != nil && !errors.Is(err, syscall.EINVAL) {
 			errs = append(errs, fmt.Errorf("UnmountVolume.TearDown failed for %s (%s): %w", m.Path, m.FSType, err))
 			continue
@@ -128,4 +125,38 @@ func TeardownMounts(dir string) ([]Mount, error) {
 		done = append(done, m)
 	}
 	return done, errors.Join(errs...)
+}
+
+// TeardownPod unmounts everything podstep mounted for the pod whose dir is
+// podDir (<root>/pods/<uid>), so that the dir can be removed: first the
+// subPath bind mounts (CleanSubPaths, as UnmountVolume does before each
+// volume's TearDown), then the volumes' tmpfs (TeardownMounts). It fails
+// if anything is still mounted below podDir: removing the dir then would
+// delete through the mount (a subPath of a hostPath volume is the host's
+// own files). It returns what it unmounted. A missing dir is not an error.
+func TeardownPod(podDir string) ([]Mount, error) {
+	done, err := CleanSubPaths(podDir)
+	if err != nil {
+		return done, fmt.Errorf("error cleaning subPath mounts: %w", err)
+	}
+	ms, err := TeardownMounts(filepath.Join(podDir, "volumes"))
+	done = append(done, ms...)
+	if err != nil {
+		return done, err
+	}
+	left, err := Mounts(podDir)
+	if err != nil {
+		return done, err
+	}
+	abs, _ := filepath.Abs(podDir)
+	var still []string
+	for _, m := range left {
+		if m.Path != abs {
+			still = append(still, m.Path)
+		}
+	}
+	if len(still) > 0 {
+		return done, fmt.Errorf("still mounted below %s, not removing it: %s", podDir, strings.Join(still, ", "))
+	}
+	return done, nil
 }
