@@ -239,6 +239,7 @@ type stepEvent struct {
 	Details    []detail   `json:"details"`
 	Reason     string     `json:"reason"`
 	Message    string     `json:"message"`
+	Started    time.Time  `json:"started"`
 	DurationMs float64    `json:"duration_ms"`
 	Calls      []callJSON `json:"calls"`
 	Pod        *struct {
