@@ -3,8 +3,11 @@
 package integration
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,4 +65,98 @@ func TestInterruptDuringStart(t *testing.T) {
 	if inFlight == 0 {
 		t.Errorf("no SIGINT arrived while StartContainer was in flight: the case was not tested")
 	}
+}
+
+// stream is runStreaming with extra flags (the later of a repeated flag wins).
+func (e *env) stream(t *testing.T, d dirs, file string, extra []string, onStep func(cmd *exec.Cmd, s stepEvent)) *result {
+	t.Helper()
+	args := append([]string{"run", "--auto", "-o", "json", "-f", file, "-r", e.endpoint,
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}, extra...)
+	cmd := exec.Command(e.bin, args...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := time.AfterFunc(runTimeout, func() { cmd.Process.Kill() })
+	defer kill.Stop()
+	r := &result{args: args}
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		n := len(r.steps)
+		if err := r.parseLine(sc.Bytes()); err != nil {
+			t.Errorf("JSON line %q: %v", sc.Text(), err)
+		}
+		if len(r.steps) > n {
+			onStep(cmd, r.steps[n])
+		}
+	}
+	err = cmd.Wait()
+	r.stdout, r.stderr = out.String(), stderr.String()
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("wait: %v\n%s", err, r)
+	}
+	return r
+}
+
+// TestSecondInterruptAbandonsTeardown: a second SIGINT while teardown waits
+// for StopContainer (a 10 s grace period; sleep as PID 1 ignores SIGTERM)
+// ends podstep at once with exit 4 and a list of what is left, sandbox,
+// container, dirs and tmpfs mount included; `podstep cleanup` then removes
+// it all. (The second SIGINT was swallowed: podstep ended ~10 s later.)
+func TestSecondInterruptAbandonsTeardown(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	var second time.Time
+	r := e.stream(t, d, e.local("start-interrupt"), []string{"--grace-period", "10"}, func(cmd *exec.Cmd, s stepEvent) {
+		if s.Name == "start/app" && second.IsZero() {
+			if err := interrupt(cmd); err != nil {
+				t.Errorf("SIGINT: %v", err)
+			}
+			time.Sleep(500 * time.Millisecond) // teardown is in StopContainer now
+			if err := interrupt(cmd); err != nil {
+				t.Errorf("second SIGINT: %v", err)
+			}
+			second = time.Now()
+		}
+	})
+	took := time.Since(second)
+	if second.IsZero() {
+		t.Fatalf("the JSON stream never showed step start/app; no SIGINT sent\n%s", r)
+	}
+	t.Logf("exit %d %s after the second SIGINT", r.code, took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("podstep took %s to exit after the second SIGINT", took.Round(time.Millisecond))
+	}
+	if r.code != 4 {
+		t.Errorf("exit %d, want 4 (something left)\n%s", r.code, r)
+	}
+	uid := ""
+	if st := r.step("dirs"); st != nil {
+		uid = filepath.Base(st.Details[0].Value)
+	}
+	for _, want := range []string{"teardown abandoned; left: sandbox ", ", container app ", ", dir " + d.podDir(uid) + ",",
+		", mount " + d.podDir(uid) + "/volumes/kubernetes.io~empty-dir/scratch (tmpfs)", "run `podstep cleanup`"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "torn down") {
+		t.Errorf("stderr says torn down:\n%s", r.stderr)
+	}
+	if len(dialCRI(t, e.endpoint).managedSandboxes(t)) == 0 {
+		t.Errorf("no sandbox left: the teardown was not abandoned")
+	}
+	e.cleanup(t)
+	e.assertNothingLeft(t, d, "default", "start-interrupt", uid)
 }
