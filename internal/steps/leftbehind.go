@@ -35,7 +35,8 @@ func (l LeftBehind) String() string {
 		parts = append(parts, "sandbox "+shortID(l.Sandbox))
 	}
 	for _, c := range l.Containers {
-		parts = append(parts, "container "+c)
+		name, id, _ := strings.Cut(c, " ")
+		parts = append(parts, "container "+name+" "+shortID(id))
 	}
 	for _, d := range l.Dirs {
 		parts = append(parts, "dir "+d)
@@ -60,7 +61,7 @@ func (e *Engine) LeftBehind() LeftBehind {
 	}
 	for _, in := range e.createdLocked() {
 		if !e.rt.removed[in.id] {
-			l.Containers = append(l.Containers, in.c.spec.Name+" "+shortID(in.id))
+			l.Containers = append(l.Containers, in.c.spec.Name+" "+in.id)
 		}
 	}
 	if e.rt.dirsCreated && !e.rt.dirsRemoved[e.rt.podDir] {

@@ -187,3 +187,37 @@ func TestRemoveContainerWaitsForStart(t *testing.T) {
 		}
 	}
 }
+
+// TestLeftBehindWhileRunning: LeftBehind may be called while steps run (a
+// second Ctrl-C asks it from the signal goroutine); run with -race.
+func TestLeftBehindWhileRunning(t *testing.T) {
+	c := newSim(t)
+	e, err := New(load(t, repoFile("testdata/pods/init.yaml")), c, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !e.Finished() {
+			if err := e.Continue(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if err := e.Teardown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if l := e.LeftBehind(); !l.Empty() {
+				t.Errorf("LeftBehind after teardown = %s", l)
+			}
+			return
+		default:
+			_ = e.LeftBehind().String()
+		}
+	}
+}
