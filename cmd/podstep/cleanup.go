@@ -16,7 +16,12 @@ func newCleanupCmd(g *globalOptions) *cobra.Command {
 		Long: `cleanup finds the sandboxes labelled podstep.dev/managed=true on the chosen runtime,
 stops and removes their containers, stops and removes the sandboxes, and removes the pod
 data and log directories recorded on them. Pods of a kubelet sharing the runtime are
-never touched.`,
+never touched.
+
+A directory is removed only once the runtime removed the sandbox (its containers may
+use it until then), and only when podstep recorded making it: it holds podstep's
+` + steps.MadeMarker + ` file naming the pod, and lies where podstep puts it. Anything left
+is listed, and the exit code is 4.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.sim {
@@ -39,17 +44,23 @@ never touched.`,
 				fmt.Fprintf(w, "nothing to clean on %s\n", c.info.Endpoint)
 				return nil
 			}
-			failed := 0
+			left := 0
 			for _, d := range done {
 				if d.Err != nil {
-					failed++
+					left++
 					fmt.Fprintf(w, "✗ pod %s sandbox %.13s: %v\n", d.Pod, d.SandboxID, d.Err)
-					continue
+				} else {
+					fmt.Fprintf(w, "✓ pod %s: removed sandbox %.13s, %d container(s), %d dir(s)\n", d.Pod, d.SandboxID, d.Containers, len(d.Dirs))
 				}
-				fmt.Fprintf(w, "✓ pod %s: removed sandbox %.13s, %d container(s), %d dir(s)\n", d.Pod, d.SandboxID, d.Containers, len(d.Dirs))
+				for _, k := range d.Kept {
+					fmt.Fprintf(w, "  kept: %s\n", k)
+				}
+				if d.Err == nil && len(d.Kept) > 0 {
+					left++
+				}
 			}
-			if failed > 0 {
-				return runtimeErr(fmt.Errorf("cleanup: %d of %d sandboxes not fully removed", failed, len(done)))
+			if left > 0 {
+				return &exitError{ExitLeftBehind, fmt.Errorf("cleanup: %d of %d pods not fully removed", left, len(done))}
 			}
 			return nil
 		},

@@ -13,7 +13,8 @@ const (
 	ExitOK          = 0   // the pod is running (or the command succeeded)
 	ExitPodFailed   = 1   // the pod failed at a stage
 	ExitUsage       = 2   // bad input or usage; nothing was sent to a runtime
-	ExitRuntime     = 3   // the runtime is unreachable or unusable
+	ExitRuntime     = 3   // the runtime is unreachable or unusable, or went away during the run
+	ExitLeftBehind  = 4   // teardown (or cleanup) did not finish: something is left, run podstep cleanup
 	ExitInterrupted = 130 // SIGINT/SIGTERM: torn down, then exited
 )
 

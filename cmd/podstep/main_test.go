@@ -242,8 +242,11 @@ func TestStdinManifest(t *testing.T) {
 	}
 }
 
-// TestInterrupt sends SIGINT while a call is in flight and checks podstep
-// tears the pod down and exits 130.
+// TestInterrupt sends SIGINT while StartContainer is in flight (the
+// simulated runtime takes 1.5 s to answer it) and checks podstep waits for
+// the answer rather than abandoning the call (an abandoned start leaves a
+// container the runtime will not remove), then tears the pod down and exits
+// 130.
 func TestInterrupt(t *testing.T) {
 	root, logs := dirs(t)
 	f := filepath.Join(t.TempDir(), "slow.yaml")
@@ -252,7 +255,7 @@ kind: Pod
 metadata:
   name: slow
   annotations:
-    sim.podstep.dev/delay.StartContainer: "30s"
+    sim.podstep.dev/delay.StartContainer: "1500ms"
 spec:
   containers:
   - name: app
@@ -270,25 +273,34 @@ spec:
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(nil, 1<<20)
 	var lines []string
-	signalled := false
+	var signalled time.Time
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
-		// The create step is done: StartContainer (delayed 30 s) is in flight.
-		if !signalled && strings.Contains(sc.Text(), `"name":"create/app"`) {
+		// The create step is done: StartContainer (delayed 1.5 s) is in flight.
+		if signalled.IsZero() && strings.Contains(sc.Text(), `"name":"create/app"`) {
 			time.Sleep(200 * time.Millisecond)
 			cmd.Process.Signal(syscall.SIGINT)
-			signalled = true
+			signalled = time.Now()
 		}
 	}
 	err := cmd.Wait()
-	if !signalled {
+	if signalled.IsZero() {
 		t.Fatalf("never reached create/app: %s", strings.Join(lines, "\n"))
 	}
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() != ExitInterrupted {
 		t.Fatalf("exit = %v, want 130; stderr %s", err, stderr.String())
 	}
+	if !strings.Contains(stderr.String(), "podstep: interrupted: torn down") {
+		t.Errorf("stderr = %q, want it to say interrupted: torn down", stderr.String())
+	}
 	all := strings.Join(lines, "\n")
+	for _, l := range lines {
+		var st struct{ Name, State, Message string }
+		if json.Unmarshal([]byte(l), &st) == nil && st.Name == "start/app" && st.State != "done" {
+			t.Errorf("start/app %s (%s): the StartContainer in flight was abandoned", st.State, st.Message)
+		}
+	}
 	for _, step := range []string{"stop-containers", "stop-sandbox", "remove-containers", "remove-sandbox", "remove-dirs"} {
 		if !strings.Contains(all, `"name":"`+step+`"`) {
 			t.Errorf("teardown step %s not run", step)

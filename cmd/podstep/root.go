@@ -39,10 +39,11 @@ what the kubelet decides, what the runtime answers and how the pod's state moves
 Without a reachable runtime it uses a built-in simulated CRI runtime, and says so.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if g.noColor || os.Getenv("NO_COLOR") != "" {
 				color.NoColor = true
 			}
+			return g.absDirs()
 		},
 	}
 	root.SetArgs(args)
@@ -66,6 +67,24 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 
 	err := root.Execute()
 	return exitCode(err, stderr)
+}
+
+// absDirs makes --root-dir and --log-dir absolute: the runtime mounts
+// paths under them into containers (runc refuses relative mount sources),
+// and `podstep cleanup`, run from another directory, finds them recorded
+// on the sandbox.
+func (g *globalOptions) absDirs() error {
+	for _, d := range []struct {
+		flag string
+		dir  *string
+	}{{"--root-dir", &g.rootDir}, {"--log-dir", &g.logDir}} {
+		abs, err := filepath.Abs(*d.dir)
+		if err != nil {
+			return usageErr("%s %q: %v", d.flag, *d.dir, err)
+		}
+		*d.dir = abs
+	}
+	return nil
 }
 
 // defaultRootDir is /var/lib/podstep for root, else the user's state dir.

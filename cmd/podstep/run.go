@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -214,55 +212,36 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		noColor()
 	}
 
-	// Signals: the first SIGINT/SIGTERM/SIGHUP (a closed terminal) cancels the run and tears down; a
-	// second one gives up on teardown.
+	// Signals: the first SIGINT/SIGTERM/SIGHUP (a closed terminal) cancels the
+	// run and tears down; a second one abandons teardown (signals.go).
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	// SIGPIPE: whoever read stdout went away (`| head`); without it Go would
-	// die at the next write and leave the pod behind.
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
-	defer signal.Stop(sigs)
-	interrupted := make(chan struct{})
-	go func() {
-		select {
-		case <-sigs:
-			close(interrupted)
-			cancel()
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case <-sigs:
-			fmt.Fprintln(stderr, "podstep: interrupted again: teardown abandoned; run `podstep cleanup` to remove what is left")
-			os.Exit(ExitInterrupted)
-		case <-ctx.Done():
-		}
-	}()
+	sig := watchSignals(cancel, stderr)
+	defer sig.stop()
 
 	c, err := connect(ctx, g)
 	if err != nil {
-		select {
-		case <-interrupted:
+		if sig.interrupted() {
 			fmt.Fprintln(stderr, "podstep: interrupted before anything was created")
 			return silentExit(ExitInterrupted)
-		default:
 		}
 		return err
 	}
 	defer c.stop()
 
 	if interactive {
-		return runInteractive(ctx, cmd, g, o, bundle, c)
+		return runInteractive(ctx, cmd, g, o, bundle, c, sig)
 	}
 
-	printer := report.New(stdout, o.output)
+	// A reader of stdout that goes away (`| head`) interrupts the run.
+	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eo := o.engineOptions(g)
 	eo.Observer = printer.Observe
 	eng, err := steps.New(bundle, c.client, eo)
 	if err != nil {
 		return err
 	}
+	sig.watch(eng)
 	pod := bundle.Pod.Namespace + "/" + bundle.Pod.Name
 	printer.Start(c.info, pod)
 
@@ -276,23 +255,18 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	snap := eng.PodState()
 	callsCreate := c.client.Calls()
 
-	wasInterrupted := false
-	select {
-	case <-interrupted:
-		wasInterrupted = true
-	default:
-	}
+	wasInterrupted := sig.interrupted()
 	sum := report.Summary{Pod: pod, UID: string(bundle.Pod.UID), Display: snap.Display, Ready: snap.Ready,
 		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: o.keep && !wasInterrupted}
 	sum.Timing = timing(eng, callsCreate, created)
 
-	code := settle(cmd.Context(), eng, &sum, !sum.Kept, wasInterrupted, stderr)
+	code, msg := settle(cmd.Context(), eng, &sum, !sum.Kept, wasInterrupted, stderr)
 	printer.Finish(sum)
 	if code == ExitPodFailed && o.output == "json" {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)
 	}
-	if wasInterrupted {
-		fmt.Fprintln(stderr, "podstep: interrupted: torn down")
+	if msg != "" {
+		fmt.Fprintln(stderr, msg)
 	}
 	return silentExit(code)
 }

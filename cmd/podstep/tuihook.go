@@ -19,7 +19,7 @@ import (
 // those of --auto.
 // ctx is cancelled by a signal (SIGHUP included: a closed terminal), which
 // ends the TUI and tears the pod down.
-func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn) error {
+func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn, sig *interrupts) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	feed := tui.NewFeed()
 	eo := o.engineOptions(g)
@@ -28,6 +28,7 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	if err != nil {
 		return err
 	}
+	sig.watch(eng)
 	var breaks []steps.Stage
 	for _, s := range o.breaks {
 		st, _ := steps.ParseStage(s) // validated by runOptions.validate
@@ -59,10 +60,14 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	if teardown {
 		fmt.Fprintf(stdout, "podstep: tearing down pod %s\n", pod)
 	}
-	code := settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
-	printer.Finish(sum)
 	if res.Interrupted {
-		fmt.Fprintln(stderr, "podstep: interrupted: torn down")
+		// ctrl+c in the TUI was the first interrupt: the next one abandons teardown.
+		sig.interrupt()
+	}
+	code, msg := settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
+	printer.Finish(sum)
+	if msg != "" {
+		fmt.Fprintln(stderr, msg)
 	}
 	if tuiErr != nil && code == ExitOK {
 		code = ExitRuntime

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -135,6 +137,22 @@ func (c *Client) TimeInCalls() time.Duration {
 	}
 	return d
 }
+
+// settled detaches a call that makes something in the runtime
+// (RunPodSandbox, CreateContainer, StartContainer) from its caller's
+// cancellation; the call keeps its own timeout. A runtime goes on with such a
+// call after its client gives up: an abandoned RunPodSandbox or
+// CreateContainer makes an object whose ID the client never learns, and
+// containerd keeps the container of an abandoned StartContainer "in
+// starting state", which RemoveContainer refuses, until the start ends. So
+// on Ctrl-C the answer is awaited, and teardown removes what was made. The
+// kubelet does the same: Kubelet.SyncPod runs the runtime's SyncPod under
+// context.WithoutCancel (pkg/kubelet/kubelet.go).
+func settled(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// Unavailable reports whether err says the runtime went away: its socket
+// refused the connection or dropped it (gRPC Unavailable).
+func Unavailable(err error) bool { return status.Code(err) == codes.Unavailable }
 
 // invoke sends one call with its timeout and records it.
 func invoke[Req, Resp proto.Message](ctx context.Context, c *Client, method string, timeout time.Duration, req Req,

@@ -25,9 +25,10 @@ func (c *Client) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigRe
 	return invoke(ctx, c, "RuntimeConfig", c.opts.Timeout, &runtimeapi.RuntimeConfigRequest{}, c.rt.RuntimeConfig)
 }
 
-// RunPodSandbox creates and starts a pod sandbox.
+// RunPodSandbox creates and starts a pod sandbox. It is not abandoned when
+// ctx is cancelled (see settled).
 func (c *Client) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
-	return invoke(ctx, c, "RunPodSandbox", c.opts.Timeout, req, c.rt.RunPodSandbox)
+	return invoke(settled(ctx), c, "RunPodSandbox", c.opts.Timeout, req, c.rt.RunPodSandbox)
 }
 
 // PodSandboxStatus returns a sandbox's state and network status.
@@ -50,14 +51,16 @@ func (c *Client) ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandb
 	return invoke(ctx, c, "ListPodSandbox", c.opts.Timeout, &runtimeapi.ListPodSandboxRequest{Filter: filter}, c.rt.ListPodSandbox)
 }
 
-// CreateContainer creates a container in a sandbox.
+// CreateContainer creates a container in a sandbox. It is not abandoned
+// when ctx is cancelled (see settled).
 func (c *Client) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
-	return invoke(ctx, c, "CreateContainer", c.opts.Timeout, req, c.rt.CreateContainer)
+	return invoke(settled(ctx), c, "CreateContainer", c.opts.Timeout, req, c.rt.CreateContainer)
 }
 
-// StartContainer starts a created container.
+// StartContainer starts a created container. It is not abandoned when ctx
+// is cancelled (see settled).
 func (c *Client) StartContainer(ctx context.Context, id string) (*runtimeapi.StartContainerResponse, error) {
-	return invoke(ctx, c, "StartContainer", c.opts.Timeout, &runtimeapi.StartContainerRequest{ContainerId: id}, c.rt.StartContainer)
+	return invoke(settled(ctx), c, "StartContainer", c.opts.Timeout, &runtimeapi.StartContainerRequest{ContainerId: id}, c.rt.StartContainer)
 }
 
 // ContainerStatus returns a container's state, exit code and reason.

@@ -41,7 +41,7 @@ type Summary struct {
 	Events   []podstate.Event  `json:"events"`
 	Timing   Timing            `json:"timing"`
 	Kept     bool              `json:"kept"`
-	Leftover map[string]string `json:"leftover,omitempty"`
+	Leftover *steps.LeftBehind `json:"leftover,omitempty"` // what a teardown that did not finish left
 }
 
 // Failure names where and why the pod failed.
@@ -184,8 +184,15 @@ func (p *Printer) Finish(s Summary) {
 	}
 	fmt.Fprintf(p.w, "pod/%s  READY %s  STATUS %s  RESTARTS %d  IP %s  created in %s (runtime %s, podstep %s, %d CRI calls)",
 		s.Pod, s.Ready, status, s.Restarts, ip, FormatMs(s.Timing.CreateMs), FormatMs(s.Timing.CRIMs), FormatMs(s.Timing.OverheadMs), s.Timing.Calls)
+	interrupted := ""
 	if s.Outcome == "interrupted" {
-		fmt.Fprintf(p.w, "; %s, torn down in %s\n", color.New(color.FgYellow, color.Bold).Sprint("interrupted"), FormatMs(s.Timing.TeardownMs))
+		interrupted = color.New(color.FgYellow, color.Bold).Sprint("interrupted") + ", "
+	}
+	if s.Leftover != nil {
+		fmt.Fprintf(p.w, "; %s%s after %s, left: %s (remove with: podstep cleanup)\n", interrupted,
+			color.New(color.FgRed, color.Bold).Sprint("teardown incomplete"), FormatMs(s.Timing.TeardownMs), s.Leftover)
+	} else if interrupted != "" {
+		fmt.Fprintf(p.w, "; %storn down in %s\n", interrupted, FormatMs(s.Timing.TeardownMs))
 	} else if s.Kept {
 		fmt.Fprintf(p.w, "; kept (remove with: podstep cleanup)\n")
 	} else {

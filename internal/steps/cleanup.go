@@ -21,13 +21,16 @@ type Cleaned struct {
 	SandboxID  string
 	Pod        string // namespace/name
 	Containers int
-	Dirs       []string
-	Err        error
+	Dirs       []string // directories removed
+	Kept       []string // directories not removed, each with why
+	Err        error    // what the runtime refused
 }
 
 // Cleanup removes every sandbox podstep created on the runtime (found by
 // ManagedLabel): stops and removes its containers, stops and removes the
-// sandbox, and removes its pod and log directories.
+// sandbox, and then removes its pod and log directories, but only those
+// podstep recorded making (MadeMarker), and only once the runtime has
+// removed the containers that could be using them.
 func Cleanup(ctx context.Context, c *cri.Client, grace int64) ([]Cleaned, error) {
 	list, err := c.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{ManagedLabel: "true"}})
 	if err != nil {
@@ -63,32 +66,82 @@ func cleanSandbox(ctx context.Context, c *cri.Client, sb *runtimeapi.PodSandbox,
 		errs = append(errs, err)
 	}
 	if _, err := c.RemovePodSandbox(ctx, sb.Id); err != nil && !notFound(err) {
+		// Its containers may still run and use the volumes: as the kubelet's
+		// cleanupOrphanedPodDirs, leave the dirs of a pod the runtime still
+		// has. (A sandbox removed takes its containers with it.)
 		errs = append(errs, err)
-	}
-	uid := sb.GetMetadata().GetUid()
-	if root := sb.Annotations[RootDirAnnotation]; root != "" && uid != "" {
-		d := filepath.Join(root, "pods", uid)
-		if _, err := os.Stat(d); err == nil {
-			if _, err := volume.TeardownPod(d); err != nil {
-				errs = append(errs, err)
-			} else if err := os.RemoveAll(d); err != nil {
-				errs = append(errs, err)
-			} else {
-				r.Dirs = append(r.Dirs, d)
+		for _, d := range podstepDirs(sb) {
+			if _, err := os.Lstat(d.path); err == nil {
+				r.Kept = append(r.Kept, d.path+": the runtime did not remove the pod's containers")
 			}
 		}
+		r.Err = errors.Join(errs...)
+		return r
 	}
-	if d := sb.Annotations[LogDirAnnotation]; d != "" {
-		if _, err := os.Stat(d); err == nil {
-			if err := os.RemoveAll(d); err != nil {
+	for _, d := range podstepDirs(sb) {
+		if _, err := os.Lstat(d.path); err != nil {
+			continue // already gone (or never made)
+		}
+		if err := d.check(); err != nil {
+			r.Kept = append(r.Kept, err.Error())
+			continue
+		}
+		if d.pod {
+			if _, err := volume.TeardownPod(d.path); err != nil {
 				errs = append(errs, err)
-			} else {
-				r.Dirs = append(r.Dirs, d)
+				continue
 			}
 		}
+		if err := os.RemoveAll(d.path); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.Dirs = append(r.Dirs, d.path)
 	}
 	r.Err = errors.Join(errs...)
 	return r
+}
+
+// podstepDir is a directory a podstep sandbox's annotations point to.
+type podstepDir struct {
+	path  string
+	pod   bool         // the pod dir (else the pod log dir)
+	check func() error // nil error: podstep made it for this pod
+}
+
+// podstepDirs lists the pod dir and pod log dir named by the sandbox's
+// annotations. Neither is trusted: check says whether podstep recorded
+// making the directory there, for this pod.
+func podstepDirs(sb *runtimeapi.PodSandbox) []podstepDir {
+	md := sb.GetMetadata()
+	uid := md.GetUid()
+	var out []podstepDir
+	refuse := func(path string, err error) podstepDir {
+		return podstepDir{path: path, check: func() error { return err }}
+	}
+	if root := sb.Annotations[RootDirAnnotation]; root != "" {
+		if !validUID(uid) {
+			out = append(out, refuse(root, fmt.Errorf("pod uid %q cannot name a directory under %s", uid, root)))
+		} else {
+			d := filepath.Join(root, "pods", uid)
+			out = append(out, podstepDir{path: d, pod: true, check: func() error {
+				return checkMade(root, d, uid, func(rel string) bool { return rel == filepath.Join("pods", uid) })
+			}})
+		}
+	}
+	if d := sb.Annotations[LogDirAnnotation]; d != "" {
+		// <log-dir>/<namespace>_<name>_<uid>, as BuildPodLogsDirectory makes it.
+		name := md.GetNamespace() + "_" + md.GetName() + "_" + uid
+		switch {
+		case !validUID(uid) || filepath.Clean(d) != d:
+			out = append(out, refuse(d, fmt.Errorf("%s is not a pod log dir podstep makes", d)))
+		default:
+			out = append(out, podstepDir{path: d, check: func() error {
+				return checkMade(filepath.Dir(d), d, uid, func(rel string) bool { return rel == name })
+			}})
+		}
+	}
+	return out
 }
 
 // RuntimeInfo is what `podstep info` shows of a runtime.

@@ -39,11 +39,35 @@ func (dirsStep) run(_ context.Context, e *Engine) Result {
 		msg := fmt.Sprintf("%s already exists: a pod with uid %s was kept by an earlier podstep run (or left behind); remove it with `podstep cleanup`, or give this pod another name or uid", e.rt.podDir, e.pod.UID)
 		return fail("PodAlreadyExists", fmt.Errorf("%s", msg), "the pod's data directory already exists")
 	}
+	e.mu.Lock()
 	e.rt.dirsCreated = true // from here teardown removes the pod dir
+	e.mu.Unlock()
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fail("FailedMakePodDataDirs", err, fmt.Sprintf("cannot make %s", d))
 		}
 	}
+	// The record that lets `podstep cleanup` remove this dir later.
+	if err := markMade(e.rt.podDir, string(e.pod.UID)); err != nil {
+		return fail("FailedMakePodDataDirs", err, "cannot record the pod dir for podstep cleanup")
+	}
 	return ok("made "+e.rt.podDir+"/{volumes,plugins,containers}", kv("pod dir", e.rt.podDir))
+}
+
+// makeLogDir makes the pod's log dir, as the runtime's RunPodSandbox would
+// (containerd makes it too), and records it, when it did not exist, for
+// teardown and `podstep cleanup` to remove.
+func (e *Engine) makeLogDir(dir string) error {
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		e.mu.Lock()
+		e.rt.logDir = dir // from here teardown removes it
+		e.mu.Unlock()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if e.rt.logDir == dir {
+		return markMade(dir, string(e.pod.UID))
+	}
+	return nil
 }

@@ -106,7 +106,9 @@ type podRuntime struct {
 	sandboxConfig *runtimeapi.PodSandboxConfig // as sent, once RunPodSandbox succeeded
 	planned       *plannedSandbox              // before that, the cached plan
 	sandboxID     string
-	sandboxGone   bool
+	sandboxGone   bool            // RemovePodSandbox succeeded (or found it gone)
+	removed       map[string]bool // container IDs the runtime confirmed removed
+	dirsRemoved   map[string]bool // directories teardown removed
 	podIPs        []string
 	pullBackOff   map[string]*backOff // the image pull back-off, by image
 	pullErr       map[string]string   // the last pull error, by image (shown in ImagePullBackOff)
@@ -172,6 +174,8 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	e.tracker = podstate.New(b.Pod, o.Now)
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
 	e.rt.containers = map[string]*containerRuntime{}
+	e.rt.removed = map[string]bool{}
+	e.rt.dirsRemoved = map[string]bool{}
 	e.rt.auth = map[string][]*runtimeapi.AuthConfig{}
 	e.rt.authSource = map[string]string{}
 	e.rt.pullBackOff = map[string]*backOff{}

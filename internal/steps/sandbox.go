@@ -3,7 +3,6 @@ package steps
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -195,10 +194,7 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 		e.tracker.Record("Warning", w.Reason, "", w.Message)
 	}
 	if cfg.LogDirectory != "" {
-		if _, err := os.Stat(cfg.LogDirectory); os.IsNotExist(err) {
-			e.rt.logDir = cfg.LogDirectory // from here teardown removes it
-		}
-		if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		if err := e.makeLogDir(cfg.LogDirectory); err != nil {
 			return fail("CreatePodSandboxError", err, "cannot make the pod log directory")
 		}
 	}

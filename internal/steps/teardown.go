@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -167,7 +169,7 @@ func (removeContainersStep) run(ctx context.Context, e *Engine) Result {
 	}
 	var errs []error
 	for _, in := range cs {
-		if _, err := e.client.RemoveContainer(ctx, in.id); err != nil && !notFound(err) {
+		if err := e.removeContainer(ctx, in.id); err != nil {
 			errs = append(errs, fmt.Errorf("remove container %q: %w", in.c.spec.Name, err))
 		}
 	}
@@ -175,6 +177,44 @@ func (removeContainersStep) run(ctx context.Context, e *Engine) Result {
 		return fail("RemoveContainerError", err, "some containers were not removed")
 	}
 	return ok(fmt.Sprintf("removed %s", plural(len(cs), "container", "containers")))
+}
+
+// startingWait bounds how long teardown waits for a container "in starting
+// state" (see removeContainer).
+const startingWait = 30 * time.Second
+
+// removeContainer removes one container and records that it is gone. A
+// container whose StartContainer has not ended yet (it was sent before the
+// runtime stopped answering, or timed out) cannot be removed: containerd
+// answers "container is in starting state, can't be removed"
+// (setContainerRemoving, pkg/cri/server/container_remove.go). Teardown then
+// waits until the start ends, with the container started or failed, stops
+// it if it runs (the kubelet stops before it removes: killContainer, then
+// removeContainer in kuberuntime_container.go), and removes it.
+func (e *Engine) removeContainer(ctx context.Context, id string) error {
+	deadline := time.Now().Add(startingWait)
+	for {
+		_, err := e.client.RemoveContainer(ctx, id)
+		if err == nil || notFound(err) {
+			e.mu.Lock()
+			e.rt.removed[id] = true
+			e.mu.Unlock()
+			return nil
+		}
+		if !strings.Contains(unwrapCRIMessage(err), "starting state") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+		if st, serr := e.client.ContainerStatus(ctx, id); serr == nil && st.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if _, err := e.client.StopContainer(ctx, id, e.gracePeriod()); err != nil && !notFound(err) {
+				return err
+			}
+		}
+	}
 }
 
 // removeSandboxStep mirrors the garbage collector removing the sandbox
@@ -204,6 +244,14 @@ func (removeSandboxStep) run(ctx context.Context, e *Engine) Result {
 	if _, err := e.client.RemovePodSandbox(ctx, id); err != nil && !notFound(err) {
 		return fail("RemovePodSandboxError", err, "RemovePodSandbox failed")
 	}
+	// The runtime removes a sandbox's containers with it (CRI
+	// RemovePodSandbox), so they are gone too.
+	e.mu.Lock()
+	e.rt.sandboxGone = true
+	for _, in := range e.createdLocked() {
+		e.rt.removed[in.id] = true
+	}
+	e.mu.Unlock()
 	return ok("sandbox " + shortID(id) + " removed")
 }
 
@@ -223,39 +271,65 @@ func (removeDirsStep) explain() string {
 func (removeDirsStep) requests(*Engine) []Request { return nil }
 
 func (removeDirsStep) run(_ context.Context, e *Engine) Result {
+	e.mu.Lock()
+	inUse := e.containersLeftLocked()
+	podDir, logDir := "", e.rt.logDir
+	if e.rt.dirsCreated {
+		podDir = e.rt.podDir
+	}
+	e.mu.Unlock()
+	if podDir == "" && logDir == "" {
+		return ok("no directories to remove")
+	}
+	if len(inUse) > 0 {
+		// cleanupOrphanedPodDirs leaves the dirs of a pod the runtime still
+		// lists, and the volume manager unmounts a pod's volumes only once
+		// its containers are gone: they may still use the volumes, and the
+		// runtime still writes their logs.
+		err := fmt.Errorf("the runtime did not confirm that the pod's containers are gone (%s): they may still use its volumes and write its logs", strings.Join(inUse, ", "))
+		r := fail("PodDirsKept", err, "pod directories kept")
+		for _, d := range []string{podDir, logDir} {
+			if d != "" {
+				r.Details = append(r.Details, kv("kept", d))
+			}
+		}
+		return r
+	}
 	var removed []string
 	var errs []error
 	var details []Detail
-	if e.rt.dirsCreated {
+	if podDir != "" {
 		// Volumes first: the kubelet unmounts them, subPath bind mounts
 		// first (UnmountVolume: CleanSubPaths, then TearDown), before it may
 		// remove the pod dir; RemoveAll would go through a mount left there.
-		ms, err := volume.TeardownPod(e.rt.podDir)
+		ms, err := volume.TeardownPod(podDir)
 		for _, m := range ms {
 			details = append(details, kv("unmounted", m.Path+" ("+m.FSType+")"))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("unmount volumes: %w", err))
-		} else if err := os.RemoveAll(e.rt.podDir); err != nil {
+		} else if err := os.RemoveAll(podDir); err != nil {
 			errs = append(errs, err)
 		} else {
-			removed = append(removed, e.rt.podDir)
+			removed = append(removed, podDir)
 		}
 	}
-	if e.rt.logDir != "" {
-		if err := os.RemoveAll(e.rt.logDir); err != nil {
+	if logDir != "" {
+		if err := os.RemoveAll(logDir); err != nil {
 			errs = append(errs, err)
 		} else {
-			removed = append(removed, e.rt.logDir)
+			removed = append(removed, logDir)
 		}
 	}
+	e.mu.Lock()
+	for _, d := range removed {
+		e.rt.dirsRemoved[d] = true
+	}
+	e.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		r := fail("RemoveDirsError", err, "pod directories not removed")
 		r.Details = details
 		return r
-	}
-	if len(removed) == 0 {
-		return ok("no directories to remove", details...)
 	}
 	for _, r := range removed {
 		details = append(details, kv("removed", r))

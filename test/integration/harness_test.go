@@ -239,6 +239,7 @@ type stepEvent struct {
 	Details    []detail   `json:"details"`
 	Reason     string     `json:"reason"`
 	Message    string     `json:"message"`
+	Started    time.Time  `json:"started"`
 	DurationMs float64    `json:"duration_ms"`
 	Calls      []callJSON `json:"calls"`
 	Pod        *struct {
@@ -278,6 +279,15 @@ type summaryEvent struct {
 	Status   corev1.PodStatus `json:"status"`
 	Timing   timing           `json:"timing"`
 	Kept     bool             `json:"kept"`
+	Leftover *leftover        `json:"leftover"`
+}
+
+// leftover is what a teardown that did not finish left.
+type leftover struct {
+	Sandbox    string   `json:"sandbox"`
+	Containers []string `json:"containers"`
+	Dirs       []string `json:"dirs"`
+	Mounts     []string `json:"mounts"`
 }
 
 // podstep runs the binary with args and returns what it did; it never fails

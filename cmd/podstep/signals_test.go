@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// slowPod writes a one-container pod whose simulated CRI calls named in
+// delays take that long.
+func slowPod(t *testing.T, delays map[string]string) string {
+	t.Helper()
+	var ann strings.Builder
+	for m, d := range delays {
+		ann.WriteString("    sim.podstep.dev/delay." + m + ": \"" + d + "\"\n")
+	}
+	f := filepath.Join(t.TempDir(), "slow.yaml")
+	os.WriteFile(f, []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: slow
+  annotations:
+`+ann.String()+`spec:
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`), 0o644)
+	return f
+}
+
+// TestSecondInterruptAbandonsTeardown: a second SIGINT while teardown waits
+// for StopContainer (10 s on the simulated runtime here) ends podstep at
+// once, lists what is left and exits 4; nothing claims "torn down".
+func TestSecondInterruptAbandonsTeardown(t *testing.T) {
+	root, logs := dirs(t)
+	f := slowPod(t, map[string]string{"StopContainer": "10s"})
+	cmd := exec.Command(bin, "run", "--auto", "--sim", "-o", "json", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	var second time.Time
+	for sc.Scan() {
+		var st struct{ Name string }
+		if json.Unmarshal(sc.Bytes(), &st) == nil && st.Name == "start/app" && second.IsZero() {
+			cmd.Process.Signal(syscall.SIGINT)
+			time.Sleep(300 * time.Millisecond) // teardown is in StopContainer now
+			cmd.Process.Signal(syscall.SIGINT)
+			second = time.Now()
+		}
+	}
+	err := cmd.Wait()
+	if second.IsZero() {
+		t.Fatalf("never reached start/app; stderr %s", stderr.String())
+	}
+	if took := time.Since(second); took > 2*time.Second {
+		t.Errorf("podstep took %s to exit after the second SIGINT", took.Round(time.Millisecond))
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitLeftBehind {
+		t.Errorf("exit = %v, want %d", err, ExitLeftBehind)
+	}
+	podDir := filepath.Join(root, "pods")
+	ents, _ := os.ReadDir(podDir)
+	for _, want := range []string{"teardown abandoned; left: sandbox ", ", container app ", "dir " + podDir + "/", "run `podstep cleanup`"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(stderr.String(), "torn down") {
+		t.Errorf("stderr says torn down:\n%s", stderr.String())
+	}
+	if len(ents) != 1 {
+		t.Errorf("pod dirs %v, want the one left behind", ents)
+	}
+}
+
+// TestStdoutReaderGone: when whoever reads stdout goes away (`| head`), the
+// next write fails with EPIPE and podstep tears the pod down, rather than
+// dying of SIGPIPE with the pod left behind.
+func TestStdoutReaderGone(t *testing.T) {
+	root, logs := dirs(t)
+	f := slowPod(t, map[string]string{"StartContainer": "500ms"})
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--auto", "--sim", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)
+	cmd.Stdout = w
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		t.Fatalf("first line: %v", err)
+	}
+	r.Close() // the reader leaves after one line, as `head -1` does
+	err = cmd.Wait()
+	if !strings.HasPrefix(line, "podstep: pod default/slow") {
+		t.Errorf("first line %q", line)
+	}
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInterrupted {
+		t.Errorf("exit = %v, want %d (interrupted, torn down); stderr %s", err, ExitInterrupted, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "podstep: interrupted: torn down") {
+		t.Errorf("stderr = %q", stderr.String())
+	}
+	assertEmpty(t, filepath.Join(root, "pods"))
+	assertEmpty(t, logs)
+}

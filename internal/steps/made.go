@@ -1,0 +1,99 @@
+package steps
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MadeMarker is the file podstep writes into each directory it makes for a
+// pod: the pod dir <root>/pods/<uid> and the pod log dir. `podstep cleanup`
+// removes a directory only when it holds this marker, naming the same pod
+// and the same path: the sandbox's labels and annotations, which point
+// cleanup to the directories, are not trusted alone.
+const MadeMarker = ".podstep-made"
+
+// madeRecord is the marker's content.
+type madeRecord struct {
+	UID string `json:"uid"`
+	Dir string `json:"dir"` // the directory's absolute path, symlinks resolved
+}
+
+// resolve returns dir as an absolute path with symlinks resolved.
+func resolve(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(abs)
+}
+
+// markMade records in dir that podstep made it for the pod with uid.
+func markMade(dir, uid string) error {
+	real, err := resolve(dir)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(madeRecord{UID: uid, Dir: real})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, MadeMarker), append(data, '\n'), 0o644)
+}
+
+// checkMade returns nil when dir may be removed as the directory podstep
+// made for the pod with uid: dir, symlinks resolved, lies strictly inside
+// root, also resolved; want(rel), when set, accepts its path relative to
+// root; and dir holds a marker (a regular file, not a link) naming uid and
+// dir itself. Otherwise it says why not.
+func checkMade(root, dir, uid string, want func(rel string) bool) error {
+	if !filepath.IsAbs(root) || !filepath.IsAbs(dir) {
+		return fmt.Errorf("%s: not an absolute path under %q", dir, root)
+	}
+	realRoot, err := resolve(root)
+	if err != nil {
+		return err
+	}
+	real, err := resolve(dir)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(realRoot, real)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is not inside %s", real, realRoot)
+	}
+	if want != nil && !want(rel) {
+		return fmt.Errorf("%s is not where podstep puts the pod's directory in %s", real, realRoot)
+	}
+	marker := filepath.Join(real, MadeMarker)
+	fi, err := os.Lstat(marker)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s holds no %s marker: podstep did not make it", real, MadeMarker)
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", marker)
+	}
+	data, err := os.ReadFile(marker)
+	if err != nil {
+		return err
+	}
+	var rec madeRecord
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return fmt.Errorf("%s: %w", marker, err)
+	}
+	if rec.UID != uid || rec.Dir != real {
+		return fmt.Errorf("%s names pod uid %q at %s, not uid %q at %s", marker, rec.UID, rec.Dir, uid, real)
+	}
+	return nil
+}
+
+// validUID reports whether uid can name a directory: one path element.
+func validUID(uid string) bool {
+	return uid != "" && uid != "." && uid != ".." && !strings.ContainsAny(uid, `/\`) && !strings.ContainsRune(uid, 0)
+}

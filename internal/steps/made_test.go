@@ -1,0 +1,118 @@
+package steps
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckMade: cleanup removes a directory only where podstep puts it and
+// only when it holds podstep's marker for the same pod and path.
+func TestCheckMade(t *testing.T) {
+	const uid = "5b6bceaa9a897516fcce3f603299b75c"
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	outside := filepath.Join(base, "outside")
+	podDir := func(u string) string { return filepath.Join(root, "pods", u) }
+	want := func(u string) func(string) bool {
+		return func(rel string) bool { return rel == filepath.Join("pods", u) }
+	}
+	mk := func(t *testing.T, d string) {
+		t.Helper()
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T) (root, dir, uid string)
+		err   string // "" = may be removed
+	}{
+		{"made by podstep", func(t *testing.T) (string, string, string) {
+			mk(t, podDir(uid))
+			if err := markMade(podDir(uid), uid); err != nil {
+				t.Fatal(err)
+			}
+			return root, podDir(uid), uid
+		}, ""},
+		{"no marker", func(t *testing.T) (string, string, string) {
+			mk(t, podDir(uid))
+			return root, podDir(uid), uid
+		}, "holds no .podstep-made marker"},
+		{"marker of another pod", func(t *testing.T) (string, string, string) {
+			mk(t, podDir(uid))
+			if err := markMade(podDir(uid), "other"); err != nil {
+				t.Fatal(err)
+			}
+			return root, podDir(uid), uid
+		}, `names pod uid "other"`},
+		{"marker copied from elsewhere", func(t *testing.T) (string, string, string) {
+			mk(t, podDir("a"))
+			mk(t, podDir(uid))
+			if err := markMade(podDir("a"), uid); err != nil {
+				t.Fatal(err)
+			}
+			data, _ := os.ReadFile(filepath.Join(podDir("a"), MadeMarker))
+			os.WriteFile(filepath.Join(podDir(uid), MadeMarker), data, 0o644)
+			return root, podDir(uid), uid
+		}, "names pod uid"},
+		{"marker is a symlink", func(t *testing.T) (string, string, string) {
+			mk(t, podDir("a"))
+			mk(t, podDir(uid))
+			if err := markMade(podDir("a"), uid); err != nil {
+				t.Fatal(err)
+			}
+			os.Symlink(filepath.Join(podDir("a"), MadeMarker), filepath.Join(podDir(uid), MadeMarker))
+			return root, podDir(uid), uid
+		}, "not a regular file"},
+		{"uid escapes the root", func(t *testing.T) (string, string, string) {
+			mk(t, outside)
+			mk(t, filepath.Join(root, "pods"))
+			markMade(outside, "../../outside")
+			return root, filepath.Join(root, "pods", "../../outside"), "../../outside"
+		}, "not inside"},
+		{"the root itself", func(t *testing.T) (string, string, string) {
+			mk(t, root)
+			markMade(root, "x")
+			return root, root, "x"
+		}, "not inside"},
+		{"pod dir is a symlink out of the root", func(t *testing.T) (string, string, string) {
+			mk(t, outside)
+			mk(t, filepath.Join(root, "pods"))
+			markMade(outside, uid)
+			os.Symlink(outside, podDir(uid))
+			return root, podDir(uid), uid
+		}, "not inside"},
+		{"elsewhere inside the root", func(t *testing.T) (string, string, string) {
+			d := filepath.Join(root, "plugins", uid)
+			mk(t, d)
+			markMade(d, uid)
+			return root, d, uid
+		}, "not where podstep puts"},
+		{"relative paths", func(t *testing.T) (string, string, string) {
+			return "root", filepath.Join("root", "pods", uid), uid
+		}, "not an absolute path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(root)
+			os.RemoveAll(outside)
+			r, d, u := tc.setup(t)
+			err := checkMade(r, d, u, want(u))
+			switch {
+			case tc.err == "" && err != nil:
+				t.Errorf("checkMade: %v, want nil", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("checkMade: %v, want an error with %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestValidUID(t *testing.T) {
+	for uid, ok := range map[string]bool{"5b6b": true, "a-b_c.d": true, "": false, ".": false, "..": false, "a/b": false, `a\b`: false, "../x": false} {
+		if validUID(uid) != ok {
+			t.Errorf("validUID(%q) = %v, want %v", uid, !ok, ok)
+		}
+	}
+}

@@ -1,0 +1,223 @@
+package steps
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/sim"
+)
+
+// TestTeardownWhenRuntimeGone: the runtime goes away after the pod started.
+// Teardown cannot confirm that the containers are gone, so it keeps the pod
+// and log dirs (a running container may still use its volumes), and
+// LeftBehind lists everything for `podstep cleanup`.
+func TestTeardownWhenRuntimeGone(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	o := testOptions(t)
+	e := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), c, o)
+	if _, failed := e.Failed(); failed {
+		t.Fatal("hello failed")
+	}
+	before := e.LeftBehind()
+	if before.Sandbox == "" || len(before.Containers) != 1 || len(before.Dirs) != 2 {
+		t.Fatalf("LeftBehind of a running pod = %+v, want its sandbox, 1 container and 2 dirs", before)
+	}
+	srv.Stop()
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var dirs Step
+	for _, s := range e.Steps() {
+		if s.Stage != StageTeardown {
+			continue
+		}
+		if s.State != Failed {
+			t.Errorf("teardown step %s: %s, want failed with the runtime gone", s.Name, s.State)
+		}
+		for _, call := range s.Calls {
+			if !cri.Unavailable(call.Err) {
+				t.Errorf("%s %s: %v, want Unavailable", s.Name, call.Method, call.Err)
+			}
+		}
+		if s.Name == "remove-dirs" {
+			dirs = s
+		}
+	}
+	if dirs.Result.Reason != "PodDirsKept" || !strings.Contains(dirs.Result.Message, "container hello") {
+		t.Errorf("remove-dirs: %s %q, want PodDirsKept naming container hello", dirs.Result.Reason, dirs.Result.Message)
+	}
+	podDir := filepath.Join(o.Config.RootDir, "pods", string(e.Pod().UID))
+	logDir := filepath.Join(o.Config.LogDir, "default_hello_"+string(e.Pod().UID))
+	for _, d := range []string{podDir, logDir} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s removed while its container may run: %v", d, err)
+		}
+	}
+	left := e.LeftBehind()
+	if left.Sandbox != before.Sandbox || len(left.Containers) != 1 || !strings.HasPrefix(left.Containers[0], "hello ") ||
+		strings.Join(left.Dirs, ",") != podDir+","+logDir {
+		t.Errorf("LeftBehind = %+v, want sandbox %s, container hello, dirs %s and %s", left, before.Sandbox, podDir, logDir)
+	}
+	if s := left.String(); !strings.Contains(s, "sandbox "+shortID(before.Sandbox)) || !strings.Contains(s, "dir "+podDir) {
+		t.Errorf("LeftBehind.String() = %q", s)
+	}
+}
+
+// TestLeftBehindAfterTeardown: a teardown that finished leaves nothing.
+func TestLeftBehindAfterTeardown(t *testing.T) {
+	c := newSim(t)
+	e := runAll(t, load(t, repoFile("testdata/pods/init.yaml")), c, testOptions(t))
+	if e.LeftBehind().Empty() {
+		t.Fatal("LeftBehind is empty before teardown")
+	}
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l := e.LeftBehind(); !l.Empty() || l.String() != "nothing" {
+		t.Errorf("LeftBehind after teardown = %+v (%s)", l, l)
+	}
+}
+
+// startingRuntime refuses to remove a container while its start runs, as
+// containerd does, for the first refusals RemoveContainer calls; then the
+// container has started.
+type startingRuntime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	mu       sync.Mutex
+	refusals int
+	calls    []string
+}
+
+var _ runtimeapi.RuntimeServiceServer = (*startingRuntime)(nil)
+
+func (s *startingRuntime) record(m string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, m)
+	return s.refusals
+}
+
+func (s *startingRuntime) RemoveContainer(context.Context, *runtimeapi.RemoveContainerRequest) (*runtimeapi.RemoveContainerResponse, error) {
+	if s.record("RemoveContainer") > 0 {
+		s.mu.Lock()
+		s.refusals--
+		s.mu.Unlock()
+		return nil, status.Error(codes.Unknown, `failed to set removing state for container "c1": container is in starting state, can't be removed`)
+	}
+	return &runtimeapi.RemoveContainerResponse{}, nil
+}
+
+func (s *startingRuntime) ContainerStatus(context.Context, *runtimeapi.ContainerStatusRequest) (*runtimeapi.ContainerStatusResponse, error) {
+	state := runtimeapi.ContainerState_CONTAINER_CREATED
+	if s.record("ContainerStatus") == 0 {
+		state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: "c1", State: state}}, nil
+}
+
+func (s *startingRuntime) StopContainer(context.Context, *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
+	s.record("StopContainer")
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+func serveFake(t *testing.T, srv runtimeapi.RuntimeServiceServer) *cri.Client {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(g, srv)
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+	c, err := cri.Dial("unix://"+sock, "", cri.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestRemoveContainerWaitsForStart: a container "in starting state" is
+// removed once its start ended, and stopped first when it started.
+func TestRemoveContainerWaitsForStart(t *testing.T) {
+	for _, tc := range []struct {
+		refusals int
+		want     string
+	}{
+		{0, "RemoveContainer"},
+		{1, "RemoveContainer ContainerStatus StopContainer RemoveContainer"},
+		{3, "RemoveContainer ContainerStatus RemoveContainer ContainerStatus RemoveContainer ContainerStatus StopContainer RemoveContainer"},
+	} {
+		srv := &startingRuntime{refusals: tc.refusals}
+		e, err := New(load(t, repoFile("testdata/pods/hello.yaml")), serveFake(t, srv), testOptions(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.removeContainer(context.Background(), "c1"); err != nil {
+			t.Errorf("%d refusals: %v", tc.refusals, err)
+		}
+		if got := strings.Join(srv.calls, " "); got != tc.want {
+			t.Errorf("%d refusals: calls %s\nwant %s", tc.refusals, got, tc.want)
+		}
+		if !e.rt.removed["c1"] {
+			t.Errorf("%d refusals: c1 not recorded as removed", tc.refusals)
+		}
+	}
+}
+
+// TestLeftBehindWhileRunning: LeftBehind may be called while steps run (a
+// second Ctrl-C asks it from the signal goroutine); run with -race.
+func TestLeftBehindWhileRunning(t *testing.T) {
+	c := newSim(t)
+	e, err := New(load(t, repoFile("testdata/pods/init.yaml")), c, testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !e.Finished() {
+			if err := e.Continue(context.Background()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		if err := e.Teardown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			if l := e.LeftBehind(); !l.Empty() {
+				t.Errorf("LeftBehind after teardown = %s", l)
+			}
+			return
+		default:
+			_ = e.LeftBehind().String()
+		}
+	}
+}
