@@ -99,15 +99,13 @@ func (p *parser) parse(data []byte) error {
 			continue // empty document: skip the YAML decoder
 		}
 		p.kind, p.name = "", ""
-		p.doc++ // the number this part gets if it is not empty
+		p.doc++ // this part's number, if it holds a document
 		var e *Error
 		if expanded, e = p.checkYAML(d, expanded); e != nil {
 			return e
 		}
-		p.doc--
 		js, err := yaml.YAMLToJSONStrict(d.data)
 		if err != nil {
-			p.doc++
 			msg := yamlMessage(err, d.line)
 			if strings.Contains(msg, "already set in map") {
 				return p.errf("", "invalid YAML: %s; expected each key at most once per mapping", msg)
@@ -116,10 +114,9 @@ func (p *parser) parse(data []byte) error {
 		}
 		js = bytes.TrimSpace(js)
 		if bytes.Equal(js, []byte("null")) {
-			continue // empty document
+			p.doc-- // empty document: not counted
+			continue
 		}
-		p.doc++
-		p.kind, p.name = "", ""
 		if err := p.document(d.data, js); err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 // on large negative exponents ("1e-10000000" takes a second) and wraps
 // exponents beyond 32 bits ("1e9223372036854775807" parses as 0.1). The
 // API server has no such bounds; no quantity that fits in 64 bits (see
-// checkQuantityValue) needs more.
+// quantityValueProblem) needs more.
 const (
 	maxQuantityLen      = 64
 	maxQuantityExponent = 100
