@@ -127,14 +127,11 @@ func stageNames() string {
 	return strings.Join(s, ", ")
 }
 
-// loadManifest reads the manifest (stdin for "-").
+// loadManifest reads the manifest (stdin for "-"), at most
+// manifest.MaxSize bytes of it.
 func loadManifest(cmd *cobra.Command, file string) (*manifest.Bundle, error) {
 	if file == "-" {
-		data, err := io.ReadAll(cmd.InOrStdin())
-		if err != nil {
-			return nil, usageErr("read stdin: %v", err)
-		}
-		return manifest.Parse("<stdin>", data)
+		return manifest.Read(manifest.StdinName, cmd.InOrStdin())
 	}
 	return manifest.Load(file)
 }

@@ -93,11 +93,19 @@ type header struct {
 
 func (p *parser) parse(data []byte) error {
 	p.seen = map[string]int{}
+	expanded := 0
 	for _, d := range splitDocuments(data) {
+		if len(bytes.Trim(d.data, " \r\n")) == 0 {
+			continue // empty document: skip the YAML decoder
+		}
+		p.kind, p.name = "", ""
+		p.doc++ // this part's number, if it holds a document
+		var e *Error
+		if expanded, e = p.checkYAML(d, expanded); e != nil {
+			return e
+		}
 		js, err := yaml.YAMLToJSONStrict(d.data)
 		if err != nil {
-			p.doc++
-			p.kind, p.name = "", ""
 			msg := yamlMessage(err, d.line)
 			if strings.Contains(msg, "already set in map") {
 				return p.errf("", "invalid YAML: %s; expected each key at most once per mapping", msg)
@@ -106,10 +114,9 @@ func (p *parser) parse(data []byte) error {
 		}
 		js = bytes.TrimSpace(js)
 		if bytes.Equal(js, []byte("null")) {
-			continue // empty document
+			p.doc-- // empty document: not counted
+			continue
 		}
-		p.doc++
-		p.kind, p.name = "", ""
 		if err := p.document(d.data, js); err != nil {
 			return err
 		}
@@ -128,7 +135,7 @@ func yamlMessage(err error, firstLine int) string {
 	msg = strings.TrimPrefix(msg, "error converting YAML to JSON: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = strings.TrimPrefix(msg, "unmarshal errors:")
-	msg = strings.Join(strings.Fields(msg), " ")
+	msg = shortText(strings.Join(strings.Fields(msg), " "))
 	return yamlLineRE.ReplaceAllStringFunc(msg, func(s string) string {
 		n, _ := strconv.Atoi(strings.TrimPrefix(s, "line "))
 		return "line " + strconv.Itoa(n+firstLine-1)
@@ -239,8 +246,12 @@ func (p *parser) checkDuplicate(kind, key string) error {
 	return nil
 }
 
-// decode strictly decodes the JSON document js into obj.
+// decode strictly decodes the JSON document js into obj, after checking its
+// quantities (see checkQuantities).
 func (p *parser) decode(js []byte, obj any) error {
+	if field, msg := checkQuantities(js, reflect.TypeOf(obj), ""); msg != "" {
+		return p.errf(strings.TrimPrefix(field, "."), "%s", msg)
+	}
 	strict, err := sigsjson.UnmarshalStrict(js, obj)
 	if err != nil {
 		field, leaf, leafRaw, leafErr := locate(js, reflect.TypeOf(obj))
@@ -295,7 +306,7 @@ func (p *parser) unknownFieldMessage(root reflect.Type, path string) string {
 		t = ft
 	}
 	explain := strings.Join(append([]string{strings.ToLower(p.kind)}, parent...), ".")
-	msg := fmt.Sprintf("unknown field %q", name)
+	msg := fmt.Sprintf("unknown field %q", shortText(name))
 	if t != nil {
 		t = derefType(t)
 		for t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
@@ -474,7 +485,7 @@ func decodeMessage(t reflect.Type, raw []byte, err error) string {
 				msg += " (quote the value to make it a string: unquoted yes/no, on/off, y/n and true/false are booleans in YAML)"
 			case '{', '[', 'n', '"':
 			default:
-				msg += fmt.Sprintf(" (quote the value to make it a string: \"%s\")", raw)
+				msg += fmt.Sprintf(" (quote the value to make it a string: \"%s\")", shortText(string(raw)))
 			}
 		}
 		return msg
@@ -485,6 +496,9 @@ func decodeMessage(t reflect.Type, raw []byte, err error) string {
 // describeJSON describes a JSON value for a message, such as `string "80"`.
 func describeJSON(raw []byte) string {
 	raw = bytes.TrimSpace(raw)
+	if len(raw) > maxArgLen {
+		raw = []byte(shorten(string(raw), shortLen))
+	}
 	if len(raw) == 0 {
 		return "nothing"
 	}
@@ -508,9 +522,9 @@ func describeJSON(raw []byte) string {
 func jsonText(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprint(v)
+		return shortText(fmt.Sprint(v))
 	}
-	return string(b)
+	return shortText(string(b))
 }
 
 // describeType describes what a value of Go type t looks like in YAML.

@@ -20,6 +20,11 @@
 //   - Finally every object is validated with a subset of the API server's
 //     validation rules.
 //
+// Input is bounded before it is decoded: at most [MaxSize] bytes are read
+// (files, standard input, devices), YAML aliases count at their expanded
+// size against the same limit, a document hidden after "---" or "..." on a
+// marker line is refused, and quantities must fit in 64 bits.
+//
 // Any problem with the input is reported as a single [*Error], the first one
 // found in document order. Its message names the file, the document, the
 // field path, what is wrong and what is expected; the podstep command maps it

@@ -4,11 +4,7 @@ import (
 	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,42 +86,18 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&sb, "document %d", e.Doc)
 		switch {
 		case e.Kind != "" && e.Name != "":
-			fmt.Fprintf(&sb, " (%s %q)", e.Kind, e.Name)
+			fmt.Fprintf(&sb, " (%s %q)", e.Kind, shortText(e.Name))
 		case e.Kind != "":
 			fmt.Fprintf(&sb, " (%s)", e.Kind)
 		}
 		sb.WriteString(": ")
 	}
 	if e.Field != "" {
-		sb.WriteString(e.Field)
+		sb.WriteString(shortText(e.Field))
 		sb.WriteString(": ")
 	}
 	sb.WriteString(e.Msg)
 	return sb.String()
-}
-
-// Load reads the manifest file at path ("-" reads standard input) and parses
-// it with Parse. A file that cannot be read is reported as an *Error too.
-func Load(path string) (*Bundle, error) {
-	var (
-		data []byte
-		err  error
-		file = path
-	)
-	if path == "-" {
-		file = StdinName
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, &Error{File: file, Msg: fmt.Sprintf("cannot read the manifest: %v; expected a readable YAML file (or - for standard input)", err)}
-	}
-	return Parse(file, data)
 }
 
 // Parse decodes, defaults and validates the manifest data; file is the name

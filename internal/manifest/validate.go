@@ -20,7 +20,7 @@ type fieldErr struct {
 }
 
 func fe(field, format string, args ...any) *fieldErr {
-	return &fieldErr{field: field, msg: fmt.Sprintf(format, args...)}
+	return &fieldErr{field: field, msg: fmt.Sprintf(format, shortArgs(args)...)}
 }
 
 // Messages saying what a valid value looks like.
@@ -90,6 +90,9 @@ func validatePod(pod *corev1.Pod) *fieldErr {
 	if e := validateMeta(&pod.ObjectMeta, true, "web"); e != nil {
 		return e
 	}
+	if e := validateUID(pod.UID); e != nil {
+		return e
+	}
 	s := &pod.Spec
 	if len(s.Containers) == 0 {
 		return fe("spec.containers", "required value; expected at least one container")
@@ -129,7 +132,10 @@ func validatePod(pod *corev1.Pod) *fieldErr {
 			return e
 		}
 	}
-	return validateHostPorts(s)
+	if e := validateHostPorts(s); e != nil {
+		return e
+	}
+	return validatePodSpecExtras(s)
 }
 
 func validateIDs(field string, user, group *int64) *fieldErr {
@@ -169,7 +175,7 @@ func validateVolume(v *corev1.Volume, f string, seen map[string]int) *fieldErr {
 			return fe(f+".secret.secretName", "required value; expected the name of a Secret")
 		}
 	}
-	return nil
+	return validateVolumeDetails(v, f)
 }
 
 // validateContainer validates container c at path f. volumes maps volume
@@ -411,10 +417,8 @@ func validateMounts(c *corev1.Container, f string, volumes map[string]int) *fiel
 			return fe(mf+".mountPath", "duplicate mount path %q (also volumeMounts[%d]); expected each path to be mounted once", m.MountPath, k)
 		}
 		paths[m.MountPath] = j
-		if m.SubPath != "" {
-			if path.IsAbs(m.SubPath) || slices.Contains(strings.Split(m.SubPath, "/"), "..") {
-				return fe(mf+".subPath", "invalid value %q; expected a relative path within the volume, without '..'", m.SubPath)
-			}
+		if e := validateMountPaths(&c.VolumeMounts[j], mf); e != nil {
+			return e
 		}
 	}
 	return nil
