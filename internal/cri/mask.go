@@ -1,0 +1,208 @@
+package cri
+
+import (
+	"encoding/base64"
+	"sort"
+	"strconv"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// MinSubstringLen is the length, in bytes, from which a Secret value (or a
+// form of it, or a recorded expansion) is masked wherever it occurs inside a
+// string. A shorter one would mask unrelated text ("1", "true", "80"), so it
+// is masked only in the fields where podstep puts values from the
+// environment (placed), when the whole field equals it or is an expansion
+// that holds it.
+const MinSubstringLen = 6
+
+// placed are the CRI fields podstep fills with values from the environment:
+// $(VAR) expansions in command and args, env values, and the mount host path
+// a subPathExpr is joined to. In them a short Secret value or expansion is
+// masked too.
+var placed = map[string]bool{
+	"runtime.v1.ContainerConfig.command": true,
+	"runtime.v1.ContainerConfig.args":    true,
+	"runtime.v1.KeyValue.value":          true,
+	"runtime.v1.Mount.host_path":         true,
+}
+
+// maskSet is what a Redactor masks, precomputed: built when secrets are
+// added, read-only afterwards.
+type maskSet struct {
+	secretEnv map[string]bool
+	// exact maps a whole field value to what is shown instead: every Secret
+	// value and form, and every recorded expansion.
+	exact map[string]string
+	// suffixes are short expansions (subPathExpr) matched at the end of a
+	// path field: "/" + value.
+	suffixes []suffix
+	// repl replaces the long values, forms and expansions inside any string;
+	// nil when there are none.
+	repl *strings.Replacer
+	// starts holds the first two bytes of every string repl looks for: most
+	// strings have none of them, and skip repl (which always allocates).
+	starts *pairTable
+}
+
+// pairTable is a set of two-byte sequences, one bit each.
+type pairTable [1 << 16 / 64]uint64
+
+func (t *pairTable) add(s string) {
+	k := uint(s[0])<<8 | uint(s[1])
+	t[k>>6] |= 1 << (k & 63)
+}
+
+// in reports whether s holds any of the table's two-byte sequences.
+func in[S ~string | ~[]byte](t *pairTable, s S) bool {
+	for i := 0; i+1 < len(s); i++ {
+		k := uint(s[i])<<8 | uint(s[i+1])
+		if t[k>>6]&(1<<(k&63)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+type suffix struct{ old, shown string }
+
+var emptyMaskSet = &maskSet{}
+
+// active reports whether anything is masked by value.
+func (m *maskSet) active() bool { return len(m.exact) > 0 }
+
+// any reports whether the pod has any secret at all.
+func (m *maskSet) any() bool { return len(m.exact) > 0 || len(m.secretEnv) > 0 }
+
+func newMaskSet(secretEnv, values map[string]bool, expansions map[string]string) *maskSet {
+	m := &maskSet{secretEnv: map[string]bool{}, exact: map[string]string{}}
+	for n := range secretEnv {
+		m.secretEnv[n] = true
+	}
+	sub := map[string]string{}
+	add := func(old, shown string, exactToo bool) {
+		if old == "" || old == shown {
+			return
+		}
+		if exactToo {
+			if _, ok := m.exact[old]; !ok || shown == Mask {
+				m.exact[old] = shown
+			}
+		}
+		if len(old) >= MinSubstringLen {
+			if _, ok := sub[old]; !ok || shown == Mask {
+				sub[old] = shown
+			}
+		}
+	}
+	for v := range values {
+		for _, f := range forms(v) {
+			add(f, Mask, true)
+		}
+	}
+	for v, shown := range expansions {
+		add(v, shown, true)
+		if len(v) < MinSubstringLen {
+			m.suffixes = append(m.suffixes, suffix{"/" + v, shown})
+		}
+	}
+	sort.Slice(m.suffixes, func(i, j int) bool { return m.suffixes[i].old < m.suffixes[j].old })
+	if len(sub) > 0 {
+		olds := make([]string, 0, len(sub))
+		for o := range sub {
+			olds = append(olds, o)
+		}
+		// strings.Replacer tries the old strings in argument order at each
+		// position: longest first, so that an expansion wins over the
+		// Secret value inside it and a value over its own prefix.
+		sort.Slice(olds, func(i, j int) bool {
+			if len(olds[i]) != len(olds[j]) {
+				return len(olds[i]) > len(olds[j])
+			}
+			return olds[i] < olds[j]
+		})
+		pairs := make([]string, 0, 2*len(olds))
+		m.starts = &pairTable{}
+		for _, o := range olds {
+			pairs = append(pairs, o, sub[o])
+			m.starts.add(o)
+		}
+		m.repl = strings.NewReplacer(pairs...)
+	}
+	return m
+}
+
+// forms are the strings a Secret value may be printed as: itself, without
+// surrounding white space (a trailing newline from `echo … | base64`), each
+// line of a multi-line value, its standard base64 (protobuf JSON prints bytes
+// fields so), and the inside of its Go %q quoting (runtime and kubelet
+// messages quote output with %q).
+func forms(v string) []string {
+	out := []string{v}
+	seen := map[string]bool{v: true}
+	addf := func(f string) {
+		if f != "" && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	t := strings.TrimSpace(v)
+	addf(t)
+	if strings.ContainsAny(t, "\r\n") {
+		for _, l := range strings.Split(t, "\n") {
+			if l = strings.TrimSpace(l); len(l) >= MinSubstringLen {
+				addf(l)
+			}
+		}
+	}
+	for _, s := range []string{v, t} {
+		if s == "" {
+			continue
+		}
+		addf(base64.StdEncoding.EncodeToString([]byte(s)))
+		addf(base64.RawStdEncoding.EncodeToString([]byte(s)))
+		q := strconv.Quote(s)
+		addf(q[1 : len(q)-1])
+	}
+	return out
+}
+
+// text masks free text: the long values, forms and expansions, anywhere.
+func (m *maskSet) text(s string) string {
+	if m.repl == nil || !in(m.starts, s) {
+		return s
+	}
+	return m.repl.Replace(s)
+}
+
+// field masks one placed field of a CRI message: a whole-field match first
+// (any length), then a short expansion at the end of a path, then the
+// substrings.
+func (m *maskSet) field(s string) string {
+	if s == "" || s == Mask {
+		return s
+	}
+	if shown, ok := m.exact[s]; ok {
+		return shown
+	}
+	for _, sf := range m.suffixes {
+		if strings.HasSuffix(s, sf.old) {
+			s = s[:len(s)-len(sf.old)+1] + sf.shown
+			break
+		}
+	}
+	return m.text(s)
+}
+
+// redactEnv masks, whole, the values of the env vars named as Secret-sourced.
+func (m *maskSet) redactEnv(cfg *runtimeapi.ContainerConfig) {
+	if cfg == nil || len(m.secretEnv) == 0 {
+		return
+	}
+	for _, kv := range cfg.Envs {
+		if m.secretEnv[kv.Key] {
+			kv.Value = []byte(Mask)
+		}
+	}
+}
