@@ -41,24 +41,30 @@ type maskSet struct {
 	// repl replaces the long values, forms and expansions inside any string;
 	// nil when there are none.
 	repl *strings.Replacer
-	// starts holds the first two bytes of every string repl looks for: most
-	// strings have none of them, and skip repl (which always allocates).
-	starts *pairTable
+	// starts holds the first four bytes of every string repl looks for,
+	// hashed: most strings hold none of them and skip repl (which always
+	// copies).
+	starts *prefixTable
 }
 
-// pairTable is a set of two-byte sequences, one bit each.
-type pairTable [1 << 16 / 64]uint64
+// prefixTable is a set of hashed four-byte sequences, one bit each (32 KiB):
+// a string of text with none of them holds no string to mask.
+type prefixTable [1 << prefixBits / 64]uint64
 
-func (t *pairTable) add(s string) {
-	k := uint(s[0])<<8 | uint(s[1])
-	t[k>>6] |= 1 << (k & 63)
+const prefixBits = 18
+
+func prefixHash(x uint32) uint32 { return (x * 2654435761) >> (32 - prefixBits) }
+
+func (t *prefixTable) add(s string) {
+	h := prefixHash(uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24)
+	t[h>>6] |= 1 << (h & 63)
 }
 
-// in reports whether s holds any of the table's two-byte sequences.
-func in[S ~string | ~[]byte](t *pairTable, s S) bool {
-	for i := 0; i+1 < len(s); i++ {
-		k := uint(s[i])<<8 | uint(s[i+1])
-		if t[k>>6]&(1<<(k&63)) != 0 {
+// in reports whether s may hold a string whose first four bytes are in t.
+func in[S ~string | ~[]byte](t *prefixTable, s S) bool {
+	for i := 0; i+3 < len(s); i++ {
+		h := prefixHash(uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24)
+		if t[h>>6]&(1<<(h&63)) != 0 {
 			return true
 		}
 	}
@@ -123,7 +129,7 @@ func newMaskSet(secretEnv, values map[string]bool, expansions map[string]string)
 			return olds[i] < olds[j]
 		})
 		pairs := make([]string, 0, 2*len(olds))
-		m.starts = &pairTable{}
+		m.starts = &prefixTable{}
 		for _, o := range olds {
 			pairs = append(pairs, o, sub[o])
 			m.starts.add(o)

@@ -116,6 +116,10 @@ func TestRedactMessages(t *testing.T) {
 		in:   &runtimeapi.ExecSyncResponse{Stdout: []byte("> line-two-GHIJKL\n" + base64.StdEncoding.EncodeToString([]byte(long)))},
 		want: &runtimeapi.ExecSyncResponse{Stdout: []byte("> " + Mask + "\n" + Mask)},
 	}, {
+		name: "map values other than labels and annotations",
+		in:   &runtimeapi.StatusResponse{Info: map[string]string{"config": `{"env":"PW=` + long + `"}`}},
+		want: &runtimeapi.StatusResponse{Info: map[string]string{"config": `{"env":"PW=` + Mask + `"}`}},
+	}, {
 		name: "registry credentials",
 		in:   &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "reg/x"}, Auth: &runtimeapi.AuthConfig{Username: "bob", Password: "pw", Auth: "Ym9iOnB3"}},
 		want: &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "reg/x"}, Auth: &runtimeapi.AuthConfig{Username: "bob", Password: Mask, Auth: Mask}},

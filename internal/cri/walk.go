@@ -11,6 +11,11 @@ import (
 // placed fields with field, the others (map values included) with text. Map
 // keys are names, left as they are.
 func (m *maskSet) walk(msg protoreflect.Message) {
+	m.walkPlan(msg, nil)
+}
+
+// walkPlan is walk with msg's plan when the caller has it (nil: look it up).
+func (m *maskSet) walkPlan(msg protoreflect.Message, plan []fieldPlan) {
 	// Env vars are most of a container config's messages: their values are
 	// masked without reflection, and the plan leaves the envs field out.
 	switch x := msg.Interface().(type) {
@@ -20,22 +25,35 @@ func (m *maskSet) walk(msg protoreflect.Message) {
 		m.envs([]*runtimeapi.KeyValue{x})
 		return
 	}
-	for _, f := range planFor(msg.Descriptor()) {
+	if plan == nil {
+		plan = planFor(msg.Descriptor())
+	}
+	for _, f := range plan {
 		if !msg.Has(f.fd) {
 			continue
 		}
 		switch {
 		case f.fd.IsMap():
+			if sm := stringMap(msg, f); sm != nil {
+				for k, v := range sm {
+					if nv := m.text(v); nv != v {
+						sm[k] = nv
+					}
+				}
+				continue
+			}
 			m.walkMap(f, msg.Mutable(f.fd).Map())
 		case f.fd.IsList():
 			l := msg.Mutable(f.fd).List()
 			for j := 0; j < l.Len(); j++ {
-				if nv, ok := m.value(f.kind, l.Get(j), f.placed); ok {
+				if f.kind == protoreflect.MessageKind {
+					m.walkPlan(l.Get(j).Message(), f.sub)
+				} else if nv, ok := m.value(f.kind, l.Get(j), f.placed); ok {
 					l.Set(j, nv)
 				}
 			}
 		case f.kind == protoreflect.MessageKind:
-			m.walk(msg.Mutable(f.fd).Message())
+			m.walkPlan(msg.Mutable(f.fd).Message(), f.sub)
 		default:
 			if nv, ok := m.value(f.kind, msg.Get(f.fd), f.placed); ok {
 				msg.Set(f.fd, nv)
@@ -44,10 +62,36 @@ func (m *maskSet) walk(msg protoreflect.Message) {
 	}
 }
 
+// labeled and annotated are the generated getters of the label and
+// annotation maps, which most CRI messages have.
+type (
+	labeled   interface{ GetLabels() map[string]string }
+	annotated interface{ GetAnnotations() map[string]string }
+)
+
+// stringMap returns the Go map of a labels or annotations field, to mask in
+// place: protoreflect's map Range copies every key and value.
+func stringMap(msg protoreflect.Message, f fieldPlan) map[string]string {
+	if f.kind != protoreflect.StringKind {
+		return nil
+	}
+	switch f.fd.Name() {
+	case "labels":
+		if l, ok := msg.Interface().(labeled); ok {
+			return l.GetLabels()
+		}
+	case "annotations":
+		if a, ok := msg.Interface().(annotated); ok {
+			return a.GetAnnotations()
+		}
+	}
+	return nil
+}
+
 func (m *maskSet) walkMap(f fieldPlan, mp protoreflect.Map) {
 	mp.Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
 		if f.kind == protoreflect.MessageKind {
-			m.walk(v.Message())
+			m.walkPlan(v.Message(), f.sub)
 			return true
 		}
 		if nv, ok := m.value(f.kind, v, false); ok {
@@ -57,8 +101,7 @@ func (m *maskSet) walkMap(f fieldPlan, mp protoreflect.Map) {
 	})
 }
 
-// value masks one scalar or walks one message; ok is true when a scalar
-// changed.
+// value masks one scalar; ok is true when it changed.
 func (m *maskSet) value(k protoreflect.Kind, v protoreflect.Value, precise bool) (protoreflect.Value, bool) {
 	mask := m.text
 	if precise {
@@ -74,8 +117,6 @@ func (m *maskSet) value(k protoreflect.Kind, v protoreflect.Value, precise bool)
 		if nb, changed := m.bytes(v.Bytes(), precise); changed {
 			return protoreflect.ValueOfBytes(nb), true
 		}
-	case protoreflect.MessageKind:
-		m.walk(v.Message())
 	}
 	return protoreflect.Value{}, false
 }
@@ -113,6 +154,7 @@ type fieldPlan struct {
 	fd     protoreflect.FieldDescriptor
 	kind   protoreflect.Kind // of the value (of a map: the map value); groups are MessageKind
 	placed bool
+	sub    []fieldPlan // the plan of a message value (nil: look it up, for recursive types)
 }
 
 const envsField = "runtime.v1.ContainerConfig.envs"
@@ -152,7 +194,11 @@ func buildPlan(md protoreflect.MessageDescriptor, visiting map[protoreflect.Full
 		case protoreflect.MessageKind, protoreflect.GroupKind:
 			f.kind = protoreflect.MessageKind
 			sub := vd.Message()
-			if visiting[sub.FullName()] || len(buildPlan(sub, visiting)) > 0 {
+			if visiting[sub.FullName()] {
+				out = append(out, f)
+				continue
+			}
+			if f.sub = buildPlan(sub, visiting); len(f.sub) > 0 {
 				out = append(out, f)
 			}
 		}
