@@ -111,9 +111,10 @@ func (r *Redactor) masks() *maskSet {
 
 // Redact returns a copy of m safe to record and show; m itself is untouched.
 // Every string and bytes field of the copy, at any depth, is masked as Text
-// masks free text; in addition a field whose whole value is a Secret value or
-// a recorded expansion is masked whatever its length (except label and
-// annotation values, which get the substring masking only).
+// masks free text; in addition, in the fields where podstep puts values
+// from the environment (command, args, env values, mount host paths), a
+// whole field that is a Secret value or a recorded expansion is masked
+// whatever its length, and so is a short expansion ending a path.
 func (r *Redactor) Redact(m proto.Message) proto.Message {
 	if m == nil {
 		return nil
