@@ -73,15 +73,17 @@ func TestSecretsNeverShown(t *testing.T) {
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	for _, w := range []struct{ output, want string }{
 		{"plan -o yaml", "- --pin=<redacted>"},
-		{"plan -o yaml", "kubernetes.io~empty-dir/scratch/<redacted>\n"},
 		{"plan -o yaml", "value: " + b64("postgres://u:<redacted>@db")},
 		{"plan -o json", b64("postgres://u:<redacted>@db")},
 		{"plan --crictl (stderr)", "note: env DSN of app holds a Secret value"},
 		{"plan --crictl (stderr)", "note: the args of app hold a Secret value"},
-		{"plan --crictl (stderr)", "note: the host path of mount /by-pin of app holds a Secret value"},
 		{"run --auto", "output: hook sees token <redacted> and dsn postgres://u:<redacted>@db"},
 		{"run --auto", "STATUS Running"},
 		{"run --auto json", `"args":["checks","\u003credacted\u003e","--pin=\u003credacted\u003e"]`},
+		// The create step's subPath detail (bind-mounted as root, checked
+		// otherwise) names the expanded subPathExpr and its path.
+		{"run --auto json", `(scratch, subPath \"\u003credacted\u003e\")`},
+		{"run --auto json", `kubernetes.io~empty-dir/scratch/\u003credacted\u003e `},
 	} {
 		if !strings.Contains(outputs[w.output], w.want) {
 			t.Errorf("%s lacks %q", w.output, w.want)

@@ -41,6 +41,9 @@ type maskSet struct {
 	// repl replaces the long values, forms and expansions inside any string;
 	// nil when there are none.
 	repl *strings.Replacer
+	// segments are the short subPath expansions, masked in text as path
+	// components or quoted.
+	segments []segment
 	// starts holds the first four bytes of every string repl looks for,
 	// hashed: most strings hold none of them and skip repl (which always
 	// copies).
@@ -73,6 +76,13 @@ func in[S ~string | ~[]byte](t *prefixTable, s S) bool {
 
 type suffix struct{ old, shown string }
 
+// segment is a short expanded subPathExpr as it appears in free text: a
+// path component ("/v" then a delimiter) or quoted.
+type segment struct {
+	seg, shown string   // "/" + value, and the masked value
+	quoted     []string // pairs: a quoted form ("%q", `v`, 'v') and what it becomes
+}
+
 var emptyMaskSet = &maskSet{}
 
 // active reports whether anything is masked by value.
@@ -81,7 +91,7 @@ func (m *maskSet) active() bool { return len(m.exact) > 0 }
 // any reports whether the pod has any secret at all.
 func (m *maskSet) any() bool { return len(m.exact) > 0 || len(m.secretEnv) > 0 }
 
-func newMaskSet(secretEnv, values map[string]bool, expansions map[string]string) *maskSet {
+func newMaskSet(secretEnv, values map[string]bool, expansions map[string]string, subPaths map[string]bool) *maskSet {
 	m := &maskSet{secretEnv: map[string]bool{}, exact: map[string]string{}}
 	for n := range secretEnv {
 		m.secretEnv[n] = true
@@ -111,8 +121,14 @@ func newMaskSet(secretEnv, values map[string]bool, expansions map[string]string)
 		add(v, shown, true)
 		if len(v) < MinSubstringLen {
 			m.suffixes = append(m.suffixes, suffix{"/" + v, shown})
+			if subPaths[v] {
+				q, qs := strconv.Quote(v), strconv.Quote(shown)
+				m.segments = append(m.segments, segment{seg: "/" + v, shown: shown,
+					quoted: []string{q, qs, "`" + v + "`", "`" + shown + "`", "'" + v + "'", "'" + shown + "'"}})
+			}
 		}
 	}
+	sort.Slice(m.segments, func(i, j int) bool { return m.segments[i].seg < m.segments[j].seg })
 	sort.Slice(m.suffixes, func(i, j int) bool { return m.suffixes[i].old < m.suffixes[j].old })
 	if len(sub) > 0 {
 		olds := make([]string, 0, len(sub))
@@ -174,12 +190,41 @@ func forms(v string) []string {
 	return out
 }
 
-// text masks free text: the long values, forms and expansions, anywhere.
+// text masks free text: the long values, forms and expansions, anywhere,
+// and the short subPath expansions as path components or quoted.
 func (m *maskSet) text(s string) string {
-	if m.repl == nil || !in(m.starts, s) {
-		return s
+	if m.repl != nil && in(m.starts, s) {
+		s = m.repl.Replace(s)
 	}
-	return m.repl.Replace(s)
+	for _, g := range m.segments {
+		s = g.mask(s)
+	}
+	return s
+}
+
+// mask replaces the segment's value where it is quoted or a whole path
+// component: "/v" at the end of s or before a byte no file name in
+// podstep's messages continues with.
+func (g segment) mask(s string) string {
+	for i := 0; i < len(g.quoted); i += 2 {
+		if strings.Contains(s, g.quoted[i]) {
+			s = strings.ReplaceAll(s, g.quoted[i], g.quoted[i+1])
+		}
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], g.seg)
+		if j < 0 {
+			return s
+		}
+		j += i
+		end := j + len(g.seg)
+		if end < len(s) && !strings.ContainsRune("/ \t\r\n\"'`),:;]}", rune(s[end])) {
+			i = j + 1
+			continue
+		}
+		s = s[:j+1] + g.shown + s[end:]
+		i = j + 1 + len(g.shown)
+	}
 }
 
 // field masks one placed field of a CRI message: a whole-field match first

@@ -31,6 +31,7 @@ type Redactor struct {
 	secretEnv  map[string]bool
 	values     map[string]bool
 	expansions map[string]string // value as sent → as shown
+	subPaths   map[string]bool   // expansions that are subPathExprs
 	set        atomic.Pointer[maskSet]
 }
 
@@ -77,25 +78,36 @@ func (r *Redactor) AddSecrets(values ...string) {
 // expanding $(VAR) references to Secret-sourced variables, and that it is to
 // be shown as shown (the same expansion with each Secret value replaced by
 // Mask). Pairs with value == shown or an empty value are ignored.
-func (r *Redactor) AddExpansion(value, shown string) {
+func (r *Redactor) AddExpansion(value, shown string) { r.addExpansion(value, shown, false) }
+
+// AddSubPath is AddExpansion for an expanded subPathExpr. A short one is
+// also masked in free text where it is a whole path component or quoted
+// ("/<redacted>", "`<redacted>`"): podstep's own messages about the mount
+// quote it so.
+func (r *Redactor) AddSubPath(value, shown string) { r.addExpansion(value, shown, true) }
+
+func (r *Redactor) addExpansion(value, shown string, subPath bool) {
 	if value == "" || value == shown {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.expansions[value]; ok && old == shown {
+	if old, ok := r.expansions[value]; ok && old == shown && (!subPath || r.subPaths[value]) {
 		return
 	}
 	if r.expansions == nil {
-		r.expansions = map[string]string{}
+		r.expansions, r.subPaths = map[string]string{}, map[string]bool{}
 	}
 	r.expansions[value] = shown
+	if subPath {
+		r.subPaths[value] = true
+	}
 	r.rebuild()
 }
 
 // rebuild precomputes the mask set; r.mu is held.
 func (r *Redactor) rebuild() {
-	r.set.Store(newMaskSet(r.secretEnv, r.values, r.expansions))
+	r.set.Store(newMaskSet(r.secretEnv, r.values, r.expansions, r.subPaths))
 }
 
 // masks is the current mask set (never nil).

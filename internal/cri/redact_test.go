@@ -18,6 +18,8 @@ const (
 	long   = "Sup3r-Secret-Pw-8841"
 	short  = "4719"
 	pemish = "line-one-ABCDEF\nline-two-GHIJKL\n"
+	// subPin is a short value expanded into a subPathExpr.
+	subPin = "q!7"
 )
 
 func testRedactor() *Redactor {
@@ -30,6 +32,8 @@ func testRedactor() *Redactor {
 	r.AddExpansion("--pin="+short, "--pin="+Mask)
 	r.AddExpansion(short, Mask)
 	r.AddExpansion(long, Mask)
+	r.AddSubPath("ab/"+subPin, "ab/"+Mask)
+	r.AddSubPath(subPin, Mask)
 	return r
 }
 
@@ -166,6 +170,12 @@ func TestRedactText(t *testing.T) {
 		// A short value alone in free text is not masked: "exit code 1",
 		// "port 4719" would lose their meaning.
 		{"exit code 1, port " + short, "exit code 1, port " + short},
+		// A short subPath expansion is, as a path component or quoted.
+		{`volumeMount 1 (data, subPath "q!7"): opened /v/data/q!7 without following symlinks`,
+			`volumeMount 1 (data, subPath "` + Mask + `"): opened /v/data/` + Mask + ` without following symlinks`},
+		{"error SubPath `q!7` must not be an absolute path", "error SubPath `" + Mask + "` must not be an absolute path"},
+		{"opened /v/data/ab/q!7/x, /v/data/q!7", "opened /v/data/ab/" + Mask + "/x, /v/data/" + Mask},
+		{"/v/data/q!7x and q!7 alone", "/v/data/q!7x and q!7 alone"},
 		{"", ""},
 	} {
 		if got := r.Text(tc.in); got != tc.want {

@@ -10,6 +10,9 @@ import (
 // redactor shows Shown wherever Value would appear.
 type Expansion struct {
 	Value, Shown string
+	// SubPath is set for an expanded subPathExpr (podstep's messages about
+	// the mount quote it as a path).
+	SubPath bool
 }
 
 // SecretExpansions lists the strings ContainerConfig would send for c that
@@ -46,7 +49,9 @@ func SecretExpansions(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o
 	}
 	for _, vm := range c.VolumeMounts {
 		if vm.SubPathExpr != "" {
-			add(Expand(vm.SubPathExpr, sent.lookup), Expand(vm.SubPathExpr, shown.lookup))
+			if v, s := Expand(vm.SubPathExpr, sent.lookup), Expand(vm.SubPathExpr, shown.lookup); v != "" && v != s {
+				out = append(out, Expansion{Value: v, Shown: s, SubPath: true})
+			}
 		}
 	}
 	return out

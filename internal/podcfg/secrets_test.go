@@ -37,7 +37,11 @@ func TestSecretExpansions(t *testing.T) {
 	got := SecretExpansions(pod, &pod.Spec.Containers[0], envInput(&pod.Spec.Containers[0], src), Options{}, "<m>")
 	var pairs []string
 	for _, e := range got {
-		pairs = append(pairs, e.Value+" → "+e.Shown)
+		p := e.Value + " → " + e.Shown
+		if e.SubPath {
+			p += " (subPath)"
+		}
+		pairs = append(pairs, p)
 	}
 	eq(t, "expansions", pairs, []string{
 		"tok-abcdef → <m>",
@@ -47,7 +51,7 @@ func TestSecretExpansions(t *testing.T) {
 		"run --dsn=postgres://u:pw-123456@db → run --dsn=postgres://u:<m>@db",
 		"4719 → <m>",
 		"--token=tok-abcdef → --token=<m>",
-		"users/4719 → users/<m>",
+		"users/4719 → users/<m> (subPath)",
 	})
 	if n := len(SecretExpansions(pod, &pod.Spec.Containers[0], ContainerInput{Container: c}, Options{}, "<m>")); n != 0 {
 		t.Errorf("without an env source: %d expansions, want 0", n)

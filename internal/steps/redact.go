@@ -70,7 +70,11 @@ func (e *Engine) noteExpansions(c *containerRuntime, ips []string) {
 	c.expanded, c.expandedFor = true, key
 	in := podcfg.ContainerInput{Container: c.spec, Init: c.init, PodIP: first(ips), PodIPs: ips, Env: e.bundle}
 	for _, x := range podcfg.SecretExpansions(e.pod, c.spec, in, e.opts.Config, cri.Mask) {
-		e.redactor.AddExpansion(x.Value, x.Shown)
+		if x.SubPath {
+			e.redactor.AddSubPath(x.Value, x.Shown)
+		} else {
+			e.redactor.AddExpansion(x.Value, x.Shown)
+		}
 	}
 }
 

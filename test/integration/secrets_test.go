@@ -83,17 +83,22 @@ func TestSecretsExpansionOnContainerd(t *testing.T) {
 				t.Errorf("CreateContainer env %s = %q, want %q", k, env[k], want)
 			}
 		}
+		// The subPathExpr mount: a bind mount under volume-subpaths as root
+		// (the kubelet's), else <volume>/<subPath>, masked.
 		found := false
 		for _, m := range req.Config.Mounts {
 			if m.ContainerPath == "/by-pin" {
 				found = true
-				if !strings.HasSuffix(m.HostPath, "/scratch/<redacted>") {
-					t.Errorf("the subPathExpr mount's host path = %q, want it to end in /scratch/<redacted>", m.HostPath)
+				if !strings.Contains(m.HostPath, "/volume-subpaths/") && !strings.HasSuffix(m.HostPath, "/scratch/<redacted>") {
+					t.Errorf("the subPathExpr mount's host path = %q, want a volume-subpaths bind mount or one ending in /scratch/<redacted>", m.HostPath)
 				}
 			}
 		}
 		if !found {
 			t.Errorf("no /by-pin mount in the CreateContainer request")
+		}
+		if v, _ := create.detailValue("subPath"); !strings.Contains(v, `(scratch, subPath "<redacted>")`) || !strings.Contains(v, "/scratch/<redacted> ") {
+			t.Errorf("the create step's subPath detail = %q, want the expanded subPathExpr masked", v)
 		}
 	})
 
