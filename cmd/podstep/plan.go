@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -168,16 +169,32 @@ func writeCrictl(dir string, eng *steps.Engine, warn io.Writer) error {
 				if err := write(name, m.Config); err != nil {
 					return err
 				}
+				ctr := m.Config.GetMetadata().GetName()
 				for _, mt := range m.Config.GetMounts() {
 					if strings.Contains(mt.HostPath, "/"+volume.SubPathsDir+"/") {
 						fmt.Fprintf(warn, "note: mount %s of %s is a subPath: its host_path %s is the bind mount `podstep run` makes there (the kubelet's makeMounts); make it, or put <volume>/<subPath> there, before `crictl create`\n",
-							mt.ContainerPath, m.Config.GetMetadata().GetName(), mt.HostPath)
+							mt.ContainerPath, ctr, mt.HostPath)
 					}
 				}
 				for _, kv := range m.Config.GetEnvs() {
-					if string(kv.Value) == cri.Mask {
-						fmt.Fprintf(warn, "note: env %s of %s comes from a Secret: its value is %s in %s; set it before `crictl create`\n",
-							kv.Key, m.Config.GetMetadata().GetName(), cri.Mask, name)
+					if strings.Contains(string(kv.Value), cri.Mask) {
+						fmt.Fprintf(warn, "note: env %s of %s holds a Secret value: it is %s in %s; set it before `crictl create`\n",
+							kv.Key, ctr, cri.Mask, name)
+					}
+				}
+				for _, f := range []struct {
+					what string
+					list []string
+				}{{"command", m.Config.GetCommand()}, {"args", m.Config.GetArgs()}} {
+					if slices.ContainsFunc(f.list, func(s string) bool { return strings.Contains(s, cri.Mask) }) {
+						fmt.Fprintf(warn, "note: the %s of %s hold a Secret value: it is %s in %s; set it before `crictl create`\n",
+							f.what, ctr, cri.Mask, name)
+					}
+				}
+				for _, mnt := range m.Config.GetMounts() {
+					if strings.Contains(mnt.GetHostPath(), cri.Mask) {
+						fmt.Fprintf(warn, "note: the host path of mount %s of %s holds a Secret value: it is %s in %s; set it before `crictl create`\n",
+							mnt.GetContainerPath(), ctr, cri.Mask, name)
 					}
 				}
 			}

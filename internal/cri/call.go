@@ -19,7 +19,7 @@ type Call struct {
 	Request proto.Message
 	// Response is the redacted response message; nil on error.
 	Response proto.Message
-	// Err is the error the runtime answered with, if any.
+	// Err is the error the runtime answered with, if any, its text redacted.
 	Err error
 	// Start is when the call was sent.
 	Start time.Time

@@ -170,7 +170,9 @@ func invoke[Req, Resp proto.Message](ctx context.Context, c *Client, method stri
 	resp, err := fn(cctx, req)
 	dur := time.Since(start)
 
-	call := Call{Method: method, Request: redReq, Err: err, Start: start, Duration: dur}
+	// The runtime's error text can quote what it was given (a command, a
+	// mount path): recorded masked, with its gRPC code.
+	call := Call{Method: method, Request: redReq, Err: c.Redactor.Error(err), Start: start, Duration: dur}
 	if err == nil {
 		call.Response = c.Redactor.Redact(resp)
 	}

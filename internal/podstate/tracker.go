@@ -48,6 +48,8 @@ type Tracker struct {
 	// rejected is set by Rejected: the status is rejectPod's, not one
 	// generateAPIPodStatus derives.
 	rejected bool
+	// redact masks secrets in the messages recorded (nil: none).
+	redact func(string) string
 }
 
 type condState struct {
@@ -90,10 +92,35 @@ func newStatus(c corev1.Container, reason string) corev1.ContainerStatus {
 	}
 }
 
+// SetRedact makes the tracker pass every message it records (events,
+// container waiting and terminated messages, the pod's message) through fn,
+// which masks secrets: they are stored masked, so every snapshot is.
+func (t *Tracker) SetRedact(fn func(string) string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.redact = fn
+}
+
+// cleanHeld masks secrets in a message to record; t.mu is held.
+func (t *Tracker) cleanHeld(s string) string {
+	if t.redact == nil || s == "" {
+		return s
+	}
+	return t.redact(s)
+}
+
+// clean masks secrets in a message to record.
+func (t *Tracker) clean(s string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cleanHeld(s)
+}
+
 // Record adds a kubelet event.
 func (t *Tracker) Record(typ, reason, object, message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	message = t.cleanHeld(message)
 	t.events = append(t.events, Event{Time: t.now(), Type: typ, Reason: reason, Object: object, Message: message})
 }
 
@@ -119,7 +146,7 @@ func (t *Tracker) Rejected(reason, message string) {
 	t.rejected = true
 	t.status.Phase = corev1.PodFailed
 	t.status.Reason = reason
-	t.status.Message = message
+	t.status.Message = t.cleanHeld(message)
 	t.status.InitContainerStatuses = nil
 	t.status.ContainerStatuses = nil
 	if t.status.StartTime == nil {
@@ -132,6 +159,7 @@ func (t *Tracker) Rejected(reason, message string) {
 // the kubelet reports it Waiting with reason PostStartHookError and its
 // exit in the last termination state.
 func (t *Tracker) HookFailed(name, message string) {
+	message = t.clean(message)
 	t.update(name, func(s *corev1.ContainerStatus) {
 		if s.State.Terminated != nil {
 			s.LastTerminationState = s.State
@@ -174,6 +202,7 @@ func (t *Tracker) Waiting(name, reason, message string) {
 	if reason == "ContainerCreating" && len(t.pod.Spec.InitContainers) > 0 {
 		reason = "PodInitializing"
 	}
+	message = t.clean(message)
 	t.update(name, func(s *corev1.ContainerStatus) {
 		if s.State.Terminated != nil {
 			s.LastTerminationState = s.State
@@ -263,6 +292,7 @@ func (t *Tracker) spec(name string) *corev1.Container {
 // if it is an init container other than a sidecar that exited 0, as the
 // prober manager's UpdatePodStatus reports a completed init container.
 func (t *Tracker) Terminated(name string, exitCode int32, reason, message string, started, finished time.Time) {
+	message = t.clean(message)
 	t.update(name, func(s *corev1.ContainerStatus) {
 		f := false
 		s.Started = &f

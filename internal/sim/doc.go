@@ -40,7 +40,7 @@
 //     are applied lazily when the container is observed. StopContainer
 //     exits a running container with 137 ("Error") at once, never waiting
 //     for the timeout.
-//   - ExecSync returns empty stdout and exit code 0.
+//   - ExecSync returns what the command echoes (as in the log) and exit code 0.
 //
 // Logs: if the sandbox has a log_directory and the container a log_path,
 // StartContainer writes the strings the command echoes to that file in the

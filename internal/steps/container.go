@@ -53,10 +53,8 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 	if vols == nil {
 		vols = e.plannedVolumePaths()
 	}
-	ips := e.rt.podIPs
-	if e.rt.sandboxID == "" && !e.pod.Spec.HostNetwork {
-		ips = []string{"<pod IP from PodSandboxStatus>"}
-	}
+	ips := e.configPodIPs()
+	e.noteExpansions(c, ips)
 	hosts := ""
 	if !e.pod.Spec.HostNetwork {
 		hosts = filepath.Join(e.rt.podDir, "etc-hosts")
@@ -66,6 +64,15 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
 		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle, PrepareSubPath: prepare,
 	}, e.opts.Config)
+}
+
+// configPodIPs are the pod IPs a container config is built with: before the
+// sandbox exists, a placeholder.
+func (e *Engine) configPodIPs() []string {
+	if e.rt.sandboxID == "" && !e.pod.Spec.HostNetwork {
+		return []string{"<pod IP from PodSandboxStatus>"}
+	}
+	return e.rt.podIPs
 }
 
 func first(s []string) string {

@@ -137,6 +137,11 @@ type containerRuntime struct {
 	startedAt time.Time
 	exited    bool
 
+	// expanded is set once the redactor knows this container's Secret
+	// expansions, computed for the pod IPs expandedFor (noteExpansions).
+	expanded    bool
+	expandedFor string
+
 	exitCode   int32     // of the last exit seen
 	finishedAt time.Time // of the last exit seen
 	crash      *backOff  // the restart back-off (nil: never restarted)
@@ -172,6 +177,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
 	}
 	e.tracker = podstate.New(b.Pod, o.Now)
+	e.setupRedactor()
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
 	e.rt.containers = map[string]*containerRuntime{}
 	e.rt.removed = map[string]bool{}
@@ -190,18 +196,8 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 		e.rt.containers[c.Name] = e.newContainer(c, false)
 		e.rt.order = append(e.rt.order, c.Name)
 	}
-	// One redactor for the calls the client records and the requests the
-	// engine shows before sending (plan, TUI): registry credentials and
-	// Secret-sourced env values never leave the engine.
-	e.redactor = &cri.Redactor{}
-	if client != nil {
-		e.redactor = client.Redactor
-	}
-	for _, c := range b.Pod.Spec.Containers {
-		e.redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
-	}
-	for _, c := range b.Pod.Spec.InitContainers {
-		e.redactor.AddSecretEnv(podcfg.SecretEnvNames(b.Pod, &c, b)...)
+	for _, name := range e.rt.order {
+		e.noteExpansions(e.rt.containers[name], e.configPodIPs())
 	}
 	e.plan()
 	e.attach()
@@ -330,7 +326,7 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 	e.mu.Unlock()
 	e.emit(Event{Kind: StepStarted, Step: snap})
 
-	res := s.act.run(ctx, e)
+	res := e.redactResult(s.act.run(ctx, e))
 	pod := e.tracker.Snapshot()
 
 	e.mu.Lock()
@@ -451,6 +447,7 @@ func (e *Engine) requests(s *Step) []Request {
 		if reqs[i].Message != nil {
 			reqs[i].Message = e.redactor.Redact(reqs[i].Message)
 		}
+		reqs[i].Note = e.redactor.Text(reqs[i].Note)
 	}
 	return reqs
 }

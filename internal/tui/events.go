@@ -126,8 +126,12 @@ func (m *model) loadLog() {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	// A container may print a secret it was given: masked as the engine
+	// masks everything else it shows.
+	red := m.eng.Redactor()
 	for sc.Scan() {
 		stream, msg := parseCRILog(sc.Text())
+		msg = red.Text(msg)
 		if stream == "stderr" {
 			msg = m.st.Warning.Render(msg)
 		}

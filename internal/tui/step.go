@@ -181,12 +181,9 @@ func (m *model) requestLines(s steps.Step, w int) []string {
 	if s.State == steps.Skipped {
 		what = "would send"
 	}
+	// The engine redacted them (steps.Engine.requests).
 	for _, r := range s.Requests {
-		msg := r.Message
-		if c := m.eng.Client(); c != nil {
-			msg = c.Redactor.Redact(msg)
-		}
-		out = append(out, m.msgLines(m.st.Bold.Render(r.Method)+m.st.Dim.Render(" request ("+what+")"), msg, w)...)
+		out = append(out, m.msgLines(m.st.Bold.Render(r.Method)+m.st.Dim.Render(" request ("+what+")"), r.Message, w)...)
 	}
 	return out
 }
