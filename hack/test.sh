@@ -72,6 +72,11 @@ section "go test ./..."
 go test ./...
 record "go test ./... (unit)" $?
 
+# Fuzz targets (manifest loading), briefly, seeded from testdata: no panic, always exit 2.
+section "fuzz (hack/fuzz.sh)"
+bash hack/fuzz.sh
+record "fuzz (hack/fuzz.sh, 10 s per target)" $?
+
 # The packages with goroutines (the engine and its actions, the TUI, the pod state tracker, the
 # CRI client and its hooks, the simulated runtime, the signal handling in cmd) again under the
 # race detector.
