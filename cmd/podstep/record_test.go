@@ -104,10 +104,11 @@ func firstDiff(want, got string) string {
 // container by every path (env, envFrom, $(VAR) in args, env and a
 // subPathExpr, a hook and the container's log that print them) and whose
 // image is pulled with a registry password: neither the recording, plain
-// or gunzipped, nor its replay holds any value, in clear or base64. The
-// header keeps the Secrets' keys, and the log line is there, masked.
+// or gunzipped, nor its replay holds any value, in clear or base64 (a
+// short value too, where the pod spec has it literally as an env value).
+// The header keeps the Secrets' keys, and the log line is there, masked.
 func TestRecordHidesSecrets(t *testing.T) {
-	const envValue, password = "TopSecretEnv-4411", "RegistryPw-9932"
+	const envValue, password, short = "TopSecretEnv-4411", "RegistryPw-9932", "Pw9!"
 	auth := base64.StdEncoding.EncodeToString([]byte("bob:" + password))
 	dockercfg := base64.StdEncoding.EncodeToString([]byte(`{"auths":{"registry.example:5000":{"username":"bob","password":"` + password + `","auth":"` + auth + `"}}}`))
 	pull := filepath.Join(t.TempDir(), "pull.yaml")
@@ -117,6 +118,7 @@ metadata:
   name: db
 stringData:
   password: `+envValue+`
+  short: "`+short+`"
 ---
 apiVersion: v1
 kind: Secret
@@ -148,8 +150,10 @@ spec:
           key: password
     - name: COPY
       value: `+envValue+`
+    - name: SHORT_COPY
+      value: "`+short+`"
 `), 0o644)
-	forbidden := append(secretForms(expansionSecrets...), secretForms(envValue, password, "bob:"+password)...)
+	forbidden := append(secretForms(expansionSecrets...), secretForms(envValue, password, "bob:"+password, short)...)
 	forbidden = append(forbidden, dockercfg, auth)
 	for _, tc := range []struct {
 		file, rec string
@@ -160,7 +164,7 @@ spec:
 			`"line":"app: connecting to postgres://u:\u003credacted\u003e@db with token \u003credacted\u003e"`,
 			`"args":["checks","\u003credacted\u003e","--pin=\u003credacted\u003e"]`}},
 		{"../../testdata/pods/secrets-expansion.yaml", "exp.rec.gz", nil},
-		{pull, "pull.rec", []string{`"data":{".dockerconfigjson":""}`, `"name":"COPY","value":"\u003credacted\u003e"`,
+		{pull, "pull.rec", []string{`"data":{".dockerconfigjson":""}`, `"name":"COPY","value":"\u003credacted\u003e"`, `"name":"SHORT_COPY","value":"\u003credacted\u003e"`,
 			`"line":"db password is \u003credacted\u003e"`, `"username":"bob"`}},
 		{pull, "pull.rec.gz", nil},
 	} {
