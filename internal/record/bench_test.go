@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func capture(b *testing.B) ([]steps.Event, *steps.Engine) {
 // BenchmarkRecorder1000Steps writes a stream of 1,000 steps (the events of
 // a real run on the simulated runtime, over and over: each step with its
 // step-started, call-sent, call and step lines, its pod snapshot, and a
-// look at the plan and the container logs). One op is one stream;
+// look at the plan and the container logs), to a file. One op is one stream;
 // ns/step and bytes/step are reported.
 func BenchmarkRecorder1000Steps(b *testing.B) {
 	evs, eng := capture(b)
@@ -61,7 +62,11 @@ func BenchmarkRecorder1000Steps(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var written int64
 			for i := 0; i < b.N; i++ {
-				cw := &countWriter{}
+				f, err := os.Create(filepath.Join(b.TempDir(), "bench.rec"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				cw := &countWriter{w: f}
 				r := New(cw, compress)
 				if err := r.Start(Header{Podstep: "bench"}, eng, report.Runtime{Endpoint: "unix:///bench"}, "default/bench"); err != nil {
 					b.Fatal(err)
@@ -80,6 +85,7 @@ func BenchmarkRecorder1000Steps(b *testing.B) {
 					b.Fatal(err)
 				}
 				written += cw.n
+				f.Close()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/step")
 			b.ReportMetric(float64(written)/float64(b.N)/1000, "bytes/step")
@@ -87,8 +93,16 @@ func BenchmarkRecorder1000Steps(b *testing.B) {
 	}
 }
 
-type countWriter struct{ n int64 }
+// countWriter counts what goes to the file.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
 
-func (w *countWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
+func (w *countWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	w.n += int64(n)
+	return n, err
+}
 
 var _ io.Writer = (*countWriter)(nil)

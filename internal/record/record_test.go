@@ -27,6 +27,16 @@ func repoFile(p string) string { return filepath.Join("..", "..", p) }
 // the -o json output of the same run and the engine.
 func recordRun(t testing.TB, file string, compress bool) (rec, out []byte, eng *steps.Engine) {
 	t.Helper()
+	var buf bytes.Buffer
+	r := New(&buf, compress)
+	out, eng = recordWith(t, file, r, r.Observe)
+	return buf.Bytes(), out, eng
+}
+
+// recordWith runs file into the recorder r, whose Observe observe calls,
+// and returns the -o json output of the run and the engine.
+func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event)) ([]byte, *steps.Engine) {
+	t.Helper()
 	b, err := manifest.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +44,7 @@ func recordRun(t testing.TB, file string, compress bool) (rec, out []byte, eng *
 	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
 	root := t.TempDir()
 	zero := int64(0)
-	var recBuf, outBuf bytes.Buffer
-	r := New(&recBuf, compress)
+	var outBuf bytes.Buffer
 	printer := report.New(&outBuf, "json")
 	o := steps.Options{
 		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), NodeName: "node", CgroupDriver: "cgroupfs"},
@@ -45,9 +54,9 @@ func recordRun(t testing.TB, file string, compress bool) (rec, out []byte, eng *
 		MaxRestarts:  2,
 		BackoffScale: 0.001,
 		Settle:       100 * time.Millisecond,
-		Observer:     func(ev steps.Event) { printer.Observe(ev); r.Observe(ev) },
+		Observer:     func(ev steps.Event) { printer.Observe(ev); observe(ev) },
 	}
-	eng, err = steps.New(b, c, o)
+	eng, err := steps.New(b, c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +82,7 @@ func recordRun(t testing.TB, file string, compress bool) (rec, out []byte, eng *
 	if err := r.Finish(sum); err != nil {
 		t.Fatal(err)
 	}
-	return recBuf.Bytes(), outBuf.Bytes(), eng
+	return outBuf.Bytes(), eng
 }
 
 // readAll reads every event of a recording.
@@ -327,5 +336,39 @@ func TestUnknownLineType(t *testing.T) {
 	}
 	if evs[0].Type != "future" || string(evs[0].Raw) != `{"type":"future","x":1}` || evs[len(evs)-1].Summary == nil {
 		t.Errorf("first event %+v, last %s", evs[0], evs[len(evs)-1].Type)
+	}
+}
+
+// TestFlushedPerStep: after each step, the file (plain, or gzip not yet
+// closed) reads up to that step's line, without Finish or Close.
+func TestFlushedPerStep(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		var buf bytes.Buffer
+		r := New(&buf, compress)
+		n := 0
+		recordWith(t, repoFile("testdata/pods/init.yaml"), r, func(ev steps.Event) {
+			r.Observe(ev)
+			if ev.Kind != steps.StepDone {
+				return
+			}
+			n++
+			_, evs, err := readAll(t, bytes.Clone(buf.Bytes()))
+			var de *DamageError
+			if !errors.As(err, &de) || !strings.Contains(de.Why, "without a summary") {
+				t.Fatalf("compress %v, after step %d: %v", compress, ev.Step.ID, err)
+			}
+			last := 0
+			for _, e := range evs {
+				if e.Step != nil {
+					last = e.Step.ID
+				}
+			}
+			if last != ev.Step.ID {
+				t.Fatalf("compress %v: after step %d the file's last step is %d", compress, ev.Step.ID, last)
+			}
+		})
+		if n < 15 {
+			t.Errorf("%d steps", n)
+		}
 	}
 }

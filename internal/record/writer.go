@@ -43,12 +43,15 @@ type Recorder struct {
 	gz      *gzip.Writer
 	bw      *bufio.Writer
 	printer *report.Printer // the start, step and summary lines: -o json's own
+	steps   report.StepBuilder
+	calls   map[int]report.CallJSON // the running step's calls, by Seq, as their call lines have them
 	src     Source
 	red     *cri.Redactor
 	now     func() time.Time
 
-	plan    []string // keys of the plan as last written (planKey)
-	running int      // the running step's ID
+	plan    []string    // keys of the plan as last written (planKey)
+	running int         // the running step's ID
+	timer   *time.Timer // the flush flushSoon armed
 	logs    map[string]*logTail
 	started bool
 	closed  bool
@@ -69,7 +72,8 @@ func Create(path string) (*Recorder, error) {
 
 // New returns a recorder writing to w, gzip-compressed if compress.
 func New(w io.Writer, compress bool) *Recorder {
-	r := &Recorder{now: time.Now, logs: map[string]*logTail{}}
+	r := &Recorder{now: time.Now, logs: map[string]*logTail{}, calls: map[int]report.CallJSON{}}
+	r.steps.Call = r.callJSON
 	if compress {
 		r.gz = gzip.NewWriter(w)
 		w = r.gz
@@ -119,15 +123,49 @@ func (r *Recorder) Observe(ev steps.Event) {
 		r.line(CallSent{Type: TypeCallSent, Step: r.running, Method: ev.Method, Time: r.now()})
 	case steps.CallDone:
 		if ev.Call != nil {
-			r.line(Call{Type: TypeCall, Step: r.running, CallJSON: report.CallToJSON(*ev.Call)})
+			c := report.CallToJSON(*ev.Call)
+			r.calls[ev.Call.Seq] = c
+			r.line(Call{Type: TypeCall, Step: r.running, CallJSON: c})
 		}
 	case steps.StepDone:
-		r.printer.Observe(ev)
+		r.printer.Step(r.steps.Step(ev))
+		clear(r.calls)
 		r.readLogs(ev.Step.ID)
 		// A restart inserted steps, or a failure skipped the rest.
 		r.checkPlan(r.src.Steps())
 	}
-	r.flush()
+	// Each step is flushed as it ends. A step that takes longer (a slow
+	// call, a wait) is flushed flushDelay after it began or sent a call,
+	// so that a run killed then still shows what was in flight. Not a
+	// flush per line: with gzip each is a compressed block of its own.
+	if ev.Kind == steps.StepDone {
+		r.flush()
+	} else {
+		r.flushSoon()
+	}
+}
+
+// flushDelay is how long a line of a step still running may wait in the
+// buffer.
+const flushDelay = 100 * time.Millisecond
+
+// flushSoon arms a flush in flushDelay, unless one is armed.
+func (r *Recorder) flushSoon() {
+	if r.timer != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(flushDelay, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.timer == t {
+			r.timer = nil
+		}
+		if !r.closed {
+			r.flush()
+		}
+	})
+	r.timer = t
 }
 
 // Finish writes the summary line `-o json` prints and closes the recording.
@@ -167,6 +205,14 @@ func (r *Recorder) Err() error {
 	return r.err
 }
 
+// callJSON is a call as its call line had it (converted once).
+func (r *Recorder) callJSON(c cri.Call) report.CallJSON {
+	if j, ok := r.calls[c.Seq]; ok {
+		return j
+	}
+	return report.CallToJSON(c)
+}
+
 // line writes v as one JSON line.
 func (r *Recorder) line(v any) {
 	b, err := json.Marshal(v)
@@ -180,6 +226,10 @@ func (r *Recorder) line(v any) {
 
 // flush pushes what was written to the file.
 func (r *Recorder) flush() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
 	r.keep(r.bw.Flush())
 	if r.gz != nil {
 		r.keep(r.gz.Flush())

@@ -287,6 +287,9 @@ type PodJSON struct {
 // lists the kubelet events recorded since the previous one, so one builder
 // must see every StepDone of a run, in order.
 type StepBuilder struct {
+	// Call converts a step's calls (nil: CallToJSON); a recorder that has
+	// converted each call as it returned passes its copies.
+	Call   func(cri.Call) CallJSON
 	events int // pod events already listed
 }
 
@@ -297,8 +300,12 @@ func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 		Mirrors: s.Mirrors, State: s.State, Summary: s.Result.Summary, Details: s.Result.Details,
 		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message,
 		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{}}
+	conv := b.Call
+	if conv == nil {
+		conv = CallToJSON
+	}
 	for _, c := range s.Calls {
-		out.Calls = append(out.Calls, CallToJSON(c))
+		out.Calls = append(out.Calls, conv(c))
 	}
 	if ev.Pod != nil {
 		out.Pod = &PodJSON{Phase: ev.Pod.Status.Phase, Display: ev.Pod.Display, Ready: ev.Pod.Ready, Restarts: ev.Pod.Restarts, Status: ev.Pod.Status}
