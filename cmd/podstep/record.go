@@ -26,10 +26,15 @@ type recording struct {
 }
 
 // openRecording creates the --record file before anything is sent: a
-// file that cannot be made is bad usage (exit 2).
-func openRecording(path string) (*recording, error) {
+// file that cannot be made, or that is the manifest, is bad usage (exit 2).
+func openRecording(path, manifestFile string) (*recording, error) {
 	if path == "" {
 		return nil, nil
+	}
+	if a, err := os.Stat(path); err == nil {
+		if b, err := os.Stat(manifestFile); err == nil && os.SameFile(a, b) {
+			return nil, usageErr("--record %s: that is the manifest (-f); name another file", path)
+		}
 	}
 	rec, err := record.Create(path)
 	if err != nil {

@@ -245,16 +245,25 @@ func TestReplayBadFiles(t *testing.T) {
 	}
 }
 
-// TestRecordBadPath: a --record file that cannot be made is bad usage,
-// before any runtime is contacted (the endpoint named does not exist:
-// contacting it would be exit 3); a run that ends before it begins (the
-// runtime is unreachable) leaves no recording.
+// TestRecordBadPath: a --record file that cannot be made, or that is the
+// manifest, is bad usage, before any runtime is contacted (the endpoint
+// named does not exist: contacting it would be exit 3), and the manifest
+// is kept; a run that ends before it begins (the runtime is unreachable)
+// leaves no recording.
 func TestRecordBadPath(t *testing.T) {
 	root, logs := dirs(t)
 	code, _, errOut := run(t, "run", "--auto", "-f", "../../testdata/pods/hello.yaml", "-r", "unix:///nonexistent/podstep.sock",
 		"--root-dir", root, "--log-dir", logs, "--record", "/nonexistent/dir/run.rec")
 	if code != ExitUsage || !strings.Contains(errOut, "error: --record /nonexistent/dir/run.rec: create recording: open /nonexistent/dir/run.rec: no such file or directory") {
 		t.Errorf("exit %d, stderr %q; want 2 and the --record error", code, errOut)
+	}
+	manifest := filepath.Join(t.TempDir(), "pod.yaml")
+	orig, _ := os.ReadFile("../../testdata/pods/hello.yaml")
+	os.WriteFile(manifest, orig, 0o644)
+	code, _, errOut = run(t, "run", "--auto", "-f", manifest, "-r", "unix:///nonexistent/podstep.sock",
+		"--root-dir", root, "--log-dir", logs, "--record", manifest)
+	if now, _ := os.ReadFile(manifest); code != ExitUsage || !strings.Contains(errOut, "that is the manifest (-f)") || !bytes.Equal(now, orig) {
+		t.Errorf("--record naming the manifest: exit %d, stderr %q, manifest kept %v", code, errOut, bytes.Equal(now, orig))
 	}
 	rec := filepath.Join(t.TempDir(), "run.rec")
 	code, _, errOut = run(t, "run", "--auto", "-f", "../../testdata/pods/hello.yaml", "-r", "unix:///nonexistent/podstep.sock",

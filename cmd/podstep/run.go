@@ -202,7 +202,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.node, err = o.nodeFor(bundle); err != nil {
 		return err
 	}
-	rec, err := openRecording(o.record)
+	rec, err := openRecording(o.record, o.file)
 	if err != nil {
 		return err
 	}
