@@ -107,6 +107,55 @@ func TestRecordTUIOnContainerd(t *testing.T) {
 	}
 }
 
+// TestRecordHidesSecretsOnContainerd records, on containerd, the pod whose
+// Secret values reach the container by every path (and whose log and hook
+// print them), and a pull from the harness registry with a pull secret and
+// a wrong one (the registry's 401 quoted in the error): no recording, plain
+// or gunzipped, nor its replay, holds a Secret value or the password, in
+// clear or base64.
+func TestRecordHidesSecretsOnContainerd(t *testing.T) {
+	e, reg := setupRegistry(t)
+	share := sharedDir(t)
+	check := func(t *testing.T, rec string, secrets []string) {
+		raw, err := os.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertNoSecret(t, "recording file", string(raw), secrets)
+		assertNoSecret(t, "recording", gunzip(t, rec), secrets)
+		for _, format := range []string{"json", "text"} {
+			r := e.podstep(t, "replay", rec, "--auto", "-o", format)
+			if r.code != 0 {
+				t.Fatalf("replay: exit %d\n%s", r.code, r)
+			}
+			assertNoSecret(t, "replay -o "+format, r.stdout+r.stderr, secrets)
+		}
+	}
+	t.Run("secrets-expansion", func(t *testing.T) {
+		rec := filepath.Join(share, "secrets.rec.gz")
+		r := e.mustRun(t, newDirs(t), e.pod("secrets-expansion"), "--record", rec)
+		assertNoSecret(t, "run", r.stdout, expansionSecrets())
+		check(t, rec, expansionSecrets())
+		if text := gunzip(t, rec); !strings.Contains(text, `"line":"app: connecting to postgres://u:\u003credacted\u003e@db with token \u003credacted\u003e"`) {
+			t.Errorf("the recording lacks the app's log line, masked")
+		}
+	})
+	for _, c := range []pullCase{
+		{name: "right", key: reg.addr, user: reg.user, password: reg.password, refSecret: true, policy: "Always"},
+		{name: "wrong", key: reg.addr, user: reg.user, password: "Wrong-" + reg.password + "-Pw", refSecret: true, policy: "Always"},
+	} {
+		t.Run("pull-"+c.name, func(t *testing.T) {
+			m := writePullManifest(t, reg, c)
+			rec := filepath.Join(share, "pull-"+c.name+".rec")
+			r := e.run(t, newDirs(t), m.path, "--record", rec)
+			if (c.name == "right") != (r.code == 0) {
+				t.Fatalf("exit %d\n%s", r.code, r)
+			}
+			check(t, rec, append(m.secrets, reg.password))
+		})
+	}
+}
+
 // sharedDir is a directory any user can read, for the binary and the
 // recording (t.TempDir is root's own).
 func sharedDir(t *testing.T) string {
