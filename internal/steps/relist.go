@@ -38,8 +38,6 @@ func (relistStep) requests(e *Engine) []Request {
 // watched lists the containers a relist looks at: started regular
 // containers and sidecars that have not been seen to exit.
 func (e *Engine) watched() []*containerRuntime {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	var out []*containerRuntime
 	for _, n := range e.rt.order {
 		c := e.rt.containers[n]
@@ -128,11 +126,7 @@ type exit struct {
 // containerExited records an exit the PLEG saw.
 func (e *Engine) containerExited(c *containerRuntime, cs *runtimeapi.ContainerStatus) exit {
 	started, finished := time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt)
-	e.mu.Lock()
-	c.exited = true
-	c.exitCode = cs.ExitCode
-	c.finishedAt = finished
-	e.mu.Unlock()
+	c.exited, c.exitCode, c.finishedAt = true, cs.ExitCode, finished
 	e.tracker.Terminated(c.spec.Name, cs.ExitCode, cs.Reason, cs.Message, started, finished)
 	return exit{c: c, code: cs.ExitCode, reason: cs.Reason, restart: e.shouldRestart(c, cs.ExitCode)}
 }
