@@ -161,7 +161,7 @@ spec:
 			}
 			f, failed := e.Failed()
 			switch {
-			case name == "crash-loop" && (!failed || !strings.HasPrefix(f.Name, "backoff/")):
+			case name == "crash-loop" && (!failed || f.Kind != KindBackoff):
 				t.Errorf("crash loop: failed %v at %s, want a give-up at backoff/app", failed, f.Name)
 			case name == "ready" && failed:
 				t.Errorf("ready pod failed at %s: %s", f.Name, f.Result.Message)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -449,13 +448,13 @@ func (e *Engine) Retry() error {
 	}
 	idx := e.failed.ID - 1
 	// Retrying a give-up (--max-restarts reached) allows one more restart.
-	if f := e.failed; strings.HasPrefix(f.Name, "backoff/") {
+	if f := e.failed; f.Kind == KindBackoff {
 		e.rt.containers[f.Container].extra++
 	}
 	// A container that was created but failed to start, or whose hook
 	// failed, is not started again: the kubelet's next sync starts a new
 	// one (attempt+1) from the image step, and the old one stays until GC.
-	if f := e.failed; f.Container != "" && (f.Stage == StagePostStart || strings.HasPrefix(f.Name, "start/")) {
+	if f := e.failed; f.Kind == KindStart || f.Kind == KindPostStart {
 		c := e.rt.containers[f.Container]
 		if c.id != "" {
 			c.oldIDs = append(c.oldIDs, c.id)
@@ -464,7 +463,7 @@ func (e *Engine) Retry() error {
 		}
 		// The container's latest pull step (restarts plan more than one).
 		for i := idx; i >= 0; i-- {
-			if e.steps[i].Name == "pull/"+f.Container {
+			if s := e.steps[i]; s.Kind == KindPull && s.Container == f.Container {
 				idx = i
 				break
 			}

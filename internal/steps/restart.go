@@ -71,28 +71,26 @@ func (e *Engine) scheduleRestart(name string) {
 	defer e.mu.Unlock()
 	c := e.rt.containers[name]
 	var added []*Step
-	add := func(stage Stage, n, title, container string, a action) {
-		m, x := describe(a)
-		added = append(added, &Step{Stage: stage, Name: n, Title: title, Container: container,
-			Mirrors: m, Explain: x, State: Pending, act: a})
+	add := func(stage Stage, title, container string, a action) {
+		added = append(added, newStep(0, stage, title, container, a)) // numbered below
 	}
 	stage := StageContainers
 	if c.init {
 		stage = StageInit
 	}
 	attempt := c.restarts + 1
-	add(stage, "backoff/"+name, fmt.Sprintf("check the restart back-off of %q", name), name, backoffStep{name: name})
+	add(stage, fmt.Sprintf("check the restart back-off of %q", name), name, backoffStep{name: name})
 	e.planContainer(add, stage, c.spec, c.init && isSidecar(c.spec))
 	for _, s := range added[1:] {
 		s.Title += fmt.Sprintf(" (restart %d)", attempt)
 	}
 	// A restarted regular container or sidecar is watched again, unless a
 	// relist is still to come.
-	if (!c.init || isSidecar(c.spec)) && e.opts.Settle > 0 && !e.pendingLocked("relist") {
-		add(StageContainers, "relist", relistTitle, "", relistStep{})
+	if (!c.init || isSidecar(c.spec)) && e.opts.Settle > 0 && !e.pendingLocked(KindRelist) {
+		add(StageContainers, relistTitle, "", relistStep{})
 	}
-	if e.opts.WaitReady && !e.pendingLocked("ready") {
-		add(StageReady, "ready", readyTitle, "", readyStep{})
+	if e.opts.WaitReady && !e.pendingLocked(KindReady) {
+		add(StageReady, readyTitle, "", readyStep{})
 	}
 	at := e.next + 1
 	rest := append(added, e.steps[at:]...)
@@ -103,11 +101,11 @@ func (e *Engine) scheduleRestart(name string) {
 	e.restarting = true
 }
 
-// pendingLocked says whether a step named name is still to come after the
+// pendingLocked says whether a step of kind k is still to come after the
 // running one. Must be called with e.mu held.
-func (e *Engine) pendingLocked(name string) bool {
+func (e *Engine) pendingLocked(k Kind) bool {
 	for _, s := range e.steps[e.next+1:] {
-		if s.Name == name && s.State == Pending {
+		if s.Kind == k && s.State == Pending {
 			return true
 		}
 	}
