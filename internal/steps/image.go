@@ -79,8 +79,13 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	}
 	st, err := e.client.ImageStatus(ctx, s.imageSpec(e))
 	if err != nil {
-		e.tracker.Waiting(s.name, "ErrImageInspect", unwrapCRIMessage(err))
-		return fail("ErrImageInspect", err, "ImageStatus failed")
+		// imagePullPrecheck: GetImageRef failed, so the image ref it
+		// quotes is empty.
+		msg := fmt.Sprintf("Failed to inspect image %q: %s", "", unwrapCRIMessage(err))
+		e.tracker.Record("Warning", "InspectFailed", obj, msg)
+		e.tracker.Record("Warning", "Failed", obj, "Error: ImageInspectError")
+		e.tracker.Waiting(s.name, "ImageInspectError", msg)
+		return fail("ImageInspectError", err, "ImageStatus failed")
 	}
 	present := st.GetImage() != nil
 	if present && policy != corev1.PullAlways {
@@ -93,6 +98,7 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	if policy == corev1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", img)
 		e.tracker.Record("Warning", "ErrImageNeverPull", obj, msg)
+		e.tracker.Record("Warning", "Failed", obj, "Error: ErrImageNeverPull")
 		e.tracker.Waiting(s.name, "ErrImageNeverPull", msg)
 		r := fail("ErrImageNeverPull", fmt.Errorf("%s", msg), msg)
 		r.Details = details

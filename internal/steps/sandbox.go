@@ -186,7 +186,10 @@ func (e *Engine) runtimeHandler() string {
 func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 	cfg, warns, err := e.sandboxConfig()
 	if err != nil {
-		return fail("CreatePodSandboxConfigError", err, "cannot build the sandbox config")
+		// createPodSandbox returns the error; SyncPod records it as it
+		// records a refused RunPodSandbox.
+		e.tracker.Record("Warning", "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
+		return fail("CreatePodSandboxError", err, "cannot build the sandbox config")
 	}
 	var warnings []string
 	for _, w := range warns {
@@ -195,6 +198,7 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 	}
 	if cfg.LogDirectory != "" {
 		if err := e.makeLogDir(cfg.LogDirectory); err != nil {
+			e.tracker.Record("Warning", "FailedCreatePodSandBox", "", "Failed to create pod sandbox: "+err.Error())
 			return fail("CreatePodSandboxError", err, "cannot make the pod log directory")
 		}
 	}
