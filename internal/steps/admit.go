@@ -7,7 +7,10 @@ import (
 	"net"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podstep/podstep/internal/node"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // admitStep mirrors the kubelet's admission of a new pod: HandlePodAdditions
@@ -42,7 +45,7 @@ func (e *Engine) admitNode() (*node.Node, error) {
 func (admitStep) run(_ context.Context, e *Engine) Result {
 	n, err := e.admitNode()
 	if err != nil {
-		return e.reject(Result{Summary: "rejected: " + err.Error(), Reason: "InvalidNodeInfo", Message: "Kubelet cannot get node info.", Err: err}, nil)
+		return e.reject(Result{Summary: "rejected: " + err.Error(), Reason: reason.InvalidNodeInfo, Message: "Kubelet cannot get node info.", Err: err}, nil)
 	}
 	v := node.Admit(e.pod, n)
 	details := []Detail{kv("node", fmt.Sprintf("%s (%s)", n.Name(), n.Source))}
@@ -77,7 +80,7 @@ func (admitStep) run(_ context.Context, e *Engine) Result {
 func (e *Engine) reject(r Result, details []Detail) Result {
 	r.Details = details
 	e.tracker.Rejected(r.Reason, "Pod was rejected: "+r.Message)
-	e.tracker.Record("Warning", r.Reason, "", r.Message)
+	e.tracker.Record(corev1.EventTypeWarning, r.Reason, "", r.Message)
 	return r
 }
 

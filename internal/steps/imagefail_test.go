@@ -16,6 +16,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // brokenImages is an image service whose ImageStatus fails.
@@ -62,9 +63,9 @@ func TestImageFailures(t *testing.T) {
 	}{
 		{"ImageStatus fails", fmt.Sprintf(faultPod, `x: "y"`, "docker.io/library/nginx:1", "IfNotPresent"),
 			func(t *testing.T) *cri.Client { return serveImages(t, brokenImages{}) },
-			"ImageInspectError", `Failed to inspect image "": image store is corrupt`,
+			reason.ErrImageInspect, `Failed to inspect image "": image store is corrupt`,
 			[]string{`Warning InspectFailed Failed to inspect image "": image store is corrupt`, "Warning Failed Error: ImageInspectError"}},
-		{"never pull, absent", never, newSim, "ErrImageNeverPull", `Container image "docker.io/library/absent:1" is not present with pull policy of Never`,
+		{"never pull, absent", never, newSim, reason.ErrImageNeverPull, `Container image "docker.io/library/absent:1" is not present with pull policy of Never`,
 			[]string{`Warning ErrImageNeverPull Container image "docker.io/library/absent:1" is not present with pull policy of Never`, "Warning Failed Error: ErrImageNeverPull"}},
 	}
 	for _, tc := range cases {
@@ -114,7 +115,7 @@ func TestSandboxConfigFails(t *testing.T) {
 	e := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), newSim(t), o)
 	defer e.Teardown(context.Background())
 	f, failed := e.Failed()
-	if !failed || f.Name != "run-sandbox" || f.Result.Reason != "CreatePodSandboxError" {
+	if !failed || f.Name != "run-sandbox" || f.Result.Reason != reason.ErrCreatePodSandbox {
 		t.Fatalf("failed %v at %s with %s, want run-sandbox with CreatePodSandboxError", failed, f.Name, f.Result.Reason)
 	}
 	got := eventLines(e.PodState().Events)

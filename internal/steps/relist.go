@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 const relistTitle = "relist: are the containers still running?"
@@ -66,7 +68,7 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 		relists++
 		list, err := e.client.ListContainers(ctx, e.podFilter())
 		if err != nil {
-			return fail("Error", err, "ListContainers failed")
+			return fail(reason.Error, err, "ListContainers failed")
 		}
 		var changed []*containerRuntime
 		for _, c := range watch {
@@ -78,13 +80,13 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 		}
 		if len(changed) > 0 {
 			if _, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID); err != nil {
-				return fail("Error", err, "PodSandboxStatus failed")
+				return fail(reason.Error, err, "PodSandboxStatus failed")
 			}
 			var exits []exit
 			for _, c := range changed {
 				st, err := e.client.ContainerStatus(ctx, c.id)
 				if err != nil {
-					return fail("Error", err, "ContainerStatus failed")
+					return fail(reason.Error, err, "ContainerStatus failed")
 				}
 				if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 					exits = append(exits, e.containerExited(c, cs))
@@ -100,7 +102,7 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 		}
 		select {
 		case <-ctx.Done():
-			return fail("Error", ctx.Err(), "interrupted while relisting")
+			return fail(reason.Error, ctx.Err(), "interrupted while relisting")
 		case <-tick.C:
 		}
 	}
@@ -163,11 +165,11 @@ func (e *Engine) afterExits(exits []exit, relists int) Result {
 	if failedExit != nil || anyNonZero(exits) {
 		// A crash: the step shows the failure. When the kubelet restarts the
 		// container, the run goes on with the restart (scheduleRestart).
-		reason := failedExit
-		if reason == nil {
-			reason = &exits[0]
+		why := failedExit
+		if why == nil {
+			why = &exits[0]
 		}
-		r := fail(reasonOr(reason.reason, "Error"), fmt.Errorf("%s", summary), summary)
+		r := fail(reasonOr(why.reason, reason.Error), fmt.Errorf("%s", summary), summary)
 		r.Details = details
 		return r
 	}

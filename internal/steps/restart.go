@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // shouldRestart mirrors kubecontainer.ShouldContainerBeRestarted
@@ -51,7 +53,7 @@ func (e *Engine) restartReason(c *containerRuntime, exitCode int32) string {
 // the grace period, then the exit as ContainerStatus reports it. It reports
 // false when the container could not be stopped or did not exit.
 func (e *Engine) killContainer(ctx context.Context, c *containerRuntime, message string) (exit, bool) {
-	e.tracker.Record("Normal", "Killing", containerObject(c), message)
+	e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(c), message)
 	if _, err := e.client.StopContainer(ctx, c.id, e.gracePeriod()); err != nil {
 		return exit{}, false
 	}
@@ -144,24 +146,24 @@ func (s backoffStep) run(ctx context.Context, e *Engine) Result {
 		next := "at once"
 		if inBackOff {
 			next = "after back-off " + delay.String()
-			e.tracker.Record("Warning", "BackOff", obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
-			e.tracker.Waiting(s.name, "CrashLoopBackOff", crashMsg(delay))
+			e.tracker.Record(corev1.EventTypeWarning, reason.BackOffStartContainer, obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
+			e.tracker.Waiting(s.name, reason.ErrCrashLoopBackOff, crashMsg(delay))
 		}
 		err := fmt.Errorf("gave up: container %q restarted %s (--max-restarts %d); the kubelet would restart it again %s, and keep doing so",
 			s.name, plural(c.restarts, "time", "times"), e.opts.MaxRestarts, next)
-		r := fail("CrashLoopBackOff", err, err.Error())
+		r := fail(reason.ErrCrashLoopBackOff, err, err.Error())
 		r.Details = details
 		return r
 	}
 	if inBackOff {
-		e.tracker.Record("Warning", "BackOff", obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
-		e.tracker.Waiting(s.name, "CrashLoopBackOff", crashMsg(delay))
+		e.tracker.Record(corev1.EventTypeWarning, reason.BackOffStartContainer, obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
+		e.tracker.Waiting(s.name, reason.ErrCrashLoopBackOff, crashMsg(delay))
 		wait := e.scaled(delay - now.Sub(c.finishedAt))
 		details = append(details, kv("back-off", delay.String()), kv("waited", wait.Round(time.Millisecond).String()+scaleNote(e)))
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return fail("CrashLoopBackOff", ctx.Err(), "interrupted during the back-off")
+			return fail(reason.ErrCrashLoopBackOff, ctx.Err(), "interrupted during the back-off")
 		}
 	}
 	c.crash = c.crash.next(e.now())
