@@ -21,7 +21,7 @@ import (
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -92,7 +92,7 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 		t.Fatal(err)
 	}
 	o.Feed = feed
-	o.Runtime = report.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
+	o.Runtime = render.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
 	fixed := epoch
 	o.Now = func() time.Time { return fixed }
 	m := newModel(context.Background(), eng, o)

@@ -12,7 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/podstep/podstep/internal/podstate"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -101,7 +101,7 @@ func newModel(ctx context.Context, eng *steps.Engine, o Options) *model {
 		eng: eng, opts: o, ctx: ctx, feed: o.Feed, keys: newKeyMap(), st: st, help: h,
 		spin:       spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
 		now:        now,
-		fmtDur:     report.FormatDuration,
+		fmtDur:     render.Duration,
 		width:      80,
 		height:     24,
 		stageBreak: map[steps.Stage]bool{},

@@ -13,14 +13,14 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/podstep/podstep/internal/podstate"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
 // Options configure Run.
 type Options struct {
 	// Runtime names the runtime in the header (endpoint, simulated or not).
-	Runtime report.Runtime
+	Runtime render.Runtime
 	// Feed must be the observer of eng (steps.Options.Observer = Feed.Observe).
 	Feed *Feed
 	// Breaks are stages to stop before (--break).
