@@ -174,6 +174,8 @@ func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
 	return n, nil
 }
 
+// engineOptions are the engine's options from the flags; run sets
+// Simulated from the runtime it connected to.
 func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
 	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout, Node: o.node,
 		MaxRestarts: o.maxRestarts, BackoffScale: o.backoffScale, Settle: o.settle, WaitReady: o.waitReady, ReadyTimeout: o.readyTimeout}
@@ -233,6 +235,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eo := o.engineOptions(g)
+	eo.Simulated = c.info.Simulated
 	eo.Observer = printer.Observe
 	eng, err := steps.New(bundle, c.client, eo)
 	if err != nil {

@@ -23,6 +23,7 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	feed := tui.NewFeed()
 	eo := o.engineOptions(g)
+	eo.Simulated = c.info.Simulated
 	eo.Observer = feed.Observe
 	eng, err := steps.New(b, c.client, eo)
 	if err != nil {

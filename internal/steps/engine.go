@@ -53,6 +53,10 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// Node is the node the pod is admitted to (nil = the manifest's Node, else this machine).
 	Node *node.Node
+	// Simulated says the runtime is podstep's built-in simulator (internal/sim),
+	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
+	// the pod IP are not sent, and count as successes.
+	Simulated bool
 	// Observer receives every event; it is called from the goroutine that
 	// runs the engine and must not block for long.
 	Observer func(Event)
