@@ -15,17 +15,11 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
 )
-
-// ManagedLabel marks everything podstep creates in a runtime, so that
-// `podstep cleanup` finds it and kubelets sharing the runtime can be told apart.
-const ManagedLabel = "podstep.dev/managed"
-
-// RootDirAnnotation records on the sandbox which root dir holds its pod dir.
-const RootDirAnnotation = "podstep.dev/root-dir"
 
 // Options configure an Engine.
 type Options struct {
@@ -175,7 +169,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	if o.Config.ExtraLabels == nil {
 		o.Config.ExtraLabels = map[string]string{}
 	}
-	o.Config.ExtraLabels[ManagedLabel] = "true"
+	o.Config.ExtraLabels[mark.ManagedLabel] = "true"
 	e := &Engine{
 		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
