@@ -232,16 +232,16 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return runInteractive(ctx, cmd, g, o, bundle, c, sig)
 	}
 
-	// A reader of stdout that goes away (`| head`) interrupts the run.
-	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eo := o.engineOptions(g)
 	eo.Simulated = c.info.Simulated
-	eo.Observer = printer.Observe
 	eng, err := steps.New(bundle, c.client, eo)
 	if err != nil {
 		return err
 	}
 	sig.watch(eng)
+	// A reader of stdout that goes away (`| head`) interrupts the run.
+	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
+	eng.Subscribe(printer.Observe)
 	pod := bundle.Pod.Namespace + "/" + bundle.Pod.Name
 	printer.Start(c.info, pod)
 

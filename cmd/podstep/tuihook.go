@@ -21,10 +21,8 @@ import (
 // ends the TUI and tears the pod down.
 func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn, sig *interrupts) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	feed := tui.NewFeed()
 	eo := o.engineOptions(g)
 	eo.Simulated = c.info.Simulated
-	eo.Observer = feed.Observe
 	eng, err := steps.New(b, c.client, eo)
 	if err != nil {
 		return err
@@ -37,13 +35,13 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	}
 
 	res, tuiErr := tui.Run(ctx, eng, tui.Options{
-		Runtime: c.info, Feed: feed, Breaks: breaks, Keep: o.keep,
+		Runtime: c.info, Breaks: breaks, Keep: o.keep,
 		NoColor: g.noColor, In: cmd.InOrStdin(), Out: stdout,
 	})
 
 	// The TUI is gone: from here on, plain lines.
 	printer := report.New(stdout, "text")
-	feed.Forward(printer.Observe)
+	eng.Subscribe(printer.Observe)
 	pod := b.Pod.Namespace + "/" + b.Pod.Name
 	snap := eng.PodState()
 	calls := c.client.Calls()

@@ -81,7 +81,8 @@ func (p *Printer) Start(rt render.Runtime, pod string) {
 	fmt.Fprintf(p.w, "podstep: pod %s on %s (%s)\n", pod, label, rt.Why)
 }
 
-// Observe is an engine observer: it prints each finished step.
+// Observe prints each finished step; subscribe it to the engine
+// (steps.Engine.Subscribe). It is safe from any goroutine.
 func (p *Printer) Observe(ev steps.Event) {
 	if ev.Kind != steps.StepDone {
 		return

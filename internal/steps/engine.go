@@ -51,9 +51,6 @@ type Options struct {
 	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
 	// the pod IP are not sent, and count as successes.
 	Simulated bool
-	// Observer receives every event; it is called from the goroutine that
-	// runs the engine and must not block for long.
-	Observer func(Event)
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 }
@@ -87,6 +84,8 @@ type Engine struct {
 
 	keyringOnce sync.Once
 	pullKeys    *pullKeyring // the pod's pull secrets, read once (keyring())
+
+	subs subscribers // the frontends' event subscriptions (Subscribe)
 }
 
 // podRuntime is what the engine learned from the runtime and created.
@@ -450,13 +449,6 @@ func (e *Engine) requests(s *Step) []Request {
 	return reqs
 }
 
-// emit forwards an event to the observer.
-func (e *Engine) emit(ev Event) {
-	if e.opts.Observer != nil {
-		e.opts.Observer(ev)
-	}
-}
-
 // record attaches a finished CRI call to the running step and emits it.
 func (e *Engine) record(call cri.Call) {
 	e.mu.Lock()
@@ -497,18 +489,6 @@ func (e *Engine) SandboxID() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.rt.sandboxID
-}
-
-// ContainerLogPath returns the host path of a container's current log file,
-// once the container was created ("" before).
-func (e *Engine) ContainerLogPath(name string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.rt.containers[name]
-	if c == nil || c.config == nil || e.rt.sandboxConfig == nil {
-		return ""
-	}
-	return filepath.Join(e.rt.sandboxConfig.LogDirectory, c.config.LogPath)
 }
 
 func shortID(id string) string {
