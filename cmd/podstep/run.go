@@ -242,8 +242,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eng.Subscribe(printer.Observe)
-	pod := bundle.Pod.Namespace + "/" + bundle.Pod.Name
-	printer.Start(c.info, pod)
+	printer.Start(c.info, podName(eng))
 
 	start := time.Now()
 	for !eng.Finished() && ctx.Err() == nil {
@@ -251,14 +250,8 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 			return err
 		}
 	}
-	created := time.Since(start)
-	snap := eng.PodState()
-	callsCreate := c.client.Calls()
-
 	wasInterrupted := sig.interrupted()
-	sum := report.Summary{Pod: pod, UID: string(bundle.Pod.UID), Display: snap.Display, Ready: snap.Ready,
-		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: o.keep && !wasInterrupted}
-	sum.Timing = timing(eng, callsCreate, created)
+	sum := summarize(eng, c, time.Since(start), o.keep && !wasInterrupted)
 
 	code, msg := settle(cmd.Context(), eng, &sum, !sum.Kept, wasInterrupted, stderr)
 	printer.Finish(sum)

@@ -42,22 +42,17 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	// The TUI is gone: from here on, plain lines.
 	printer := report.New(stdout, "text")
 	eng.Subscribe(printer.Observe)
-	pod := b.Pod.Namespace + "/" + b.Pod.Name
-	snap := eng.PodState()
-	calls := c.client.Calls()
 	var created time.Duration
 	for _, s := range eng.Steps() {
 		created += s.Duration
 	}
 	teardown := res.Teardown || tuiErr != nil
-	sum := report.Summary{Pod: pod, UID: string(b.Pod.UID), Display: snap.Display, Ready: snap.Ready,
-		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: !teardown}
-	sum.Timing = timing(eng, calls, created)
+	sum := summarize(eng, c, created, !teardown)
 	if tuiErr != nil {
 		fmt.Fprintln(stderr, "podstep: terminal:", tuiErr)
 	}
 	if teardown {
-		fmt.Fprintf(stdout, "podstep: tearing down pod %s\n", pod)
+		fmt.Fprintf(stdout, "podstep: tearing down pod %s\n", sum.Pod)
 	}
 	if res.Interrupted {
 		// ctrl+c in the TUI was the first interrupt: the next one abandons teardown.
