@@ -141,7 +141,7 @@ build_containerd2() {
 # inherit the lock's file descriptor.)
 ensure_containerd2() {
 	[ "$RUNTIME" = 2 ] || return 0
-	mkdir -p "$C2_CACHE"
+	mkdir -p "$C2_CACHE" 2>/dev/null || die "cannot create the build cache $C2_CACHE (set PODSTEP_CACHE_DIR to a writable folder)"
 	(
 		flock 9
 		if containerd2_works; then
