@@ -3,12 +3,15 @@ package podcfg
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podstep/podstep/internal/expansion"
 )
 
 // envVar is one resolved variable and whether its value came from a Secret.
@@ -42,6 +45,32 @@ func (l *envList) lookup(name string) (string, bool) {
 		return "", false
 	}
 	return l.vars[i].value, true
+}
+
+// expand replaces $(VAR) references in s with the variables defined so far,
+// as makeEnvironmentVariables and ExpandContainerCommandAndArgs do
+// (expansion.MappingFuncFor: an unknown variable is left as written).
+func (l *envList) expand(s string) string {
+	return expansion.Expand(s, expansion.MappingFuncFor(l.lookup))
+}
+
+// expandSubPath mirrors container/helpers.go ExpandContainerVolumeMounts:
+// every variable subPathExpr names must be defined and non-empty, else the
+// error is "missing value for A, B" (sorted).
+func (l *envList) expandSubPath(expr string) (string, error) {
+	var missing []string
+	out := expansion.Expand(expr, func(name string) string {
+		v, ok := l.lookup(name)
+		if (!ok || v == "") && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return "", configErrorf("missing value for %s", strings.Join(missing, ", "))
+	}
+	return out, nil
 }
 
 // environment mirrors kubelet_pods.go makeEnvironmentVariables: envFrom
@@ -109,7 +138,7 @@ func environment(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o Opti
 	for _, ev := range c.Env {
 		val, secret := ev.Value, false
 		if val != "" {
-			val = Expand(val, env.lookup)
+			val = env.expand(val)
 		} else if vf := ev.ValueFrom; vf != nil {
 			var err error
 			switch {
@@ -324,44 +353,4 @@ func resourceFieldRefValue(fs *corev1.ResourceFieldSelector, pod *corev1.Pod, c 
 		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
 	return "", configErrorf("unsupported container resource : %v", fs.Resource)
-}
-
-// Expand replaces $(VAR) references in s like the kubelet's
-// third_party/forked/golang/expansion Expand: "$$" is an escaped "$", a
-// reference to an undefined variable (lookup false) is left as "$(VAR)", an
-// unterminated "$(" and any other "$x" are copied as is.
-func Expand(s string, lookup func(string) (string, bool)) string {
-	var b strings.Builder
-	checkpoint := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			continue
-		}
-		b.WriteString(s[checkpoint:i])
-		next := s[i+1]
-		advance := 1
-		switch next {
-		case '$':
-			b.WriteByte('$')
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString("$(")
-				break
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := lookup(name); ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			advance = end + 2
-		default:
-			b.WriteByte('$')
-			b.WriteByte(next)
-		}
-		i += advance
-		checkpoint = i + 1
-	}
-	return b.String() + s[checkpoint:]
 }

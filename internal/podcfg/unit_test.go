@@ -120,36 +120,6 @@ func TestSandboxResourcesAndCgroupParent(t *testing.T) {
 	eq(t, "no QoS cgroups", CgroupParent(be, o), "")
 }
 
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "a", "B": "b", "EMPTY": ""}
-	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-	for in, want := range map[string]string{
-		"":                  "",
-		"plain":             "plain",
-		"$(A)":              "a",
-		"x$(A)y$(B)z":       "xaybz",
-		"$(UNKNOWN)":        "$(UNKNOWN)",
-		"$$(A)":             "$(A)",
-		"$$$(A)":            "$a",
-		"$$$$(A)":           "$$(A)",
-		"$(A":               "$(A",
-		"$A":                "$A",
-		"$":                 "$",
-		"a$":                "a$",
-		"$(EMPTY)x":         "x",
-		"$()":               "$()",
-		"$(A)$(B)":          "ab",
-		"echo $(A) $$HOME":  "echo a $HOME",
-		"$(A)$":             "a$",
-		"(A)":               "(A)",
-		"$(A)$(UNDEF":       "a$(UNDEF",
-		"$(A $(B)":          "$(A $(B)",
-		"multi$(A)$(A)$(A)": "multiaaa",
-	} {
-		eq(t, "Expand("+in+")", Expand(in, lookup), want)
-	}
-}
-
 func envInput(c *corev1.Container, src EnvSource) ContainerInput {
 	return ContainerInput{Container: c, ImageRef: "sha256:x", PodIP: "10.0.0.5", PodIPs: []string{"10.0.0.5", "fd00::5"}, Env: src}
 }
