@@ -1,15 +1,11 @@
 package podcfg
 
 import (
-	"fmt"
-	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podstep/podstep/internal/expansion"
 )
@@ -145,7 +141,7 @@ func environment(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o Opti
 			case vf.FieldRef != nil:
 				val, err = fieldRefValue(vf.FieldRef, pod, in, o)
 			case vf.ResourceFieldRef != nil:
-				val, err = resourceFieldRefValue(vf.ResourceFieldRef, pod, c)
+				val, err = resourceFieldRefValue(vf.ResourceFieldRef, pod, c, o)
 			case vf.ConfigMapKeyRef != nil:
 				ref := vf.ConfigMapKeyRef
 				cm, ok := getCM(ref.Name)
@@ -235,122 +231,3 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
-
-// fieldRefValue mirrors kubelet_pods.go podFieldSelectorRuntimeValue and
-// pkg/fieldpath ExtractFieldPathAsString.
-func fieldRefValue(fs *corev1.ObjectFieldSelector, pod *corev1.Pod, in ContainerInput, o Options) (string, error) {
-	if fs.APIVersion != "" && fs.APIVersion != "v1" {
-		return "", configErrorf("unsupported pod version: %s", fs.APIVersion)
-	}
-	p := fs.FieldPath
-	switch p {
-	case "spec.nodeName":
-		if pod.Spec.NodeName != "" {
-			return pod.Spec.NodeName, nil
-		}
-		return o.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return pod.Status.HostIP, nil
-	case "status.hostIPs":
-		ips := make([]string, 0, len(pod.Status.HostIPs))
-		for _, ip := range pod.Status.HostIPs {
-			ips = append(ips, ip.IP)
-		}
-		return strings.Join(ips, ","), nil
-	case "status.podIP":
-		return in.PodIP, nil
-	case "status.podIPs":
-		return strings.Join(in.PodIPs, ","), nil
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(podAnnotations(pod, o)), nil
-	}
-	if key, ok := subscript(p, "metadata.labels"); ok {
-		return pod.Labels[key], nil
-	}
-	if key, ok := subscript(p, "metadata.annotations"); ok {
-		return podAnnotations(pod, o)[key], nil
-	}
-	return "", configErrorf("field label not supported: %s", p)
-}
-
-// subscript parses "<prefix>['key']".
-func subscript(p, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(p, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
-}
-
-// formatMap is pkg/fieldpath FormatMap: sorted key="value" lines.
-func formatMap(m map[string]string) string {
-	var b strings.Builder
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%v=%q", k, m[k])
-	}
-	return b.String()
-}
-
-// resourceFieldRefValue mirrors containerResourceRuntimeValue with the
-// kubelet's defaultPodLimitsForDownwardAPI: a missing cpu/memory limit is the
-// node's allocatable (approximated by NodeCPUCapacity/NodeMemoryCapacity).
-func resourceFieldRefValue(fs *corev1.ResourceFieldSelector, pod *corev1.Pod, c *corev1.Container) (string, error) {
-	target := c
-	if fs.ContainerName != "" && fs.ContainerName != c.Name {
-		target = nil
-		for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for i := range list {
-				if list[i].Name == fs.ContainerName {
-					target = &list[i]
-				}
-			}
-		}
-		if target == nil {
-			return "", configErrorf("container %s not found", fs.ContainerName)
-		}
-	}
-	limits := corev1.ResourceList{}
-	for k, v := range target.Resources.Limits {
-		limits[k] = v
-	}
-	if _, ok := limits[corev1.ResourceCPU]; !ok {
-		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(NodeCPUCapacity, resource.DecimalSI)
-	}
-	if _, ok := limits[corev1.ResourceMemory]; !ok {
-		limits[corev1.ResourceMemory] = *resource.NewQuantity(NodeMemoryCapacity, resource.BinarySI)
-	}
-	requests := defaultRequests(target.Resources.Requests, target.Resources.Limits)
-	divisor := fs.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	var list corev1.ResourceList
-	name := ""
-	if n, ok := strings.CutPrefix(fs.Resource, "limits."); ok {
-		list, name = limits, n
-	} else if n, ok := strings.CutPrefix(fs.Resource, "requests."); ok {
-		list, name = requests, n
-	}
-	switch {
-	case name == "cpu":
-		q := list[corev1.ResourceCPU]
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case name == "memory" || name == "ephemeral-storage" || strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
-		q := list[corev1.ResourceName(name)]
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	return "", configErrorf("unsupported container resource : %v", fs.Resource)
-}
