@@ -69,7 +69,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 		return nil, &ConfigError{Msg: err.Error()}
 	}
 	cfg.Linux = &runtimeapi.LinuxContainerConfig{
-		Resources:       containerResources(pod, c),
+		Resources:       containerResources(pod, c, o),
 		SecurityContext: lsc,
 	}
 	for _, v := range env.vars {

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/podstep/podstep/internal/fieldpath"
@@ -30,7 +29,7 @@ func fieldRefValue(fs *corev1.ObjectFieldSelector, pod *corev1.Pod, in Container
 		if pod.Spec.NodeName != "" {
 			return pod.Spec.NodeName, nil
 		}
-		return o.NodeName, nil
+		return o.nodeName(), nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
 	case "status.hostIP":
@@ -114,12 +113,4 @@ func downwardAPIAllocatable(pod *corev1.Pod, o Options) corev1.ResourceList {
 		}
 	}
 	return alloc
-}
-
-// nodeAllocatable stands for the node's allocatable resources.
-func (o Options) nodeAllocatable() corev1.ResourceList {
-	return corev1.ResourceList{
-		corev1.ResourceCPU:    *resource.NewMilliQuantity(NodeCPUCapacity, resource.DecimalSI),
-		corev1.ResourceMemory: *resource.NewQuantity(NodeMemoryCapacity, resource.BinarySI),
-	}
 }

@@ -74,7 +74,7 @@ func TestDownwardAPIEnv(t *testing.T) {
 				c = &pod.Spec.InitContainers[0]
 			}
 			c.Env = []corev1.EnvVar{{Name: "X", ValueFrom: tc.src}}
-			cfg, err := ContainerConfig(pod, nil, envInput(c, nil), Options{NodeName: "node-1"})
+			cfg, err := ContainerConfig(pod, nil, envInput(c, nil), Options{Node: testNode("node-1")})
 			var ce *ConfigError
 			switch {
 			case tc.err != "":
@@ -88,4 +88,41 @@ func TestDownwardAPIEnv(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDownwardAPINode: the defaults come from Options.Node, the node the
+// pod runs on: its allocatable (not its capacity) for a missing limit,
+// ephemeral-storage included, and its name for spec.nodeName; its memory
+// capacity is what oom_score_adj is computed against.
+func TestDownwardAPINode(t *testing.T) {
+	n := testNode("worker-7")
+	n.Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("7Gi")
+	n.Status.Allocatable[corev1.ResourceEphemeralStorage] = resource.MustParse("20Gi")
+	field := func(path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}
+	}
+	rsrc := func(res, divisor string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: res, Divisor: resource.MustParse(divisor)}}
+	}
+	c := ctr("app", res("memory", "1Gi"), nil)
+	c.Env = []corev1.EnvVar{
+		{Name: "NODE", ValueFrom: field("spec.nodeName")},
+		{Name: "MEM", ValueFrom: rsrc("limits.memory", "1Mi")},
+		{Name: "EPH", ValueFrom: rsrc("limits.ephemeral-storage", "1Gi")},
+		{Name: "CPU", ValueFrom: rsrc("limits.cpu", "1m")},
+	}
+	pod := podWith(c)
+	cfg, err := ContainerConfig(pod, nil, envInput(&pod.Spec.Containers[0], nil), Options{Node: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "env", envPairs(cfg), []string{"NODE=worker-7", "MEM=7168", "EPH=20", "CPU=4000"})
+	// Burstable, 1Gi requested of the 8Gi capacity: 1000 - 1000/8 = 875.
+	eq(t, "oom_score_adj", cfg.Linux.Resources.OomScoreAdj, int64(875))
+
+	cfg, err = ContainerConfig(pod, nil, envInput(&pod.Spec.Containers[0], nil), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "env without a node", envPairs(cfg), []string{"NODE=", "MEM=0", "EPH=0", "CPU=0"})
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podstep/podstep/internal/fieldpath"
 )
@@ -148,7 +147,7 @@ func (h *Host) downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVol
 				fp.data = []byte(v)
 			}
 		case it.ResourceFieldRef != nil:
-			v, err := fieldpath.ExtractResourceValueByContainerNameAndNodeAllocatable(it.ResourceFieldRef, pod, it.ResourceFieldRef.ContainerName, h.nodeAllocatable())
+			v, err := fieldpath.ExtractResourceValueByContainerNameAndNodeAllocatable(it.ResourceFieldRef, pod, it.ResourceFieldRef.ContainerName, h.NodeAllocatable)
 			if err != nil {
 				errs = append(errs, err)
 			} else {
@@ -228,16 +227,4 @@ func (a *aggregateError) Unwrap() []error { return a.errs }
 func IsNotFound(err error) bool {
 	var nf *NotFoundError
 	return errors.As(err, &nf)
-}
-
-// nodeAllocatable is what the kubelet's VolumeHost.GetNodeAllocatable gives.
-func (h *Host) nodeAllocatable() corev1.ResourceList {
-	alloc := corev1.ResourceList{}
-	if h.NodeCPU > 0 {
-		alloc[corev1.ResourceCPU] = *resource.NewMilliQuantity(h.NodeCPU, resource.DecimalSI)
-	}
-	if h.NodeMemory > 0 {
-		alloc[corev1.ResourceMemory] = *resource.NewQuantity(h.NodeMemory, resource.BinarySI)
-	}
-	return alloc
 }

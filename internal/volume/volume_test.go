@@ -76,8 +76,8 @@ func testPod() *corev1.Pod {
 func testHost(src Source) *Host {
 	return &Host{
 		Source: src, Mount: false,
-		NodeCPU: 4000, NodeMemory: 8 << 30,
-		Now: func() time.Time { return time.Date(2026, 11, 21, 15, 4, 5, 0, time.UTC) },
+		NodeAllocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		Now:             func() time.Time { return time.Date(2026, 11, 21, 15, 4, 5, 0, time.UTC) },
 	}
 }
 
@@ -452,7 +452,7 @@ func TestEmptyDirMemoryWithoutMount(t *testing.T) {
 }
 
 func TestTmpfsSize(t *testing.T) {
-	h := &Host{NodeMemory: 8 << 30}
+	h := &Host{NodeAllocatable: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")}}
 	pod := testPod()
 	if got := h.tmpfsSize(pod, nil); got != 8<<30 {
 		t.Errorf("no limits: %d, want node allocatable", got)
