@@ -68,17 +68,7 @@ func TestNodeReachesConfigsAndVolumes(t *testing.T) {
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("step %s failed: %s: %s", f.Name, f.Result.Summary, f.Result.Message)
 	}
-	var req *runtimeapi.CreateContainerRequest
-	for _, s := range e.Steps() {
-		for _, c := range s.Calls {
-			if r, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
-				req = r
-			}
-		}
-	}
-	if req == nil {
-		t.Fatal("no CreateContainer call")
-	}
+	req := lastCreateContainer(t, e)
 	var env []string
 	for _, kv := range req.Config.Envs {
 		env = append(env, kv.Key+"="+string(kv.Value))
@@ -97,4 +87,21 @@ func TestNodeReachesConfigsAndVolumes(t *testing.T) {
 	if string(data) != "768" {
 		t.Errorf("downwardAPI mem = %q, want 768", data)
 	}
+}
+
+// lastCreateContainer is the last CreateContainer request the engine sent.
+func lastCreateContainer(t *testing.T, e *Engine) *runtimeapi.CreateContainerRequest {
+	t.Helper()
+	var req *runtimeapi.CreateContainerRequest
+	for _, s := range e.Steps() {
+		for _, c := range s.Calls {
+			if r, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
+				req = r
+			}
+		}
+	}
+	if req == nil {
+		t.Fatal("no CreateContainer call")
+	}
+	return req
 }
