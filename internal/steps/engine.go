@@ -30,6 +30,7 @@ const RootDirAnnotation = "podstep.dev/root-dir"
 // Options configure an Engine.
 type Options struct {
 	// Config shapes the CRI configs (root dir, log dir, DNS, cgroups).
+	// Its Node is set by New from Node.
 	Config podcfg.Options
 	// GracePeriod overrides the pod's terminationGracePeriodSeconds at teardown when set.
 	GracePeriod *int64
@@ -51,7 +52,11 @@ type Options struct {
 	WaitReady bool
 	// ReadyTimeout bounds the ready stage (0 = 2 minutes).
 	ReadyTimeout time.Duration
-	// Node is the node the pod is admitted to (nil = the manifest's Node, else this machine).
+	// Node is the node the pod runs on, chosen by the caller (podstep run:
+	// --node, else the manifest's Node, else this machine); nil means this
+	// machine (node.Local()). The admit step checks the pod against it, and
+	// New hands its v1 Node to the CRI configs (Config.Node: name,
+	// allocatable, capacity) and to the volume plugins (allocatable).
 	Node *node.Node
 	// Observer receives every event; it is called from the goroutine that
 	// runs the engine and must not block for long.
@@ -168,6 +173,10 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	if o.Config.Seen.IsZero() {
 		o.Config.Seen = o.Now()
 	}
+	if o.Node == nil {
+		o.Node = node.Local()
+	}
+	o.Config.Node = o.Node.Object
 	if o.Config.ExtraLabels == nil {
 		o.Config.ExtraLabels = map[string]string{}
 	}

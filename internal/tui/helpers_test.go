@@ -85,7 +85,7 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	feed := NewFeed()
 	eng, err := steps.New(b, client, steps.Options{
 		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
-			NodeName: "node1", CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
+			CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
 		PollInterval: 10 * time.Millisecond, Observer: feed.Observe, Now: clk.Now,
 	})
 	if err != nil {
