@@ -46,6 +46,9 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			if err != nil {
 				return err
 			}
+			if o.node, err = o.nodeFor(b); err != nil {
+				return err
+			}
 			eng, err := steps.New(b, nil, o.engineOptions(g))
 			if err != nil {
 				return err

@@ -136,17 +136,20 @@ func loadManifest(cmd *cobra.Command, file string) (*manifest.Bundle, error) {
 	return manifest.Load(file)
 }
 
+// configOptions are the kubelet settings of the CRI configs; the engine adds
+// the node (steps.Options.Node).
 func (o *runOptions) configOptions(g *globalOptions) podcfg.Options {
-	node, _ := os.Hostname()
 	return podcfg.Options{
-		RootDir: g.rootDir, LogDir: g.logDir, NodeName: strings.ToLower(node),
+		RootDir: g.rootDir, LogDir: g.logDir, HugePageSizes: node.HugePageSizes(),
 		CgroupDriver: o.cgroupDriver, CgroupsPerQOS: o.cgroupsPerQOS,
 		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain,
 	}
 }
 
-// nodeFor picks the node the pod is admitted to: --node, else the
-// manifest's Node, else this machine; kubelet flags apply on top.
+// nodeFor picks the node the pod runs on, once for the whole run: --node,
+// else the manifest's Node, else this machine; kubelet flags apply on top.
+// The engine admits the pod to it, and the CRI configs and volumes take its
+// name, allocatable and capacity from it.
 func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
 	var (
 		n   *node.Node

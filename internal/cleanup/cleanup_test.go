@@ -30,7 +30,7 @@ func keep(t *testing.T, c *cri.Client, file string) []string {
 	}
 	root := t.TempDir()
 	e, err := steps.New(b, c, steps.Options{
-		Config:    podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), NodeName: "node", CgroupDriver: "cgroupfs"},
+		Config:    podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		Simulated: true,
 	})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 // Options configure an Engine.
 type Options struct {
 	// Config shapes the CRI configs (root dir, log dir, DNS, cgroups).
+	// Its Node is set by New from Node.
 	Config podcfg.Options
 	// GracePeriod overrides the pod's terminationGracePeriodSeconds at teardown when set.
 	GracePeriod *int64
@@ -45,7 +46,11 @@ type Options struct {
 	WaitReady bool
 	// ReadyTimeout bounds the ready stage (0 = 2 minutes).
 	ReadyTimeout time.Duration
-	// Node is the node the pod is admitted to (nil = the manifest's Node, else this machine).
+	// Node is the node the pod runs on, chosen by the caller (podstep run:
+	// --node, else the manifest's Node, else this machine); nil means this
+	// machine (node.Local()). The admit step checks the pod against it, and
+	// New hands its v1 Node to the CRI configs (Config.Node: name,
+	// allocatable, capacity) and to the volume plugins (allocatable).
 	Node *node.Node
 	// Simulated says the runtime is podstep's built-in simulator (internal/sim),
 	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
@@ -165,6 +170,10 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	if o.Config.Seen.IsZero() {
 		o.Config.Seen = o.Now()
 	}
+	if o.Node == nil {
+		o.Node = node.Local()
+	}
+	o.Config.Node = o.Node.Object
 	if o.Config.ExtraLabels == nil {
 		o.Config.ExtraLabels = map[string]string{}
 	}

@@ -52,7 +52,7 @@ func testOptions(t *testing.T) Options {
 	root := t.TempDir()
 	zero := int64(0)
 	return Options{
-		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), NodeName: "node", CgroupDriver: "cgroupfs"},
+		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
 		InitTimeout:  5 * time.Second,
@@ -482,7 +482,7 @@ func BenchmarkHelloOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		e, err := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs", NodeName: "n"}, GracePeriod: &zero})
+		e, err := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs"}, GracePeriod: &zero})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -84,7 +84,7 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	client := simtest.Client(t, sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
 	eng, err := steps.New(b, client, steps.Options{
 		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
-			NodeName: "node1", CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
+			CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
 		PollInterval: 10 * time.Millisecond, Now: clk.Now, Simulated: true,
 	})
 	if err != nil {
