@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/mark"
 )
 
 func metav1ObjectMeta(name string, labels map[string]string) metav1.ObjectMeta {
@@ -48,7 +50,7 @@ func (dirsStep) run(_ context.Context, e *Engine) Result {
 		}
 	}
 	// The record that lets `podstep cleanup` remove this dir later.
-	if err := markMade(e.rt.podDir, string(e.pod.UID)); err != nil {
+	if err := mark.Dir(e.rt.podDir, string(e.pod.UID)); err != nil {
 		return fail("FailedMakePodDataDirs", err, "cannot record the pod dir for podstep cleanup")
 	}
 	return ok("made "+e.rt.podDir+"/{volumes,plugins,containers}", kv("pod dir", e.rt.podDir))
@@ -67,7 +69,7 @@ func (e *Engine) makeLogDir(dir string) error {
 		return err
 	}
 	if e.rt.logDir == dir {
-		return markMade(dir, string(e.pod.UID))
+		return mark.Dir(dir, string(e.pod.UID))
 	}
 	return nil
 }

@@ -15,17 +15,11 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
 )
-
-// ManagedLabel marks everything podstep creates in a runtime, so that
-// `podstep cleanup` finds it and kubelets sharing the runtime can be told apart.
-const ManagedLabel = "podstep.dev/managed"
-
-// RootDirAnnotation records on the sandbox which root dir holds its pod dir.
-const RootDirAnnotation = "podstep.dev/root-dir"
 
 // Options configure an Engine.
 type Options struct {
@@ -58,9 +52,10 @@ type Options struct {
 	// New hands its v1 Node to the CRI configs (Config.Node: name,
 	// allocatable, capacity) and to the volume plugins (allocatable).
 	Node *node.Node
-	// Observer receives every event; it is called from the goroutine that
-	// runs the engine and must not block for long.
-	Observer func(Event)
+	// Simulated says the runtime is podstep's built-in simulator (internal/sim),
+	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
+	// the pod IP are not sent, and count as successes.
+	Simulated bool
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 }
@@ -94,6 +89,8 @@ type Engine struct {
 
 	keyringOnce sync.Once
 	pullKeys    *pullKeyring // the pod's pull secrets, read once (keyring())
+
+	subs subscribers // the frontends' event subscriptions (Subscribe)
 }
 
 // podRuntime is what the engine learned from the runtime and created.
@@ -180,7 +177,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	if o.Config.ExtraLabels == nil {
 		o.Config.ExtraLabels = map[string]string{}
 	}
-	o.Config.ExtraLabels[ManagedLabel] = "true"
+	o.Config.ExtraLabels[mark.ManagedLabel] = "true"
 	e := &Engine{
 		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
@@ -461,13 +458,6 @@ func (e *Engine) requests(s *Step) []Request {
 	return reqs
 }
 
-// emit forwards an event to the observer.
-func (e *Engine) emit(ev Event) {
-	if e.opts.Observer != nil {
-		e.opts.Observer(ev)
-	}
-}
-
 // record attaches a finished CRI call to the running step and emits it.
 func (e *Engine) record(call cri.Call) {
 	e.mu.Lock()
@@ -508,18 +498,6 @@ func (e *Engine) SandboxID() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.rt.sandboxID
-}
-
-// ContainerLogPath returns the host path of a container's current log file,
-// once the container was created ("" before).
-func (e *Engine) ContainerLogPath(name string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.rt.containers[name]
-	if c == nil || c.config == nil || e.rt.sandboxConfig == nil {
-		return ""
-	}
-	return filepath.Join(e.rt.sandboxConfig.LogDirectory, c.config.LogPath)
 }
 
 func shortID(id string) string {

@@ -59,6 +59,7 @@ func testOptions(t *testing.T) Options {
 		MaxRestarts:  2,
 		BackoffScale: 0.001,
 		Settle:       200 * time.Millisecond,
+		Simulated:    true,
 	}
 }
 
