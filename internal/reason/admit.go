@@ -3,9 +3,6 @@ package reason
 // Admission rejection reasons: the pod's status.reason when the kubelet
 // refuses it (Kubelet.HandlePodAdditions → canAdmitPod).
 const (
-	// InvalidNodeInfo mirrors lifecycle.InvalidNodeInfo
-	// (pkg/kubelet/lifecycle/predicate.go): the node cannot be read.
-	InvalidNodeInfo = "InvalidNodeInfo"
 	// PodOSSelectorNodeLabelDoesNotMatch mirrors
 	// lifecycle.PodOSSelectorNodeLabelDoesNotMatch.
 	PodOSSelectorNodeLabelDoesNotMatch = "PodOSSelectorNodeLabelDoesNotMatch"

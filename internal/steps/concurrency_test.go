@@ -17,7 +17,7 @@ import (
 )
 
 // TestConcurrentReads reads the engine as frontends do (the TUI calls
-// Steps, NextStep, PodState, ContainerLogPath… on every refresh, a signal
+// Steps, NextStep, PodState, ContainerLog… on every refresh, a signal
 // handler LeftBehind) from other goroutines, without pause, while the engine
 // runs pods through init containers, a sidecar's startup probe, postStart
 // hooks, restarts with back-off, a retry and readiness probes, then tears
@@ -98,20 +98,21 @@ spec:
 			o.WaitReady = true
 			o.ReadyTimeout = 10 * time.Second
 			// A pause in the engine goroutine where an action goes on
-			// right after (the step's start, each CRI call's end) lets the
+			// right after (the step's start, each CRI call's end: a
+			// subscriber is called there) lets the
 			// readers run while it is about to write, with nothing
 			// ordering their reads before its writes but what the engine
 			// does (its lock): the race detector sees any write the lock
 			// does not cover.
-			o.Observer = func(ev Event) {
-				if ev.Kind == StepStarted || ev.Kind == CallDone {
-					time.Sleep(time.Millisecond)
-				}
-			}
 			e, err := New(parse(t, pod), newSim(t), o)
 			if err != nil {
 				t.Fatal(err)
 			}
+			e.Subscribe(func(ev Event) {
+				if ev.Kind == StepStarted || ev.Kind == CallDone {
+					time.Sleep(time.Millisecond)
+				}
+			})
 			// Two readers, as the TUI refreshes (the engine's lock) and
 			// shows the pod (the tracker's own lock): one lock taken by a
 			// reader would order the other's reads before the engine's
@@ -193,10 +194,10 @@ func readEngine(e *Engine) {
 	e.Finished()
 	e.SandboxID()
 	for _, c := range e.Pod().Spec.InitContainers {
-		e.ContainerLogPath(c.Name)
+		_, _ = e.ContainerLog(c.Name, 5)
 	}
 	for _, c := range e.Pod().Spec.Containers {
-		e.ContainerLogPath(c.Name)
+		_, _ = e.ContainerLog(c.Name, 5)
 	}
 	e.LeftBehind()
 	e.Breakpoint(1)
@@ -214,16 +215,16 @@ func TestRunMethodsWhileRunning(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	o := testOptions(t)
-	o.Observer = func(ev Event) {
-		if ev.Kind == StepStarted && first.CompareAndSwap(false, true) {
-			close(started)
-			<-release
-		}
-	}
 	e, err := New(load(t, repoFile("testdata/pods/hello.yaml")), newSim(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Subscribe(func(ev Event) {
+		if ev.Kind == StepStarted && first.CompareAndSwap(false, true) {
+			close(started)
+			<-release
+		}
+	})
 	done := make(chan error)
 	go func() {
 		_, err := e.Next(context.Background())

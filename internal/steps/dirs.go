@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/reason"
 )
 
@@ -50,7 +51,7 @@ func (dirsStep) run(_ context.Context, e *Engine) Result {
 		}
 	}
 	// The record that lets `podstep cleanup` remove this dir later.
-	if err := markMade(e.rt.podDir, string(e.pod.UID)); err != nil {
+	if err := mark.Dir(e.rt.podDir, string(e.pod.UID)); err != nil {
 		return fail(reason.FailedMakePodDataDirs, err, "cannot record the pod dir for podstep cleanup")
 	}
 	return ok("made "+e.rt.podDir+"/{volumes,plugins,containers}", kv("pod dir", e.rt.podDir))
@@ -69,7 +70,7 @@ func (e *Engine) makeLogDir(dir string) error {
 		return err
 	}
 	if e.rt.logDir == dir {
-		return markMade(dir, string(e.pod.UID))
+		return mark.Dir(dir, string(e.pod.UID))
 	}
 	return nil
 }

@@ -14,21 +14,16 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
 )
 
-// ManagedLabel marks everything podstep creates in a runtime, so that
-// `podstep cleanup` finds it and kubelets sharing the runtime can be told apart.
-const ManagedLabel = "podstep.dev/managed"
-
-// RootDirAnnotation records on the sandbox which root dir holds its pod dir.
-const RootDirAnnotation = "podstep.dev/root-dir"
-
 // Options configure an Engine.
 type Options struct {
 	// Config shapes the CRI configs (root dir, log dir, DNS, cgroups).
+	// Its Node is set by New from Node.
 	Config podcfg.Options
 	// GracePeriod overrides the pod's terminationGracePeriodSeconds at teardown when set.
 	GracePeriod *int64
@@ -50,11 +45,16 @@ type Options struct {
 	WaitReady bool
 	// ReadyTimeout bounds the ready stage (0 = 2 minutes).
 	ReadyTimeout time.Duration
-	// Node is the node the pod is admitted to (nil = the manifest's Node, else this machine).
+	// Node is the node the pod runs on, chosen by the caller (podstep run:
+	// --node, else the manifest's Node, else this machine); nil means this
+	// machine (node.Local()). The admit step checks the pod against it, and
+	// New hands its v1 Node to the CRI configs (Config.Node: name,
+	// allocatable, capacity) and to the volume plugins (allocatable).
 	Node *node.Node
-	// Observer receives every event; it is called from the goroutine that
-	// runs the engine and must not block for long.
-	Observer func(Event)
+	// Simulated says the runtime is podstep's built-in simulator (internal/sim),
+	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
+	// the pod IP are not sent, and count as successes.
+	Simulated bool
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 }
@@ -66,7 +66,7 @@ type Options struct {
 // goroutine or handing over between calls (the TUI runs each in a new
 // command); a run method called while a step runs returns ErrRunning.
 // Frontends call the read methods (Steps, NextStep, PodState, Failed,
-// Finished, Breakpoint, SandboxID, ContainerLogPath, LeftBehind) and
+// Finished, Breakpoint, SandboxID, ContainerLog, LeftBehind), Subscribe, and
 // toggle breakpoints from any goroutine, at any time. The rule:
 //
 //   - mu guards the plan and where the run is: steps (the slice and every
@@ -82,8 +82,8 @@ type Options struct {
 //     (current == nil). Next sets current under mu before the action and
 //     clears it under mu after, so these reads are ordered after the last
 //     action's writes and before the next one's.
-//   - tracker and redactor have their own locks; bundle, pod, client and
-//     the rest of opts do not change after New.
+//   - tracker, redactor and subs have their own locks; bundle, pod, client
+//     and the rest of opts do not change after New.
 //
 // TestConcurrentReads checks the rule under -race.
 type Engine struct {
@@ -114,11 +114,13 @@ type Engine struct {
 
 	keyringOnce sync.Once
 	pullKeys    *pullKeyring // the pod's pull secrets, read once (keyring())
+
+	subs subscribers // the frontends' event subscriptions (Subscribe)
 }
 
 // podRuntime is what the engine learned from the runtime and created. It
 // belongs to the runner (see Engine); fields marked "published" are written
-// under Engine.mu, for LeftBehind, SandboxID and ContainerLogPath.
+// under Engine.mu, for LeftBehind, SandboxID and ContainerLog.
 type podRuntime struct {
 	podDir        string // set by New
 	dirsCreated   bool   // published: this run made the pod dir (teardown removes only what it made)
@@ -197,10 +199,14 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	if o.Config.Seen.IsZero() {
 		o.Config.Seen = o.Now()
 	}
+	if o.Node == nil {
+		o.Node = node.Local()
+	}
+	o.Config.Node = o.Node.Object
 	if o.Config.ExtraLabels == nil {
 		o.Config.ExtraLabels = map[string]string{}
 	}
-	o.Config.ExtraLabels[ManagedLabel] = "true"
+	o.Config.ExtraLabels[mark.ManagedLabel] = "true"
 	e := &Engine{
 		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
@@ -492,13 +498,6 @@ func (e *Engine) requests(s *Step) []Request {
 	return reqs
 }
 
-// emit forwards an event to the observer.
-func (e *Engine) emit(ev Event) {
-	if e.opts.Observer != nil {
-		e.opts.Observer(ev)
-	}
-}
-
 // record attaches a finished CRI call to the running step and emits it.
 func (e *Engine) record(call cri.Call) {
 	e.mu.Lock()
@@ -539,18 +538,6 @@ func (e *Engine) SandboxID() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.rt.sandboxID
-}
-
-// ContainerLogPath returns the host path of a container's current log file,
-// once the container was created ("" before).
-func (e *Engine) ContainerLogPath(name string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.rt.containers[name]
-	if c == nil || c.config == nil || e.rt.sandboxConfig == nil {
-		return ""
-	}
-	return filepath.Join(e.rt.sandboxConfig.LogDirectory, c.config.LogPath)
 }
 
 func shortID(id string) string {

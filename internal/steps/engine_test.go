@@ -51,13 +51,14 @@ func testOptions(t *testing.T) Options {
 	root := t.TempDir()
 	zero := int64(0)
 	return Options{
-		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), NodeName: "node", CgroupDriver: "cgroupfs"},
+		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
 		InitTimeout:  5 * time.Second,
 		MaxRestarts:  2,
 		BackoffScale: 0.001,
 		Settle:       200 * time.Millisecond,
+		Simulated:    true,
 	}
 }
 
@@ -480,7 +481,7 @@ func BenchmarkHelloOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		e, err := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs", NodeName: "n"}, GracePeriod: &zero})
+		e, err := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs"}, GracePeriod: &zero})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/probe"
 	"github.com/podstep/podstep/internal/reason"
-	"github.com/podstep/podstep/internal/sim"
 )
 
 // probeWorker is one of the kubelet's probe workers (pkg/kubelet/prober/worker.go):
@@ -334,7 +333,5 @@ func unready(s podstate.Snapshot) string {
 }
 
 // simulated says the runtime is podstep's built-in simulator, whose pod IPs
-// are not real.
-func (e *Engine) simulated() bool {
-	return strings.HasPrefix(e.rt.runtimeName, sim.RuntimeName+" ")
-}
+// are not real (Options.Simulated).
+func (e *Engine) simulated() bool { return e.opts.Simulated }

@@ -157,3 +157,57 @@ func TestSidecarStartupProbe(t *testing.T) {
 		t.Errorf("STATUS %s READY %s, want Running 2/2", st.Display, st.Ready)
 	}
 }
+
+// TestSimulatedPodIPNotProbed: on the simulated runtime (Options.Simulated)
+// httpGet and tcpSocket probes and an httpGet hook aimed at the pod IP are
+// not sent, since that IP leads nowhere (or to someone else's pod), and
+// count as successes.
+func TestSimulatedPodIPNotProbed(t *testing.T) {
+	const pod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: probed
+spec:
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    command: ["sleep", "3600"]
+    lifecycle:
+      postStart:
+        httpGet:
+          port: 8080
+    readinessProbe:
+      httpGet:
+        port: 8080
+      periodSeconds: 1
+      timeoutSeconds: 1
+    livenessProbe:
+      tcpSocket:
+        port: 8080
+`
+	o := testOptions(t)
+	if !o.Simulated {
+		t.Fatal("testOptions: the tests run on the simulated runtime")
+	}
+	o.WaitReady = true
+	o.ReadyTimeout = 300 * time.Millisecond
+	e := runAll(t, parse(t, pod), newSim(t), o)
+	defer e.Teardown(context.Background())
+	if f, failed := e.Failed(); failed {
+		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
+	}
+	var hook string
+	for _, s := range e.Steps() {
+		if s.Stage == StagePostStart {
+			for _, d := range s.Result.Details {
+				hook += d.Value
+			}
+		}
+	}
+	if !strings.Contains(hook, "not sent") {
+		t.Errorf("postStart hook: %q, want it not sent", hook)
+	}
+	if got := e.PodState().Ready; got != "1/1" {
+		t.Errorf("READY %s, want 1/1: the readiness probe counts as passed", got)
+	}
+}

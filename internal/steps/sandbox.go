@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/reason"
 )
@@ -97,12 +98,12 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	if list, err := e.client.ListPodSandbox(ctx, nil); err == nil {
 		foreign := 0
 		for _, sb := range list.Items {
-			if sb.Labels[ManagedLabel] != "true" && sb.Labels["io.kubernetes.pod.uid"] != "" {
+			if sb.Labels[mark.ManagedLabel] != "true" && sb.Labels["io.kubernetes.pod.uid"] != "" {
 				foreign++
 			}
 		}
 		for _, sb := range list.Items {
-			if sb.Labels[ManagedLabel] == "true" && sb.GetMetadata().GetUid() == string(e.pod.UID) {
+			if sb.Labels[mark.ManagedLabel] == "true" && sb.GetMetadata().GetUid() == string(e.pod.UID) {
 				msg := fmt.Sprintf("pod %s/%s (uid %s) already has sandbox %s (%s) on this runtime, kept by an earlier podstep run; remove it with `podstep cleanup`, or give this pod another name or uid",
 					e.pod.Namespace, e.pod.Name, e.pod.UID, shortID(sb.Id), sb.State)
 				r := fail(reason.PodAlreadyExists, fmt.Errorf("%s", msg), "the pod already exists on this runtime")
@@ -168,8 +169,8 @@ func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning
 	if cfg.Annotations == nil {
 		cfg.Annotations = map[string]string{}
 	}
-	cfg.Annotations[RootDirAnnotation] = e.opts.Config.RootDir
-	cfg.Annotations[LogDirAnnotation] = cfg.LogDirectory
+	cfg.Annotations[mark.RootDirAnnotation] = e.opts.Config.RootDir
+	cfg.Annotations[mark.LogDirAnnotation] = cfg.LogDirectory
 	e.rt.planned = &plannedSandbox{driver: e.opts.Config.CgroupDriver, cfg: cfg, warns: warns}
 	return cfg, warns, nil
 }

@@ -111,11 +111,10 @@ func (e *Engine) volumeHost() *volume.Host {
 		src = e.bundle
 	}
 	return &volume.Host{
-		Source:     src,
-		Mount:      os.Geteuid() == 0,
-		NodeCPU:    podcfg.NodeCPUCapacity,
-		NodeMemory: podcfg.NodeMemoryCapacity,
-		Now:        e.now,
+		Source:          src,
+		Mount:           os.Geteuid() == 0,
+		NodeAllocatable: e.opts.Node.Object.Status.Allocatable,
+		Now:             e.now,
 	}
 }
 

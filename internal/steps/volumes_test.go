@@ -93,17 +93,7 @@ func TestVolumesOnSim(t *testing.T) {
 		}
 		want["/etc/app.conf"] = resolved
 	}
-	var req *runtimeapi.CreateContainerRequest
-	for _, s := range e.Steps() {
-		for _, c := range s.Calls {
-			if r, ok := c.Request.(*runtimeapi.CreateContainerRequest); ok {
-				req = r
-			}
-		}
-	}
-	if req == nil {
-		t.Fatal("no CreateContainer call")
-	}
+	req := lastCreateContainer(t, e)
 	got := map[string]*runtimeapi.Mount{}
 	for _, m := range req.Config.Mounts {
 		got[m.ContainerPath] = m
