@@ -283,7 +283,7 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	var waiting time.Duration
 	for _, s := range eng.Steps() {
-		if waits(s.Name) {
+		if s.Kind.Waits() {
 			var in time.Duration
 			for _, c := range s.Calls {
 				in += c.Duration
@@ -293,15 +293,4 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return report.Timing{CreateMs: ms(wall), CRIMs: ms(cri), WaitMs: ms(waiting), OverheadMs: ms(wall - cri - waiting), Calls: len(calls)}
-}
-
-// waits says whether a step mostly waits on purpose (for an exit, a back-off
-// or a probe) rather than working: its time outside CRI calls is waiting.
-func waits(step string) bool {
-	for _, p := range []string{"wait/", "backoff/", "startup/", "relist", "ready"} {
-		if strings.HasPrefix(step, p) {
-			return true
-		}
-	}
-	return false
 }
