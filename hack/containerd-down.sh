@@ -2,13 +2,12 @@
 # Stop the private containerd and the registry started by hack/containerd-up.sh and remove every
 # trace of them: the registry process, containerd's containers and shims, the podstep0 bridge,
 # the iptables rules its CNI network added, mounts under the folder, and the folder itself.
-# Safe to run when nothing is up.
+# Safe to run when nothing is up. Takes the variables containerd-up.sh took (PODSTEP_CONTAINERD=2
+# for the containerd 2 harness, PODSTEP_HARNESS_DIR, PODSTEP_CNI_*).
 set -euo pipefail
 
-DIR=${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}
-CNI_SUBNET=${PODSTEP_CNI_SUBNET:-10.88.77.0/24}
-CNI_BRIDGE=${PODSTEP_CNI_BRIDGE:-podstep0}
-CNI_NETWORK=${PODSTEP_CNI_NETWORK:-podstep}
+# DIR, CNI_*, CTR_BIN per PODSTEP_CONTAINERD (1.6 or 2)
+. "$(dirname "${BASH_SOURCE[0]}")/harness-env.sh"
 
 SOCK=$DIR/run/containerd.sock
 CONFIG=$DIR/config.toml
@@ -77,18 +76,20 @@ stop_registry() {
 # 1. best effort: remove all containers (CRI pods and ctr ones) through containerd itself
 remove_containers() {
 	[ -S "$SOCK" ] || return 0
-	command -v ctr >/dev/null 2>&1 || return 0
-	timeout 5 ctr -a "$SOCK" version >/dev/null 2>&1 || return 0
+	local ctr=$CTR_BIN # containerd 2's own ctr; Debian's (1.6) when its cache is gone
+	command -v "$ctr" >/dev/null 2>&1 || ctr=ctr
+	command -v "$ctr" >/dev/null 2>&1 || return 0
+	timeout 5 "$ctr" -a "$SOCK" version >/dev/null 2>&1 || return 0
 	local ns id
-	for ns in $(timeout 10 ctr -a "$SOCK" namespaces ls -q 2>/dev/null); do
-		for id in $(timeout 10 ctr -a "$SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
-			timeout 10 ctr -a "$SOCK" -n "$ns" tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true
+	for ns in $(timeout 10 "$ctr" -a "$SOCK" namespaces ls -q 2>/dev/null); do
+		for id in $(timeout 10 "$ctr" -a "$SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
+			timeout 10 "$ctr" -a "$SOCK" -n "$ns" tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true
 		done
-		for id in $(timeout 10 ctr -a "$SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
-			timeout 10 ctr -a "$SOCK" -n "$ns" tasks rm -f "$id" >/dev/null 2>&1 || true
+		for id in $(timeout 10 "$ctr" -a "$SOCK" -n "$ns" tasks ls -q 2>/dev/null); do
+			timeout 10 "$ctr" -a "$SOCK" -n "$ns" tasks rm -f "$id" >/dev/null 2>&1 || true
 		done
-		for id in $(timeout 10 ctr -a "$SOCK" -n "$ns" containers ls -q 2>/dev/null); do
-			timeout 10 ctr -a "$SOCK" -n "$ns" containers rm "$id" >/dev/null 2>&1 || true
+		for id in $(timeout 10 "$ctr" -a "$SOCK" -n "$ns" containers ls -q 2>/dev/null); do
+			timeout 10 "$ctr" -a "$SOCK" -n "$ns" containers rm "$id" >/dev/null 2>&1 || true
 		done
 	done
 }

@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
-# Start a private containerd (CRI) for podstep's tests, from Debian packages, fully offline.
+# Start a private containerd (CRI) for podstep's tests, offline but for the Go module proxy.
 #
-# Everything lives in ONE folder, ${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}.
+#   hack/containerd-up.sh                        Debian's containerd 1.6 (the package)
+#   PODSTEP_CONTAINERD=2 hack/containerd-up.sh   containerd v2.4.2, built once from the Go module
+#                                                proxy into ~/.cache/podstep (hack/harness-env.sh)
+#
+# Everything lives in ONE folder, ${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness} (containerd 2:
+# /var/lib/podstep-harness2); the two runtimes' harnesses can run side by side.
 # It also runs a private image registry on loopback (Debian's docker-registry, htpasswd auth,
 # data under $DIR/registry) holding one image, for the image pull secret tests.
-# The last line of stdout is always
+# The last lines of stdout name the runtime (PODSTEP_RUNTIME=containerd 1.6.20~ds1) and, always last,
 #   CONTAINER_RUNTIME_ENDPOINT=unix://$DIR/run/containerd.sock
 # so callers can:  eval "$(hack/containerd-up.sh | tail -1)"
 # Idempotent: a second run finds containerd and the registry healthy and only re-prints.
 # See hack/README.md.
 set -euo pipefail
 
-DIR=${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}
-CNI_SUBNET=${PODSTEP_CNI_SUBNET:-10.88.77.0/24}
-CNI_BRIDGE=${PODSTEP_CNI_BRIDGE:-podstep0}
-CNI_NETWORK=${PODSTEP_CNI_NETWORK:-podstep}
+# DIR, CNI_*, REG_PORT and the containerd binaries, per PODSTEP_CONTAINERD (1.6 or 2)
+. "$(dirname "${BASH_SOURCE[0]}")/harness-env.sh"
 BUSYBOX_IMAGE=docker.io/library/busybox:1.35
 PAUSE_IMAGE=podstep.local/pause:1.0
 WAIT_SECONDS=${PODSTEP_HARNESS_WAIT:-30}
 # The registry: loopback only, fixed test credentials (they guard nothing but this throwaway
 # registry; the tests check that the password never shows in podstep's output).
-REG_PORT=${PODSTEP_REGISTRY_PORT:-5055}
 REG_ADDR=127.0.0.1:$REG_PORT
 REG_USER=podstep
 REG_PASSWORD=s3cret-Podstep-Registry-Pw
@@ -61,12 +63,14 @@ die() {
 # --- packages --------------------------------------------------------------------------------
 ensure_packages() {
 	local -A want=(
-		[containerd]=containerd [runc]=runc [/usr/lib/cni/bridge]=containernetworking-plugins
+		[runc]=runc [/usr/lib/cni/bridge]=containernetworking-plugins
 		[/bin/busybox]=busybox-static [umoci]=umoci [ip]=iproute2 [iptables]=iptables
 		[findmnt]=util-linux [setsid]=util-linux
 		[docker-registry]=docker-registry [htpasswd]=apache2-utils [skopeo]=skopeo [curl]=curl
 	)
 	local missing=() cmd
+	# containerd 2 is built (ensure_containerd2); its shim and ctr come with it.
+	[ "$RUNTIME" = 2 ] || want[containerd]=containerd
 	for cmd in "${!want[@]}"; do
 		if [[ $cmd == /* ]]; then
 			[ -x "$cmd" ] || missing+=("${want[$cmd]}")
@@ -91,8 +95,66 @@ ensure_packages() {
 	rm -f "$out"
 }
 
+# --- containerd 2: built from the Go module proxy, cached ----------------------------------------
+C2_MODULE=github.com/containerd/containerd/v2
+
+# containerd2_works: the cached containerd, ctr and shim are there and say they are the pinned
+# version (a cache from another build, or half written, is rebuilt).
+containerd2_works() {
+	local b
+	for b in containerd ctr containerd-shim-runc-v2; do
+		[ -x "$C2_CACHE/bin/$b" ] || return 1
+	done
+	[[ $("$C2_CACHE/bin/containerd" --version 2>/dev/null) == *" $CONTAINERD2_VERSION "* ]] &&
+		[[ $("$C2_CACHE/bin/ctr" --version 2>/dev/null) == *" $CONTAINERD2_VERSION" ]] &&
+		[[ $("$C2_CACHE/bin/containerd-shim-runc-v2" -v 2>/dev/null) == *"Version:  $CONTAINERD2_VERSION"* ]]
+}
+
+# build_containerd2: go install the three binaries into $C2_CACHE/bin.new, then rename it to bin.
+# -tags no_btrfs: no btrfs headers needed (the snapshotter is not used). The version is stamped
+# the way containerd's release builds do (-X .../version.Version), so that CRI Version answers
+# "v2.4.2" as a released containerd does, not the source default "2.4.2+unknown".
+build_containerd2() {
+	local go tmp=$C2_CACHE/bin.new out=$C2_CACHE/build.log start=$SECONDS
+	go=$(command -v go || true)
+	[ -n "$go" ] || [ ! -x /usr/local/go/bin/go ] || go=/usr/local/go/bin/go
+	[ -n "$go" ] || die "PODSTEP_CONTAINERD=2 builds containerd $CONTAINERD2_VERSION with go: no go toolchain in PATH or /usr/local/go/bin"
+	log "building containerd $CONTAINERD2_VERSION (containerd, containerd-shim-runc-v2, ctr) from the Go module proxy into $C2_CACHE/bin (about 3 min the first time; log $out)"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
+	if ! (cd / && GOWORK=off GOBIN=$tmp "$go" install -tags no_btrfs \
+		-ldflags "-X $C2_MODULE/version.Version=$CONTAINERD2_VERSION" \
+		"$C2_MODULE/cmd/containerd@$CONTAINERD2_VERSION" \
+		"$C2_MODULE/cmd/containerd-shim-runc-v2@$CONTAINERD2_VERSION" \
+		"$C2_MODULE/cmd/ctr@$CONTAINERD2_VERSION") >"$out" 2>&1; then
+		tail -n 30 "$out" >&2
+		rm -rf "$tmp"
+		die "go install of containerd $CONTAINERD2_VERSION failed (log: $out)"
+	fi
+	rm -rf "$C2_CACHE/bin"
+	mv "$tmp" "$C2_CACHE/bin"
+	log "built containerd $CONTAINERD2_VERSION in $((SECONDS - start)) s"
+}
+
+# ensure_containerd2: the binaries, from the cache or built. Under a lock, so that two harnesses
+# starting at once build once. (A subshell holds the lock: containerd, started later, must not
+# inherit the lock's file descriptor.)
+ensure_containerd2() {
+	[ "$RUNTIME" = 2 ] || return 0
+	mkdir -p "$C2_CACHE" 2>/dev/null || die "cannot create the build cache $C2_CACHE (set PODSTEP_CACHE_DIR to a writable folder)"
+	(
+		flock 9
+		if containerd2_works; then
+			log "containerd $CONTAINERD2_VERSION: cached in $C2_CACHE/bin"
+		else
+			build_containerd2
+		fi
+	) 9>"$C2_CACHE/.lock" || exit 1
+	containerd2_works || die "$C2_CACHE/bin: containerd, ctr or containerd-shim-runc-v2 missing, or not $CONTAINERD2_VERSION (build log: $C2_CACHE/build.log)"
+}
+
 # --- health -------------------------------------------------------------------------------------
-ctr_() { ctr -a "$SOCK" "$@"; }
+ctr_() { "$CTR_BIN" -a "$SOCK" "$@"; }
 
 running_pid() {
 	local pid
@@ -104,7 +166,23 @@ running_pid() {
 	echo "$pid"
 }
 
-socket_answers() { [ -S "$SOCK" ] && timeout 5 ctr -a "$SOCK" version >/dev/null 2>&1; }
+socket_answers() { [ -S "$SOCK" ] && timeout 5 "$CTR_BIN" -a "$SOCK" version >/dev/null 2>&1; }
+
+# server_version: the version the running containerd reports ('ctr version', Server section).
+server_version() { timeout 5 "$CTR_BIN" -a "$SOCK" version 2>/dev/null | sed -n '/^Server:/,$s/^ *Version: *//p' | head -n 1; }
+
+# check_version: the containerd on our socket is the one asked for (PODSTEP_CONTAINERD), not a
+# harness of the other runtime left in the same folder.
+RUNNING_VERSION=
+check_version() {
+	RUNNING_VERSION=$(server_version)
+	case $RUNTIME:$RUNNING_VERSION in
+	1.6:1.6.* | 2:"${CONTAINERD2_VERSION#v}" | 2:"$CONTAINERD2_VERSION") ;;
+	*) die "containerd at $SOCK reports version '${RUNNING_VERSION}', want $(want_version) (PODSTEP_CONTAINERD=${PODSTEP_CONTAINERD:-1.6}); stop it with hack/containerd-down.sh and the same variables" ;;
+	esac
+	log "containerd version $RUNNING_VERSION"
+}
+want_version() { if [ "$RUNTIME" = 2 ]; then echo "$CONTAINERD2_VERSION"; else echo 1.6.x; fi; }
 
 # PODSTEP_INFO: the podstep binary used for the CRI readiness check. PODSTEP_BIN overrides;
 # otherwise cmd/podstep is built (once, cached by go) into $DIR/bin when cmd/podstep/info.go exists.
@@ -175,14 +253,26 @@ print_endpoint() {
 	log "PODSTEP_REGISTRY_USER=$REG_USER"
 	log "PODSTEP_REGISTRY_PASSWORD=$REG_PASSWORD"
 	log "PODSTEP_REGISTRY_IMAGE=$PRIVATE_IMAGE"
+	log "PODSTEP_RUNTIME=containerd $RUNNING_VERSION"
 	log "CONTAINER_RUNTIME_ENDPOINT=$ENDPOINT"
 }
 
 # --- config -----------------------------------------------------------------------------------
 write_config() {
 	mkdir -p "$DIR"/{root,state,run,cni,cni-data,opt,runc,images}
-	cat >"$CONFIG.tmp" <<EOF
-# podstep test harness: a private containerd. Generated by hack/containerd-up.sh; do not edit.
+	if [ "$RUNTIME" = 2 ]; then
+		containerd2_config >"$CONFIG.tmp"
+	else
+		containerd16_config >"$CONFIG.tmp"
+	fi
+	mv "$CONFIG.tmp" "$CONFIG"
+	cni_config
+}
+
+# containerd 1.6: config version 2, the CRI plugin's settings all under io.containerd.grpc.v1.cri.
+containerd16_config() {
+	cat <<EOF
+# podstep test harness: a private containerd 1.6. Generated by hack/containerd-up.sh; do not edit.
 version = 2
 root = "$DIR/root"
 state = "$DIR/state"
@@ -233,8 +323,74 @@ disabled_plugins = [
     conf_dir = "$DIR/cni"
     max_conf_num = 1
 EOF
-	mv "$CONFIG.tmp" "$CONFIG"
+}
 
+# containerd 2.x: config version 3. The CRI plugin is split: runtime settings (oom, CNI, runc)
+# under io.containerd.cri.v1.runtime, image settings (snapshotter, the sandbox image, now a
+# "pinned image") under io.containerd.cri.v1.images. The same values as 1.6's config; besides:
+# - imports = []: no /etc/containerd/conf.d/*.toml (2.x's default) slips into the harness;
+# - NRI disabled: its socket, /var/run/nri/nri.sock, is one path for the whole host and two
+#   harnesses would fight over it (1.6 has NRI off by default);
+# - no aufs/btrfs snapshotter to disable (not in 2.x, and btrfs is left out of the build).
+containerd2_config() {
+	cat <<EOF
+# podstep test harness: a private containerd $CONTAINERD2_VERSION. Generated by hack/containerd-up.sh; do not edit.
+version = 3
+root = "$DIR/root"
+state = "$DIR/state"
+imports = []
+oom_score = 0
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+  "io.containerd.nri.v1.nri",
+]
+
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$DIR/run/containerd.sock.ttrpc"
+
+[debug]
+  address = "$DIR/run/debug.sock"
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$DIR/opt"
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  disable_apparmor = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$DIR/runc"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$DIR/cni"
+    max_conf_num = 1
+EOF
+}
+
+cni_config() {
 	cat >"$DIR/cni/10-$CNI_NETWORK.conflist.tmp" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -491,8 +647,10 @@ ensure_registry() {
 # --- main ------------------------------------------------------------------------------------------
 main() {
 	ensure_packages
+	ensure_containerd2
 	if pid=$(running_pid) && socket_answers; then
 		log "containerd already running (pid $pid, dir $DIR)"
+		check_version
 		host_sysctls
 		ensure_images
 		ensure_registry
@@ -510,7 +668,13 @@ main() {
 	write_config
 	host_sysctls
 	rm -f "$SOCK" "$SOCK.ttrpc" "$DIR/run/debug.sock"
-	setsid containerd --config "$CONFIG" >>"$LOG" 2>&1 </dev/null &
+	if [ -n "$SHIM_DIR" ]; then
+		# containerd 2 finds containerd-shim-runc-v2 on its PATH: ours first (Debian's 1.6 shim
+		# may be in /usr/bin).
+		PATH=$SHIM_DIR:$PATH setsid "$CONTAINERD_BIN" --config "$CONFIG" >>"$LOG" 2>&1 </dev/null &
+	else
+		setsid "$CONTAINERD_BIN" --config "$CONFIG" >>"$LOG" 2>&1 </dev/null &
+	fi
 	pid=$!
 	echo "$pid" >"$PIDFILE"
 	log "containerd started (pid $pid, config $CONFIG, log $LOG)"
@@ -524,6 +688,7 @@ main() {
 		[ $SECONDS -lt $deadline ] || die "containerd socket $SOCK did not answer within ${WAIT_SECONDS}s (log: $LOG)"
 		sleep 0.2
 	done
+	check_version
 	ensure_images
 	ensure_registry
 	wait_ready "$pid"

@@ -3,13 +3,15 @@
 #
 #   1. go vet (all packages, and the integration package with its build tag); go mod tidy -diff
 #   2. go test ./...                     unit tests; go test -race on the concurrent packages
-#   3. as root: the integration suite against a real containerd and a private registry
-#        go build -o $TMP/podstep ./cmd/podstep  →  hack/containerd-up.sh
+#   3. as root: the integration suite against a real containerd and a private registry, once per
+#      runtime: Debian's containerd 1.6, then containerd 2.4.2 (PODSTEP_CONTAINERD=1.6 / 2)
+#        go build -o $TMP/podstep ./cmd/podstep  →  for each runtime: hack/containerd-up.sh
 #        →  go test -count=1 -tags integration ./test/integration/ -v
 #        →  hack/containerd-down.sh (always, from a trap)
 #
 # Not root: the integration suite is SKIPPED (loudly) and the exit status is the unit tests'.
-# CI=true: not being root, or a harness that does not come up, FAILS the run.
+# CI=true: not being root, a harness (of either runtime) that does not come up, or a runtime
+# left out (PODSTEP_TEST_RUNTIMES), FAILS the run. A harness that does not come up always fails it.
 # Exit status: non-zero when any part failed.
 set -uo pipefail
 
@@ -86,6 +88,32 @@ go test -race "${RACE_PKGS[@]}"
 record "go test -race (concurrent packages)" $?
 
 # --- 3. integration ----------------------------------------------------------------------------
+# The suite runs once per runtime of the matrix (hack/harness-env.sh):
+#   1.6  Debian's containerd 1.6 (the package)
+#   2    containerd v2.4.2, built from the Go module proxy once (cached in ~/.cache/podstep)
+# one after the other, each  containerd-up.sh → go test → containerd-down.sh. (Not both at once:
+# the suites would share the host's port 18080 (TestHostPort) and the machine's 2 cores.)
+# Each harness takes its per-runtime defaults: its own folder, socket, CNI network and registry.
+# PODSTEP_TEST_RUNTIMES="1.6" (or "2") runs fewer; with CI=true a runtime left out is a failure.
+ALL_RUNTIMES=(1.6 2)
+read -r -a RUNTIMES <<<"${PODSTEP_TEST_RUNTIMES:-${ALL_RUNTIMES[*]}}"
+for rt in "${ALL_RUNTIMES[@]}"; do
+	if [[ " ${RUNTIMES[*]} " != *" $rt "* ]]; then
+		if [ "$CI" = true ]; then
+			banner FAILED "PODSTEP_TEST_RUNTIMES='${RUNTIMES[*]}' leaves out containerd $rt (CI=true: every runtime must run)"
+			record "integration suite on containerd $rt (left out by PODSTEP_TEST_RUNTIMES)" 1
+		else
+			RESULTS+=("SKIPPED integration suite on containerd $rt (left out by PODSTEP_TEST_RUNTIMES)")
+		fi
+	fi
+done
+for rt in "${RUNTIMES[@]}"; do
+	[[ " ${ALL_RUNTIMES[*]} " == *" $rt "* ]] || {
+		echo "hack/test.sh: PODSTEP_TEST_RUNTIMES: unknown runtime '$rt' (known: ${ALL_RUNTIMES[*]})" >&2
+		exit 2
+	}
+done
+
 if [ "$(id -u)" != 0 ]; then
 	if [ "$CI" = true ]; then
 		banner FAILED "integration suite needs root (CI=true: running as uid $(id -u) is a failure)"
@@ -98,13 +126,26 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 TMP=$(mktemp -d /tmp/podstep-test.XXXXXX)
-HARNESS_UP=0
+HARNESS_UP= # the runtime whose harness may be (partly) up
+# harness SCRIPT RUNTIME [VAR=value...]: run hack/SCRIPT for RUNTIME with the per-runtime defaults
+# (a PODSTEP_HARNESS_DIR or PODSTEP_CNI_* in the caller's environment would put both runtimes'
+# harnesses in one folder or network).
+harness() {
+	local script=$1 rt=$2
+	shift 2
+	env -u PODSTEP_HARNESS_DIR -u PODSTEP_CNI_SUBNET -u PODSTEP_CNI_BRIDGE -u PODSTEP_CNI_NETWORK \
+		-u PODSTEP_REGISTRY_PORT PODSTEP_CONTAINERD="$rt" "$@" bash "$REPO_ROOT/hack/$script"
+}
+harness_down() {
+	section "PODSTEP_CONTAINERD=$1 hack/containerd-down.sh"
+	harness containerd-down.sh "$1" || echo "hack/test.sh: containerd-down.sh (PODSTEP_CONTAINERD=$1) failed" >&2
+	HARNESS_UP=
+}
 teardown() {
 	local rc=$?
 	trap - EXIT INT TERM
-	if [ "$HARNESS_UP" = 1 ]; then
-		section "hack/containerd-down.sh"
-		bash "$REPO_ROOT/hack/containerd-down.sh" || echo "hack/test.sh: containerd-down.sh failed" >&2
+	if [ -n "$HARNESS_UP" ]; then
+		harness_down "$HARNESS_UP"
 	fi
 	rm -rf "$TMP"
 	exit "$rc"
@@ -120,38 +161,51 @@ if [ $build != 0 ]; then
 	finish
 fi
 
-section "hack/containerd-up.sh"
-HARNESS_UP=1 # from here on, tear down whatever came up, even half of it
-# PODSTEP_BIN: the harness checks readiness with this binary instead of building its own.
-PODSTEP_BIN=$TMP/podstep bash "$REPO_ROOT/hack/containerd-up.sh" | tee "$TMP/harness.out"
-up=$?
-ENDPOINT=$(tail -n 1 "$TMP/harness.out" | sed -n 's/^CONTAINER_RUNTIME_ENDPOINT=//p')
-SUBNET=$(sed -n 's/^CNI_SUBNET=//p' "$TMP/harness.out" | tail -n 1)
-# harness_value KEY: the last KEY=value line the harness printed (the registry's address,
-# credentials and image, for the pull secret tests)
-harness_value() { sed -n "s/^$1=//p" "$TMP/harness.out" | tail -n 1; }
-REGISTRY=$(harness_value PODSTEP_REGISTRY)
-REGISTRY_USER=$(harness_value PODSTEP_REGISTRY_USER)
-REGISTRY_PASSWORD=$(harness_value PODSTEP_REGISTRY_PASSWORD)
-REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE)
-if [ $up != 0 ] || [ -z "$ENDPOINT" ] || [ -z "$REGISTRY" ]; then
-	banner FAILED "the containerd harness did not come up (exit $up, endpoint '${ENDPOINT}', registry '${REGISTRY}'); integration suite not run"
-	record "hack/containerd-up.sh" $((up == 0 ? 1 : up))
-	finish
-fi
-record "hack/containerd-up.sh" 0
-
 # The TUI test drives podstep in a real terminal, inside tmux.
 if ! command -v tmux >/dev/null; then
 	apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; } ||
 		echo "hack/test.sh: could not install tmux; the TUI integration test will fail"
 fi
 
-section "go test -count=1 -tags integration ./test/integration/ -v  (PODSTEP_ENDPOINT=$ENDPOINT PODSTEP_REGISTRY=$REGISTRY)"
-PODSTEP_BIN=$TMP/podstep PODSTEP_ENDPOINT=$ENDPOINT PODSTEP_CNI_SUBNET=${SUBNET:-10.88.77.0/24} \
-	PODSTEP_REGISTRY=$REGISTRY PODSTEP_REGISTRY_USER=$REGISTRY_USER \
-	PODSTEP_REGISTRY_PASSWORD=$REGISTRY_PASSWORD PODSTEP_REGISTRY_IMAGE=$REGISTRY_IMAGE \
-	go test -count=1 -timeout 10m -tags integration ./test/integration/ -v
-record "integration suite (go test -tags integration ./test/integration/)" $?
+# integration RUNTIME: its harness up, the suite against it, its harness down.
+integration() {
+	local rt=$1 out=$TMP/harness-$rt.out up rc start name
+	section "PODSTEP_CONTAINERD=$rt hack/containerd-up.sh"
+	HARNESS_UP=$rt # from here on, tear down whatever came up, even half of it
+	start=$SECONDS
+	# PODSTEP_BIN: the harness checks readiness with this binary instead of building its own.
+	harness containerd-up.sh "$rt" PODSTEP_BIN="$TMP/podstep" | tee "$out"
+	up=$?
+	# harness_value KEY: the last KEY=value line the harness printed (endpoint, subnet, the
+	# registry's address, credentials and image, and the runtime's name and version)
+	harness_value() { sed -n "s/^$1=//p" "$out" | tail -n 1; }
+	local endpoint subnet registry
+	endpoint=$(tail -n 1 "$out" | sed -n 's/^CONTAINER_RUNTIME_ENDPOINT=//p')
+	subnet=$(harness_value CNI_SUBNET)
+	registry=$(harness_value PODSTEP_REGISTRY)
+	name=$(harness_value PODSTEP_RUNTIME)
+	if [ $up != 0 ] || [ -z "$endpoint" ] || [ -z "$registry" ] || [ -z "$name" ]; then
+		banner FAILED "the containerd $rt harness did not come up (exit $up, endpoint '$endpoint', registry '$registry', runtime '$name'); integration suite on containerd $rt not run"
+		record "PODSTEP_CONTAINERD=$rt hack/containerd-up.sh" $((up == 0 ? 1 : up))
+		harness_down "$rt"
+		return
+	fi
+	record "PODSTEP_CONTAINERD=$rt hack/containerd-up.sh: $name ($((SECONDS - start)) s)" 0
+
+	section "go test -count=1 -tags integration ./test/integration/ -v  on $name  (PODSTEP_ENDPOINT=$endpoint PODSTEP_REGISTRY=$registry)"
+	start=$SECONDS
+	PODSTEP_BIN=$TMP/podstep PODSTEP_ENDPOINT=$endpoint PODSTEP_CNI_SUBNET=$subnet PODSTEP_RUNTIME=$name \
+		PODSTEP_REGISTRY=$registry PODSTEP_REGISTRY_USER=$(harness_value PODSTEP_REGISTRY_USER) \
+		PODSTEP_REGISTRY_PASSWORD=$(harness_value PODSTEP_REGISTRY_PASSWORD) \
+		PODSTEP_REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE) \
+		go test -count=1 -timeout 10m -tags integration ./test/integration/ -v
+	rc=$?
+	record "integration suite on $name ($((SECONDS - start)) s)" $rc
+	harness_down "$rt"
+}
+
+for rt in "${RUNTIMES[@]}"; do
+	integration "$rt"
+done
 
 finish

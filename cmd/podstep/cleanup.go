@@ -5,7 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/cleanup"
+	"github.com/podstep/podstep/internal/mark"
 )
 
 func newCleanupCmd(g *globalOptions) *cobra.Command {
@@ -20,7 +21,7 @@ never touched.
 
 A directory is removed only once the runtime removed the sandbox (its containers may
 use it until then), and only when podstep recorded making it: it holds podstep's
-` + steps.MadeMarker + ` file naming the pod, and lies where podstep puts it. Anything left
+` + mark.File + ` file naming the pod, and lies where podstep puts it. Anything left
 is listed, and the exit code is 4.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,7 +36,7 @@ is listed, and the exit code is 4.`,
 			if c.info.Simulated {
 				return runtimeErr(fmt.Errorf("cleanup: no runtime answered (%s); name one with -r", c.info.Why))
 			}
-			done, err := steps.Cleanup(cmd.Context(), c.client, grace)
+			done, err := cleanup.Run(cmd.Context(), c.client, grace)
 			if err != nil {
 				return runtimeErr(err)
 			}

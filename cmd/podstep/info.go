@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/cri"
 )
 
 func newInfoCmd(g *globalOptions) *cobra.Command {
@@ -46,7 +46,7 @@ func showInfo(cmd *cobra.Command, g *globalOptions) error {
 		return err
 	}
 	defer c.stop()
-	info, err := steps.Info(ctx, c.client)
+	info, err := cri.Info(ctx, c.client)
 	if err != nil {
 		return runtimeErr(fmt.Errorf("runtime at %s: %w", c.info.Endpoint, err))
 	}

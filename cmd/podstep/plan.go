@@ -11,10 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/podstep/podstep/internal/cri"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/volume"
 )
@@ -47,6 +46,9 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			if err != nil {
 				return err
 			}
+			if o.node, err = o.nodeFor(b); err != nil {
+				return err
+			}
 			eng, err := steps.New(b, nil, o.engineOptions(g))
 			if err != nil {
 				return err
@@ -74,7 +76,7 @@ func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
 		for _, s := range eng.Steps() {
 			var reqs []map[string]any
 			for _, r := range s.Requests {
-				reqs = append(reqs, map[string]any{"method": r.Method, "note": r.Note, "request": report.ProtoJSON(r.Message)})
+				reqs = append(reqs, map[string]any{"method": r.Method, "note": r.Note, "request": render.ProtoJSON(r.Message)})
 			}
 			b, _ := json.Marshal(map[string]any{"id": s.ID, "stage": s.Stage, "name": s.Name, "title": s.Title,
 				"mirrors": s.Mirrors, "explain": s.Explain, "requests": reqs})
@@ -90,7 +92,7 @@ func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
 			fmt.Fprintf(w, "\n## stage %s\n", stage)
 		}
 		fmt.Fprintf(w, "\n### %d. %s  [%s]\n# kubelet: %s\n", s.ID, s.Title, s.Name, s.Mirrors)
-		for _, line := range wrap(s.Explain, 96) {
+		for _, line := range render.Wrap(s.Explain, 96) {
 			fmt.Fprintf(w, "# %s\n", line)
 		}
 		if len(s.Requests) == 0 {
@@ -105,42 +107,12 @@ func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
 			if r.Message == nil {
 				continue
 			}
-			y, err := yaml.JSONToYAML(report.ProtoJSON(r.Message))
-			if err != nil {
-				return err
+			for _, l := range render.ProtoYAML(r.Message) {
+				fmt.Fprintf(w, "  %s\n", l)
 			}
-			fmt.Fprint(w, indent(string(y), "  "))
 		}
 	}
 	return nil
-}
-
-func indent(s, pre string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = pre + l
-	}
-	return strings.Join(lines, "\n") + "\n"
-}
-
-func wrap(s string, width int) []string {
-	var out []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > width {
-			out = append(out, line)
-			line = w
-			continue
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
 }
 
 // writeCrictl writes the sandbox and container configs as crictl reads

@@ -43,14 +43,10 @@ func openRecording(path, manifestFile string) (*recording, error) {
 	return &recording{rec: rec, path: path}, nil
 }
 
-// observe returns an engine observer that feeds next and the recording.
-func (r *recording) observe(next func(steps.Event)) func(steps.Event) {
-	if r == nil {
-		return next
-	}
-	return func(ev steps.Event) {
-		next(ev)
-		r.rec.Observe(ev)
+// subscribe feeds the recording with eng's events.
+func (r *recording) subscribe(eng *steps.Engine) {
+	if r != nil {
+		eng.Subscribe(r.rec.Observe)
 	}
 }
 

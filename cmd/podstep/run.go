@@ -138,17 +138,20 @@ func loadManifest(cmd *cobra.Command, file string) (*manifest.Bundle, error) {
 	return manifest.Load(file)
 }
 
+// configOptions are the kubelet settings of the CRI configs; the engine adds
+// the node (steps.Options.Node).
 func (o *runOptions) configOptions(g *globalOptions) podcfg.Options {
-	node, _ := os.Hostname()
 	return podcfg.Options{
-		RootDir: g.rootDir, LogDir: g.logDir, NodeName: strings.ToLower(node),
+		RootDir: g.rootDir, LogDir: g.logDir, HugePageSizes: node.HugePageSizes(),
 		CgroupDriver: o.cgroupDriver, CgroupsPerQOS: o.cgroupsPerQOS,
 		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain,
 	}
 }
 
-// nodeFor picks the node the pod is admitted to: --node, else the
-// manifest's Node, else this machine; kubelet flags apply on top.
+// nodeFor picks the node the pod runs on, once for the whole run: --node,
+// else the manifest's Node, else this machine; kubelet flags apply on top.
+// The engine admits the pod to it, and the CRI configs and volumes take its
+// name, allocatable and capacity from it.
 func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
 	var (
 		n   *node.Node
@@ -176,6 +179,8 @@ func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
 	return n, nil
 }
 
+// engineOptions are the engine's options from the flags; run sets
+// Simulated from the runtime it connected to.
 func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
 	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout, Node: o.node,
 		MaxRestarts: o.maxRestarts, BackoffScale: o.backoffScale, Settle: o.settle, WaitReady: o.waitReady, ReadyTimeout: o.readyTimeout}
@@ -238,17 +243,18 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return runInteractive(ctx, cmd, g, o, bundle, c, sig, rec)
 	}
 
-	// A reader of stdout that goes away (`| head`) interrupts the run.
-	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eo := o.engineOptions(g)
-	eo.Observer = rec.observe(printer.Observe)
+	eo.Simulated = c.info.Simulated
 	eng, err := steps.New(bundle, c.client, eo)
 	if err != nil {
 		return err
 	}
 	sig.watch(eng)
-	pod := bundle.Pod.Namespace + "/" + bundle.Pod.Name
-	printer.Start(c.info, pod)
+	// A reader of stdout that goes away (`| head`) interrupts the run.
+	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
+	eng.Subscribe(printer.Observe)
+	rec.subscribe(eng)
+	printer.Start(c.info, podName(eng))
 	rec.start(ctx, cmd, o, c, bundle, eng, false)
 
 	start := time.Now()
@@ -257,14 +263,8 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 			return err
 		}
 	}
-	created := time.Since(start)
-	snap := eng.PodState()
-	callsCreate := c.client.Calls()
-
 	wasInterrupted := sig.interrupted()
-	sum := report.Summary{Pod: pod, UID: string(bundle.Pod.UID), Display: snap.Display, Ready: snap.Ready,
-		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: o.keep && !wasInterrupted}
-	sum.Timing = timing(eng, callsCreate, created)
+	sum := summarize(eng, c, time.Since(start), o.keep && !wasInterrupted)
 
 	code, msg := settle(cmd.Context(), eng, &sum, !sum.Kept, wasInterrupted, stderr)
 	printer.Finish(sum)
@@ -294,7 +294,7 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	var waiting time.Duration
 	for _, s := range eng.Steps() {
-		if waits(s.Name) {
+		if s.Kind.Waits() {
 			var in time.Duration
 			for _, c := range s.Calls {
 				in += c.Duration
@@ -304,15 +304,4 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return report.Timing{CreateMs: ms(wall), CRIMs: ms(cri), WaitMs: ms(waiting), OverheadMs: ms(wall - cri - waiting), Calls: len(calls)}
-}
-
-// waits says whether a step mostly waits on purpose (for an exit, a back-off
-// or a probe) rather than working: its time outside CRI calls is waiting.
-func waits(step string) bool {
-	for _, p := range []string{"wait/", "backoff/", "startup/", "relist", "ready"} {
-		if strings.HasPrefix(step, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/podstep/podstep/internal/cri"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/sim"
 )
 
 // conn is a connected CRI client and how its endpoint was chosen.
 type conn struct {
 	client *cri.Client
-	info   report.Runtime
+	info   render.Runtime
 	stop   func()
 }
 
@@ -73,7 +73,7 @@ func dialed(endpoint, imageEP string, opts cri.Options, why string) (*conn, erro
 	if err != nil {
 		return nil, runtimeErr(err)
 	}
-	return &conn{client: c, info: report.Runtime{Endpoint: endpoint, Why: why}, stop: func() { c.Close() }}, nil
+	return &conn{client: c, info: render.Runtime{Endpoint: endpoint, Why: why}, stop: func() { c.Close() }}, nil
 }
 
 // startSim starts the built-in simulated runtime on a socket in a new temp dir.
@@ -93,6 +93,6 @@ func startSim(opts cri.Options, why string) (*conn, error) {
 		os.RemoveAll(dir)
 		return nil, runtimeErr(err)
 	}
-	return &conn{client: c, info: report.Runtime{Endpoint: srv.Endpoint(), Simulated: true, Why: why},
+	return &conn{client: c, info: render.Runtime{Endpoint: srv.Endpoint(), Simulated: true, Why: why},
 		stop: func() { c.Close(); srv.Stop(); os.RemoveAll(dir) }}, nil
 }

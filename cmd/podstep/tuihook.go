@@ -21,14 +21,14 @@ import (
 // ends the TUI and tears the pod down.
 func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn, sig *interrupts, rec *recording) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	feed := tui.NewFeed()
 	eo := o.engineOptions(g)
-	eo.Observer = rec.observe(feed.Observe)
+	eo.Simulated = c.info.Simulated
 	eng, err := steps.New(b, c.client, eo)
 	if err != nil {
 		return err
 	}
 	sig.watch(eng)
+	rec.subscribe(eng)
 	rec.start(ctx, cmd, o, c, b, eng, true)
 	var breaks []steps.Stage
 	for _, s := range o.breaks {
@@ -37,29 +37,24 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	}
 
 	res, tuiErr := tui.Run(ctx, eng, tui.Options{
-		Runtime: c.info, Feed: feed, Breaks: breaks, Keep: o.keep,
+		Runtime: c.info, Breaks: breaks, Keep: o.keep,
 		NoColor: g.noColor, In: cmd.InOrStdin(), Out: stdout,
 	})
 
 	// The TUI is gone: from here on, plain lines.
 	printer := report.New(stdout, "text")
-	feed.Forward(printer.Observe)
-	pod := b.Pod.Namespace + "/" + b.Pod.Name
-	snap := eng.PodState()
-	calls := c.client.Calls()
+	eng.Subscribe(printer.Observe)
 	var created time.Duration
 	for _, s := range eng.Steps() {
 		created += s.Duration
 	}
 	teardown := res.Teardown || tuiErr != nil
-	sum := report.Summary{Pod: pod, UID: string(b.Pod.UID), Display: snap.Display, Ready: snap.Ready,
-		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: !teardown}
-	sum.Timing = timing(eng, calls, created)
+	sum := summarize(eng, c, created, !teardown)
 	if tuiErr != nil {
 		fmt.Fprintln(stderr, "podstep: terminal:", tuiErr)
 	}
 	if teardown {
-		fmt.Fprintf(stdout, "podstep: tearing down pod %s\n", pod)
+		fmt.Fprintf(stdout, "podstep: tearing down pod %s\n", sum.Pod)
 	}
 	if res.Interrupted {
 		// ctrl+c in the TUI was the first interrupt: the next one abandons teardown.

@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -97,30 +95,6 @@ func Local() *Node {
 		Source: "this machine",
 		Notes:  notes,
 	}
-}
-
-// memTotal reads MemTotal from /proc/meminfo in bytes (0 when unreadable).
-func memTotal() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemTotal:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
-// rootFSSize is the size in bytes of the filesystem holding / (0 when unknown).
-func rootFSSize() int64 {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs("/", &st); err != nil {
-		return 0
-	}
-	return int64(st.Blocks) * int64(st.Bsize)
 }
 
 // Load reads a node from a file holding one v1 Node (YAML or JSON).

@@ -69,7 +69,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 		return nil, &ConfigError{Msg: err.Error()}
 	}
 	cfg.Linux = &runtimeapi.LinuxContainerConfig{
-		Resources:       containerResources(pod, c),
+		Resources:       containerResources(pod, c, o),
 		SecurityContext: lsc,
 	}
 	for _, v := range env.vars {
@@ -89,10 +89,10 @@ func cloneNamespaceOptions(n *runtimeapi.NamespaceOption) *runtimeapi.NamespaceO
 // expandCommandAndArgs mirrors container/helpers.go ExpandContainerCommandAndArgs.
 func expandCommandAndArgs(c *corev1.Container, env *envList) (cmd, args []string) {
 	for _, s := range c.Command {
-		cmd = append(cmd, Expand(s, env.lookup))
+		cmd = append(cmd, env.expand(s))
 	}
 	for _, s := range c.Args {
-		args = append(args, Expand(s, env.lookup))
+		args = append(args, env.expand(s))
 	}
 	return cmd, args
 }
@@ -159,7 +159,10 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, in ContainerInput, en
 		}
 		sub := vm.SubPath
 		if vm.SubPathExpr != "" {
-			sub = Expand(vm.SubPathExpr, env.lookup)
+			var err error
+			if sub, err = env.expandSubPath(vm.SubPathExpr); err != nil {
+				return nil, err
+			}
 		}
 		if sub != "" {
 			if filepath.IsAbs(sub) {

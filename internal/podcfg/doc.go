@@ -16,7 +16,11 @@
 //   - TerminationLogName ↔ kuberuntime_container.go makeUID
 //
 // The code is written for podstep; it follows the kubelet's behaviour, not its
-// source, and it does not import k8s.io/kubernetes.
+// source, and it does not import k8s.io/kubernetes. The downward API's field
+// paths and resource values come from internal/fieldpath and $(VAR)
+// expansion from internal/expansion, which volume and probe share. The node
+// is an input (Options.Node, Options.HugePageSizes): podcfg reads nothing
+// from the machine and keeps no package state.
 //
 // Known, deliberate differences from a real kubelet (the README lists them):
 //

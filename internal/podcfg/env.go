@@ -1,14 +1,13 @@
 package podcfg
 
 import (
-	"fmt"
-	"math"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podstep/podstep/internal/expansion"
 )
 
 // envVar is one resolved variable and whether its value came from a Secret.
@@ -42,6 +41,32 @@ func (l *envList) lookup(name string) (string, bool) {
 		return "", false
 	}
 	return l.vars[i].value, true
+}
+
+// expand replaces $(VAR) references in s with the variables defined so far,
+// as makeEnvironmentVariables and ExpandContainerCommandAndArgs do
+// (expansion.MappingFuncFor: an unknown variable is left as written).
+func (l *envList) expand(s string) string {
+	return expansion.Expand(s, expansion.MappingFuncFor(l.lookup))
+}
+
+// expandSubPath mirrors container/helpers.go ExpandContainerVolumeMounts:
+// every variable subPathExpr names must be defined and non-empty, else the
+// error is "missing value for A, B" (sorted).
+func (l *envList) expandSubPath(expr string) (string, error) {
+	var missing []string
+	out := expansion.Expand(expr, func(name string) string {
+		v, ok := l.lookup(name)
+		if (!ok || v == "") && !slices.Contains(missing, name) {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return "", configErrorf("missing value for %s", strings.Join(missing, ", "))
+	}
+	return out, nil
 }
 
 // environment mirrors kubelet_pods.go makeEnvironmentVariables: envFrom
@@ -109,14 +134,14 @@ func environment(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o Opti
 	for _, ev := range c.Env {
 		val, secret := ev.Value, false
 		if val != "" {
-			val = Expand(val, env.lookup)
+			val = env.expand(val)
 		} else if vf := ev.ValueFrom; vf != nil {
 			var err error
 			switch {
 			case vf.FieldRef != nil:
 				val, err = fieldRefValue(vf.FieldRef, pod, in, o)
 			case vf.ResourceFieldRef != nil:
-				val, err = resourceFieldRefValue(vf.ResourceFieldRef, pod, c)
+				val, err = resourceFieldRefValue(vf.ResourceFieldRef, pod, c, o)
 			case vf.ConfigMapKeyRef != nil:
 				ref := vf.ConfigMapKeyRef
 				cm, ok := getCM(ref.Name)
@@ -206,162 +231,3 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
-
-// fieldRefValue mirrors kubelet_pods.go podFieldSelectorRuntimeValue and
-// pkg/fieldpath ExtractFieldPathAsString.
-func fieldRefValue(fs *corev1.ObjectFieldSelector, pod *corev1.Pod, in ContainerInput, o Options) (string, error) {
-	if fs.APIVersion != "" && fs.APIVersion != "v1" {
-		return "", configErrorf("unsupported pod version: %s", fs.APIVersion)
-	}
-	p := fs.FieldPath
-	switch p {
-	case "spec.nodeName":
-		if pod.Spec.NodeName != "" {
-			return pod.Spec.NodeName, nil
-		}
-		return o.NodeName, nil
-	case "spec.serviceAccountName":
-		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP":
-		return pod.Status.HostIP, nil
-	case "status.hostIPs":
-		ips := make([]string, 0, len(pod.Status.HostIPs))
-		for _, ip := range pod.Status.HostIPs {
-			ips = append(ips, ip.IP)
-		}
-		return strings.Join(ips, ","), nil
-	case "status.podIP":
-		return in.PodIP, nil
-	case "status.podIPs":
-		return strings.Join(in.PodIPs, ","), nil
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return formatMap(pod.Labels), nil
-	case "metadata.annotations":
-		return formatMap(podAnnotations(pod, o)), nil
-	}
-	if key, ok := subscript(p, "metadata.labels"); ok {
-		return pod.Labels[key], nil
-	}
-	if key, ok := subscript(p, "metadata.annotations"); ok {
-		return podAnnotations(pod, o)[key], nil
-	}
-	return "", configErrorf("field label not supported: %s", p)
-}
-
-// subscript parses "<prefix>['key']".
-func subscript(p, prefix string) (string, bool) {
-	rest, ok := strings.CutPrefix(p, prefix+"['")
-	if !ok {
-		return "", false
-	}
-	return strings.CutSuffix(rest, "']")
-}
-
-// formatMap is pkg/fieldpath FormatMap: sorted key="value" lines.
-func formatMap(m map[string]string) string {
-	var b strings.Builder
-	for i, k := range sortedKeys(m) {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%v=%q", k, m[k])
-	}
-	return b.String()
-}
-
-// resourceFieldRefValue mirrors containerResourceRuntimeValue with the
-// kubelet's defaultPodLimitsForDownwardAPI: a missing cpu/memory limit is the
-// node's allocatable (approximated by NodeCPUCapacity/NodeMemoryCapacity).
-func resourceFieldRefValue(fs *corev1.ResourceFieldSelector, pod *corev1.Pod, c *corev1.Container) (string, error) {
-	target := c
-	if fs.ContainerName != "" && fs.ContainerName != c.Name {
-		target = nil
-		for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-			for i := range list {
-				if list[i].Name == fs.ContainerName {
-					target = &list[i]
-				}
-			}
-		}
-		if target == nil {
-			return "", configErrorf("container %s not found", fs.ContainerName)
-		}
-	}
-	limits := corev1.ResourceList{}
-	for k, v := range target.Resources.Limits {
-		limits[k] = v
-	}
-	if _, ok := limits[corev1.ResourceCPU]; !ok {
-		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(NodeCPUCapacity, resource.DecimalSI)
-	}
-	if _, ok := limits[corev1.ResourceMemory]; !ok {
-		limits[corev1.ResourceMemory] = *resource.NewQuantity(NodeMemoryCapacity, resource.BinarySI)
-	}
-	requests := defaultRequests(target.Resources.Requests, target.Resources.Limits)
-	divisor := fs.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	var list corev1.ResourceList
-	name := ""
-	if n, ok := strings.CutPrefix(fs.Resource, "limits."); ok {
-		list, name = limits, n
-	} else if n, ok := strings.CutPrefix(fs.Resource, "requests."); ok {
-		list, name = requests, n
-	}
-	switch {
-	case name == "cpu":
-		q := list[corev1.ResourceCPU]
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case name == "memory" || name == "ephemeral-storage" || strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
-		q := list[corev1.ResourceName(name)]
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	return "", configErrorf("unsupported container resource : %v", fs.Resource)
-}
-
-// Expand replaces $(VAR) references in s like the kubelet's
-// third_party/forked/golang/expansion Expand: "$$" is an escaped "$", a
-// reference to an undefined variable (lookup false) is left as "$(VAR)", an
-// unterminated "$(" and any other "$x" are copied as is.
-func Expand(s string, lookup func(string) (string, bool)) string {
-	var b strings.Builder
-	checkpoint := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			continue
-		}
-		b.WriteString(s[checkpoint:i])
-		next := s[i+1]
-		advance := 1
-		switch next {
-		case '$':
-			b.WriteByte('$')
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString("$(")
-				break
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := lookup(name); ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			advance = end + 2
-		default:
-			b.WriteByte('$')
-			b.WriteByte(next)
-		}
-		i += advance
-		checkpoint = i + 1
-	}
-	return b.String() + s[checkpoint:]
-}

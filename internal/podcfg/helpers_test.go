@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 )
@@ -14,13 +16,22 @@ import (
 // traceUID is the UID the kubelet gave the static pods of the traces.
 const traceUID = "89e9b074e7933f8ee28ce915e3a7092c"
 
-func init() {
-	// Stable node facts for tests and golden files (the trace machine's
-	// huge page sizes, in its directory order).
-	HugePageSizes = []string{"2MB", "1GB"}
-	NodeMemoryCapacity = 8 << 30
-	NodeCPUCapacity = 4000
+// testNode is the node of the tests and golden files: 4 CPUs and 8Gi of
+// memory, as capacity and as allocatable.
+func testNode(name string) *corev1.Node {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("4"),
+		corev1.ResourceMemory: resource.MustParse("8Gi"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status:     corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
+	}
 }
+
+// testHugePageSizes are the trace machine's huge page sizes, in its
+// directory order.
+var testHugePageSizes = []int64{2 << 20, 1 << 30}
 
 // loadPod reads a testdata manifest and applies the API defaults the kubelet
 // would see (the manifest package does this for podstep).
@@ -90,7 +101,8 @@ func traceOptions(t *testing.T, qos bool) Options {
 	return Options{
 		RootDir:       "/kref/kubelet-root",
 		LogDir:        "/var/log/pods",
-		NodeName:      "kref-node",
+		Node:          testNode("kref-node"),
+		HugePageSizes: testHugePageSizes,
 		CgroupDriver:  "cgroupfs",
 		CgroupsPerQOS: qos,
 		CgroupRoot:    "/",

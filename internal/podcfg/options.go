@@ -10,11 +10,24 @@ import (
 // Options are the node/kubelet settings that shape the configs. They stand for
 // the kubelet's flags and config file (--root-dir, podLogsDir,
 // --cgroup-driver, --cgroups-per-qos, --cgroup-root,
-// --cluster-dns, --cluster-domain, --resolv-conf).
+// --cluster-dns, --cluster-domain, --resolv-conf), its Node object and what
+// it reads of the machine.
 type Options struct {
+	// Node is the node the kubelet runs as (kl.getNodeAnyWay; podstep's
+	// engine sets it from steps.Options.Node): its name is spec.nodeName of
+	// a pod without one; status.allocatable gives the downward API's
+	// default limits (defaultPodLimitsForDownwardAPI); the memory of
+	// status.capacity (else of allocatable) is the machine's memory capacity
+	// a Burstable container's oom_score_adj is computed against. nil: a
+	// node without a name or resources.
+	Node *corev1.Node
+	// HugePageSizes are the machine's huge page sizes in bytes, in
+	// libcontainer's order (node.HugePageSizes reads them); the kubelet
+	// sends a hugepage_limits entry for each.
+	HugePageSizes []int64
+
 	RootDir       string            // kubelet root dir (pods/<uid>/... lives here)
 	LogDir        string            // pod logs root, e.g. /var/log/pods
-	NodeName      string            // used for spec.nodeName when the pod has none
 	CgroupDriver  string            // "cgroupfs" or "systemd"
 	CgroupsPerQOS bool              // when false, cgroup_parent is empty (as in the simple trace)
 	CgroupRoot    string            // default "/"
@@ -23,6 +36,33 @@ type Options struct {
 	ResolvConf    string            // host resolv.conf path, default /etc/resolv.conf
 	ExtraLabels   map[string]string // added to sandbox and container labels (podstep adds "podstep.dev/managed": "true")
 	Seen          time.Time         // kubernetes.io/config.seen; the zero time means now
+}
+
+func (o Options) nodeName() string {
+	if o.Node == nil {
+		return ""
+	}
+	return o.Node.Name
+}
+
+// nodeAllocatable is the node's status.allocatable (nil without a node).
+func (o Options) nodeAllocatable() corev1.ResourceList {
+	if o.Node == nil {
+		return nil
+	}
+	return o.Node.Status.Allocatable
+}
+
+// nodeMemoryCapacity is the node's memory capacity in bytes, or its
+// allocatable memory when it lists no capacity (0 without a node).
+func (o Options) nodeMemoryCapacity() int64 {
+	if o.Node == nil {
+		return 0
+	}
+	if q, ok := o.Node.Status.Capacity[corev1.ResourceMemory]; ok {
+		return q.Value()
+	}
+	return o.Node.Status.Allocatable.Memory().Value()
 }
 
 func (o Options) logDir() string {

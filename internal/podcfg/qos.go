@@ -1,44 +1,9 @@
 package podcfg
 
 import (
-	"bufio"
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
-
-// NodeMemoryCapacity is the node's memory capacity in bytes (cAdvisor's
-// MachineInfo.MemoryCapacity for the kubelet), used for the Burstable
-// oom_score_adj and for resourceFieldRef defaults. It is read from
-// /proc/meminfo; tests may set it.
-var NodeMemoryCapacity int64 = readMemTotal()
-
-// NodeCPUCapacity is the node's CPU capacity in millicores (used when a
-// resourceFieldRef asks for limits.cpu of a container without a limit).
-var NodeCPUCapacity int64 = int64(runtime.NumCPU()) * 1000
-
-func readMemTotal() int64 {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
 
 const (
 	guaranteedOOMScoreAdj = -997

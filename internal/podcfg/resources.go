@@ -1,7 +1,6 @@
 package podcfg
 
 import (
-	"os"
 	"strconv"
 	"strings"
 
@@ -72,8 +71,9 @@ func linuxResources(cpuRequest *resource.Quantity, cpuLimit, memLimit resource.Q
 
 // containerResources mirrors generateLinuxContainerResources: cpu/memory from
 // the container (pod-level limits when the container has none), oom_score_adj
-// from the QoS policy, hugepage limits for every page size of the node.
-func containerResources(pod *corev1.Pod, c *corev1.Container) *runtimeapi.LinuxContainerResources {
+// from the QoS policy and the node's memory capacity, hugepage limits for
+// every page size of the machine.
+func containerResources(pod *corev1.Pod, c *corev1.Container, o Options) *runtimeapi.LinuxContainerResources {
 	var cpuReq *resource.Quantity
 	if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
 		cpuReq = &q
@@ -89,8 +89,8 @@ func containerResources(pod *corev1.Pod, c *corev1.Container) *runtimeapi.LinuxC
 		}
 	}
 	r := linuxResources(cpuReq, cpuLim, memLim)
-	r.OomScoreAdj = oomScoreAdj(pod, c, NodeMemoryCapacity)
-	r.HugepageLimits = hugepageLimits(c.Resources)
+	r.OomScoreAdj = oomScoreAdj(pod, c, o.nodeMemoryCapacity())
+	r.HugepageLimits = hugepageLimits(c.Resources, o.HugePageSizes)
 	return r
 }
 
@@ -118,42 +118,6 @@ func overheadResources(pod *corev1.Pod) *runtimeapi.LinuxContainerResources {
 	return linuxResources(&cpu, cpu, mem)
 }
 
-// HugePageSizes are the node's huge page sizes in the kubelet's notation
-// ("2MB", "1GB"), in the order the kubelet lists them (the directory order of
-// /sys/kernel/mm/hugepages, as libcontainer's HugePageSizes reads it). The
-// kubelet sends a hugepage_limits entry for each (limit 0 unless the container
-// sets hugepages-<size>). Tests may set it.
-var HugePageSizes = readHugePageSizes()
-
-func readHugePageSizes() []string {
-	d, err := os.Open("/sys/kernel/mm/hugepages")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(0) // unsorted, like the kubelet
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, n := range names {
-		kb, ok := strings.CutPrefix(n, "hugepages-")
-		if !ok {
-			continue
-		}
-		kb, ok = strings.CutSuffix(kb, "kB")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseInt(kb, 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, hugePageUnitSize(v*1024))
-	}
-	return out
-}
-
 // hugePageUnitSize formats a page size in bytes as the kubelet does
 // (v1helper.HugePageUnitSizeFromByteSize): 2097152 → "2MB".
 func hugePageUnitSize(size int64) string {
@@ -166,11 +130,13 @@ func hugePageUnitSize(size int64) string {
 	return strconv.FormatInt(size, 10) + units[i]
 }
 
-// hugepageLimits mirrors GetHugepageLimitsFromResources.
-func hugepageLimits(res corev1.ResourceRequirements) []*runtimeapi.HugepageLimit {
+// hugepageLimits mirrors GetHugepageLimitsFromResources: an entry for each
+// of the machine's page sizes (Options.HugePageSizes), limit 0 unless the
+// container sets hugepages-<size>.
+func hugepageLimits(res corev1.ResourceRequirements, sizes []int64) []*runtimeapi.HugepageLimit {
 	var out []*runtimeapi.HugepageLimit
-	for _, ps := range HugePageSizes {
-		out = append(out, &runtimeapi.HugepageLimit{PageSize: ps})
+	for _, size := range sizes {
+		out = append(out, &runtimeapi.HugepageLimit{PageSize: hugePageUnitSize(size)})
 	}
 	for name, q := range res.Limits {
 		sizeStr, ok := strings.CutPrefix(string(name), corev1.ResourceHugePagesPrefix)

@@ -44,12 +44,16 @@ func SecretExpansions(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o
 	}
 	for _, list := range [][]string{c.Command, c.Args} {
 		for _, s := range list {
-			add(Expand(s, sent.lookup), Expand(s, shown.lookup))
+			add(sent.expand(s), shown.expand(s))
 		}
 	}
 	for _, vm := range c.VolumeMounts {
 		if vm.SubPathExpr != "" {
-			if v, s := Expand(vm.SubPathExpr, sent.lookup), Expand(vm.SubPathExpr, shown.lookup); v != "" && v != s {
+			v, err := sent.expandSubPath(vm.SubPathExpr)
+			if err != nil {
+				continue // ContainerConfig fails: nothing is sent
+			}
+			if s, _ := shown.expandSubPath(vm.SubPathExpr); v != s {
 				out = append(out, Expansion{Value: v, Shown: s, SubPath: true})
 			}
 		}

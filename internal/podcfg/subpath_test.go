@@ -51,3 +51,36 @@ func TestPrepareSubPath(t *testing.T) {
 		t.Errorf("error %v, want ConfigError %q", err, msg)
 	}
 }
+
+// TestSubPathExpr mirrors ExpandContainerVolumeMounts: every variable a
+// subPathExpr names must be defined and non-empty, else the container's
+// config fails with "missing value for A, B"; "$$" is still an escape.
+func TestSubPathExpr(t *testing.T) {
+	tests := []struct{ expr, want, err string }{
+		{expr: "$(SUB)/logs", want: "dir/logs"},
+		{expr: "$$(SUB)", want: "$(SUB)"},
+		{expr: "$(UNDEFINED)/x", err: "missing value for UNDEFINED"},
+		{expr: "$(EMPTY)x", err: "missing value for EMPTY"},
+		{expr: "$(Z)/$(SUB)/$(A)/$(Z)", err: "missing value for A, Z"},
+	}
+	for _, tc := range tests {
+		c := ctr("app", nil, nil)
+		c.Env = []corev1.EnvVar{{Name: "SUB", Value: "dir"}, {Name: "EMPTY"}}
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", SubPathExpr: tc.expr}}
+		pod := podWith(c)
+		var got string
+		in := ContainerInput{
+			Container:       &pod.Spec.Containers[0],
+			VolumeHostPaths: map[string]string{"data": "/vol/data"},
+			PrepareSubPath:  func(sp SubPath) (string, error) { got = sp.SubPath; return "/bound", nil },
+		}
+		_, err := ContainerConfig(pod, nil, in, Options{})
+		var ce *ConfigError
+		switch {
+		case tc.err != "" && (!errors.As(err, &ce) || ce.Msg != tc.err):
+			t.Errorf("%q: error %v, want ConfigError %q", tc.expr, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("%q: subPath %q (%v), want %q", tc.expr, got, err, tc.want)
+		}
+	}
+}

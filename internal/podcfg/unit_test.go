@@ -65,8 +65,7 @@ func TestCPUMath(t *testing.T) {
 }
 
 func TestContainerResources(t *testing.T) {
-	NodeMemoryCapacity = 8 << 30
-	defer func() { NodeMemoryCapacity = 8 << 30 }()
+	o := Options{Node: testNode("n"), HugePageSizes: testHugePageSizes}
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -87,12 +86,12 @@ func TestContainerResources(t *testing.T) {
 			`{"cpu_period":"100000","cpu_shares":"2","oom_score_adj":"3","hugepage_limits":[{"page_size":"2MB"},{"page_size":"1GB"}]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eq(t, "resources", jsonOf(t, containerResources(tc.pod, &tc.pod.Spec.Containers[0])), tc.want)
+			eq(t, "resources", jsonOf(t, containerResources(tc.pod, &tc.pod.Spec.Containers[0], o)), tc.want)
 		})
 	}
 	crit := podWith(ctr("a", res("memory", "1Gi"), nil))
 	crit.Spec.PriorityClassName = "system-node-critical"
-	eq(t, "node critical", oomScoreAdj(crit, &crit.Spec.Containers[0], NodeMemoryCapacity), int64(-997))
+	eq(t, "node critical", oomScoreAdj(crit, &crit.Spec.Containers[0], 8<<30), int64(-997))
 }
 
 func TestSandboxResourcesAndCgroupParent(t *testing.T) {
@@ -118,36 +117,6 @@ func TestSandboxResourcesAndCgroupParent(t *testing.T) {
 	eq(t, "systemd besteffort", CgroupParent(be, o), "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1234_abcd.slice")
 	o.CgroupsPerQOS = false
 	eq(t, "no QoS cgroups", CgroupParent(be, o), "")
-}
-
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "a", "B": "b", "EMPTY": ""}
-	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-	for in, want := range map[string]string{
-		"":                  "",
-		"plain":             "plain",
-		"$(A)":              "a",
-		"x$(A)y$(B)z":       "xaybz",
-		"$(UNKNOWN)":        "$(UNKNOWN)",
-		"$$(A)":             "$(A)",
-		"$$$(A)":            "$a",
-		"$$$$(A)":           "$$(A)",
-		"$(A":               "$(A",
-		"$A":                "$A",
-		"$":                 "$",
-		"a$":                "a$",
-		"$(EMPTY)x":         "x",
-		"$()":               "$()",
-		"$(A)$(B)":          "ab",
-		"echo $(A) $$HOME":  "echo a $HOME",
-		"$(A)$":             "a$",
-		"(A)":               "(A)",
-		"$(A)$(UNDEF":       "a$(UNDEF",
-		"$(A $(B)":          "$(A $(B)",
-		"multi$(A)$(A)$(A)": "multiaaa",
-	} {
-		eq(t, "Expand("+in+")", Expand(in, lookup), want)
-	}
 }
 
 func envInput(c *corev1.Container, src EnvSource) ContainerInput {
@@ -201,7 +170,7 @@ func TestEnvOrderAndSources(t *testing.T) {
 	pod := podWith(*c)
 	pod.Labels = map[string]string{"app": "web"}
 	pod.Spec.ServiceAccountName = "default"
-	o := Options{NodeName: "node-1", ResolvConf: writeResolvConf(t, "")}
+	o := Options{Node: testNode("node-1"), ResolvConf: writeResolvConf(t, "")}
 	sb, _, err := SandboxConfig(pod, 0, o)
 	if err != nil {
 		t.Fatal(err)

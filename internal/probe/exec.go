@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/expansion"
 )
 
 // ExecFunc runs cmd in the container, as CRI ExecSync does; the caller wraps
@@ -144,13 +146,12 @@ func grpcCode(err error) (uint64, bool) {
 
 // ExpandCommand substitutes $(VAR) references in an exec probe's command
 // with the container's env values, as the kubelet's
-// ExpandContainerCommandOnlyStatic (pkg/kubelet/container/helpers.go, with
-// third_party/forked/golang/expansion) does before an exec probe runs:
-// every env entry counts with its Value, so one set by valueFrom expands to
-// "" and the last entry of a name wins; an unknown $(VAR) is kept as
-// written; "$$" gives "$"; a "$" not followed by "(" or "$" is kept, as is
-// an unterminated "$(". Lifecycle hooks' commands are not expanded
-// (pkg/kubelet/lifecycle/handlers.go runs handler.Exec.Command as is).
+// ExpandContainerCommandOnlyStatic (pkg/kubelet/container/helpers.go) does
+// before an exec probe runs: every env entry counts with its Value, so one
+// set by valueFrom expands to "" and the last entry of a name wins; the
+// escaping rules are internal/expansion's. Lifecycle hooks' commands are not
+// expanded (pkg/kubelet/lifecycle/handlers.go runs handler.Exec.Command as
+// is).
 func ExpandCommand(cmd []string, env []corev1.EnvVar) []string {
 	if len(cmd) == 0 {
 		return nil
@@ -159,44 +160,13 @@ func ExpandCommand(cmd []string, env []corev1.EnvVar) []string {
 	for _, e := range env {
 		vars[e.Name] = e.Value
 	}
+	mapping := expansion.MappingFuncFor(func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	})
 	out := make([]string, 0, len(cmd))
 	for _, s := range cmd {
-		out = append(out, expand(s, vars))
+		out = append(out, expansion.Expand(s, mapping))
 	}
 	return out
-}
-
-// expand applies the $(VAR) rules documented on ExpandCommand to s.
-func expand(s string, vars map[string]string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch next := s[i+1]; next {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString("$(")
-				i++
-				continue
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vars[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString("$(" + name + ")")
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-			b.WriteByte(next)
-			i++
-		}
-	}
-	return b.String()
 }

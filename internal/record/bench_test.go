@@ -10,6 +10,7 @@ import (
 
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/sim/simtest"
@@ -28,14 +29,15 @@ func capture(b *testing.B) ([]steps.Event, *steps.Engine) {
 	zero := int64(0)
 	var evs []steps.Event
 	eng, err := steps.New(bundle, c, steps.Options{
-		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), NodeName: "node", CgroupDriver: "cgroupfs"},
+		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
-		Observer:     func(ev steps.Event) { evs = append(evs, ev) },
+		Simulated:    true,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
+	eng.Subscribe(func(ev steps.Event) { evs = append(evs, ev) })
 	for !eng.Finished() {
 		if err := eng.Continue(context.Background()); err != nil {
 			b.Fatal(err)
@@ -68,7 +70,7 @@ func BenchmarkRecorder1000Steps(b *testing.B) {
 				}
 				cw := &countWriter{w: f}
 				r := New(cw, compress)
-				if err := r.Start(Header{Podstep: "bench"}, eng, report.Runtime{Endpoint: "unix:///bench"}, "default/bench"); err != nil {
+				if err := r.Start(Header{Podstep: "bench"}, eng, render.Runtime{Endpoint: "unix:///bench"}, "default/bench"); err != nil {
 					b.Fatal(err)
 				}
 				for done := 0; done < 1000; {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 )
 
@@ -95,7 +96,7 @@ type Node struct {
 type Start struct {
 	Type    string         `json:"type"`
 	Pod     string         `json:"pod"`
-	Runtime report.Runtime `json:"runtime"`
+	Runtime render.Runtime `json:"runtime"`
 }
 
 // Plan is a "plan" line: the plan from step From on is Steps. The first

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/sim/simtest"
@@ -47,20 +48,22 @@ func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event
 	var outBuf bytes.Buffer
 	printer := report.New(&outBuf, "json")
 	o := steps.Options{
-		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), NodeName: "node", CgroupDriver: "cgroupfs"},
+		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
+		Simulated:    true,
 		InitTimeout:  5 * time.Second,
 		MaxRestarts:  2,
 		BackoffScale: 0.001,
 		Settle:       100 * time.Millisecond,
-		Observer:     func(ev steps.Event) { printer.Observe(ev); observe(ev) },
 	}
 	eng, err := steps.New(b, c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := report.Runtime{Endpoint: c.RuntimeEndpoint, Simulated: true, Why: "test"}
+	eng.Subscribe(printer.Observe)
+	eng.Subscribe(observe)
+	rt := render.Runtime{Endpoint: c.RuntimeEndpoint, Simulated: true, Why: "test"}
 	pod := b.Pod.Namespace + "/" + b.Pod.Name
 	printer.Start(rt, pod)
 	h := Header{Podstep: "test", Host: "host", Runtime: Runtime{Endpoint: c.RuntimeEndpoint, Simulated: true},

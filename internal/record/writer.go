@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -86,7 +87,7 @@ func New(w io.Writer, compress bool) *Recorder {
 // Start writes the header (Type, Format, Version and Recorded are filled
 // in when empty), the start line `-o json` prints, and the plan. src is the
 // engine being recorded.
-func (r *Recorder) Start(h Header, src Source, rt report.Runtime, pod string) error {
+func (r *Recorder) Start(h Header, src Source, rt render.Runtime, pod string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.started {

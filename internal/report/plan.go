@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -43,7 +44,7 @@ func Requests(reqs []steps.Request) []RequestJSON {
 	}
 	out := make([]RequestJSON, len(reqs))
 	for i, r := range reqs {
-		out[i] = RequestJSON{Method: r.Method, Note: r.Note, Request: ProtoJSON(r.Message)}
+		out[i] = RequestJSON{Method: r.Method, Note: r.Note, Request: render.ProtoJSON(r.Message)}
 	}
 	return out
 }

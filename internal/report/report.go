@@ -9,22 +9,13 @@ import (
 	"time"
 
 	"github.com/fatih/color"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
-
-// Runtime describes the runtime a run talks to.
-type Runtime struct {
-	Endpoint  string `json:"endpoint"`
-	Simulated bool   `json:"simulated"`
-	// Why says how the endpoint was chosen (flag, env, well-known socket, fallback).
-	Why string `json:"why"`
-}
 
 // Summary is the end of a run.
 type Summary struct {
@@ -76,7 +67,7 @@ func New(w io.Writer, format string) *Printer {
 }
 
 // Start prints the first line: which runtime, and whether it is simulated.
-func (p *Printer) Start(rt Runtime, pod string) {
+func (p *Printer) Start(rt render.Runtime, pod string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
@@ -90,7 +81,8 @@ func (p *Printer) Start(rt Runtime, pod string) {
 	fmt.Fprintf(p.w, "podstep: pod %s on %s (%s)\n", pod, label, rt.Why)
 }
 
-// Observe is an engine observer: it prints each finished step.
+// Observe prints each finished step; subscribe it to the engine
+// (steps.Engine.Subscribe). It is safe from any goroutine.
 func (p *Printer) Observe(ev steps.Event) {
 	if ev.Kind != steps.StepDone {
 		return
@@ -137,7 +129,7 @@ func (p *Printer) stepText(s StepJSON) {
 	if len(calls) > 0 {
 		callStr = " " + dim.Sprint("["+compactCalls(calls)+"]")
 	}
-	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Summary, callStr, dim.Sprint(FormatMs(s.DurationMs)))
+	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Summary, callStr, dim.Sprint(render.Ms(s.DurationMs)))
 	for _, w := range s.Warnings {
 		fmt.Fprintf(p.w, "       %s %s\n", warnCol.Sprint("warning:"), w)
 	}
@@ -194,41 +186,24 @@ func (p *Printer) Finish(s Summary) {
 		ip = "<none>"
 	}
 	fmt.Fprintf(p.w, "pod/%s  READY %s  STATUS %s  RESTARTS %d  IP %s  created in %s (runtime %s, podstep %s, %d CRI calls)",
-		s.Pod, s.Ready, status, s.Restarts, ip, FormatMs(s.Timing.CreateMs), FormatMs(s.Timing.CRIMs), FormatMs(s.Timing.OverheadMs), s.Timing.Calls)
+		s.Pod, s.Ready, status, s.Restarts, ip, render.Ms(s.Timing.CreateMs), render.Ms(s.Timing.CRIMs), render.Ms(s.Timing.OverheadMs), s.Timing.Calls)
 	interrupted := ""
 	if s.Outcome == "interrupted" {
 		interrupted = color.New(color.FgYellow, color.Bold).Sprint("interrupted") + ", "
 	}
 	if s.Leftover != nil {
 		fmt.Fprintf(p.w, "; %s%s after %s, left: %s (remove with: podstep cleanup)\n", interrupted,
-			color.New(color.FgRed, color.Bold).Sprint("teardown incomplete"), FormatMs(s.Timing.TeardownMs), s.Leftover)
+			color.New(color.FgRed, color.Bold).Sprint("teardown incomplete"), render.Ms(s.Timing.TeardownMs), s.Leftover)
 	} else if interrupted != "" {
-		fmt.Fprintf(p.w, "; %storn down in %s\n", interrupted, FormatMs(s.Timing.TeardownMs))
+		fmt.Fprintf(p.w, "; %storn down in %s\n", interrupted, render.Ms(s.Timing.TeardownMs))
 	} else if s.Kept {
 		fmt.Fprintf(p.w, "; kept (remove with: podstep cleanup)\n")
 	} else {
-		fmt.Fprintf(p.w, "; torn down in %s\n", FormatMs(s.Timing.TeardownMs))
+		fmt.Fprintf(p.w, "; torn down in %s\n", render.Ms(s.Timing.TeardownMs))
 	}
 	if s.Failed != nil {
 		fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
 			s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
-	}
-}
-
-// FormatDuration prints a duration the way the step lines show it.
-func FormatDuration(d time.Duration) string {
-	return FormatMs(float64(d) / float64(time.Millisecond))
-}
-
-// FormatMs prints milliseconds compactly: 0.4ms, 12ms, 1.20s.
-func FormatMs(ms float64) string {
-	switch {
-	case ms < 10:
-		return fmt.Sprintf("%.1fms", ms)
-	case ms < 1000:
-		return fmt.Sprintf("%.0fms", ms)
-	default:
-		return fmt.Sprintf("%.2fs", ms/1000)
 	}
 }
 
@@ -319,23 +294,11 @@ func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 
 // CallToJSON converts a recorded call.
 func CallToJSON(c cri.Call) CallJSON {
-	j := CallJSON{Method: c.Method, Code: c.Code().String(), Started: c.Start, DurationMs: ms(c.Duration), Request: ProtoJSON(c.Request), Response: ProtoJSON(c.Response)}
+	j := CallJSON{Method: c.Method, Code: c.Code().String(), Started: c.Start, DurationMs: ms(c.Duration), Request: render.ProtoJSON(c.Request), Response: render.ProtoJSON(c.Response)}
 	if c.Err != nil {
 		j.Error = c.ErrorMessage()
 	}
 	return j
-}
-
-// ProtoJSON renders a CRI message as JSON with api.proto field names.
-func ProtoJSON(m proto.Message) json.RawMessage {
-	if m == nil {
-		return nil
-	}
-	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

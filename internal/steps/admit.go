@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podstep/podstep/internal/node"
 )
 
@@ -27,23 +29,8 @@ func (admitStep) explain() string {
 
 func (admitStep) requests(*Engine) []Request { return nil }
 
-// admitNode is the node the pod is admitted to: Options.Node, else the
-// manifest's Node, else this machine.
-func (e *Engine) admitNode() (*node.Node, error) {
-	switch {
-	case e.opts.Node != nil:
-		return e.opts.Node, nil
-	case e.bundle != nil && e.bundle.Node != nil:
-		return node.FromObject(e.bundle.Node, "the manifest")
-	}
-	return node.Local(), nil
-}
-
 func (admitStep) run(_ context.Context, e *Engine) Result {
-	n, err := e.admitNode()
-	if err != nil {
-		return e.reject(Result{Summary: "rejected: " + err.Error(), Reason: "InvalidNodeInfo", Message: "Kubelet cannot get node info.", Err: err}, nil)
-	}
+	n := e.opts.Node
 	v := node.Admit(e.pod, n)
 	details := []Detail{kv("node", fmt.Sprintf("%s (%s)", n.Name(), n.Source))}
 	for _, note := range n.Notes {
@@ -77,7 +64,7 @@ func (admitStep) run(_ context.Context, e *Engine) Result {
 func (e *Engine) reject(r Result, details []Detail) Result {
 	r.Details = details
 	e.tracker.Rejected(r.Reason, "Pod was rejected: "+r.Message)
-	e.tracker.Record("Warning", r.Reason, "", r.Message)
+	e.tracker.Record(corev1.EventTypeWarning, r.Reason, "", r.Message)
 	return r
 }
 

@@ -8,7 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/node"
 )
 
 // scenarioExpect is a testdata/scenarios/NAME.expect file: where the pod
@@ -63,7 +67,7 @@ func TestScenarios(t *testing.T) {
 			}
 			b := load(t, f)
 			o := testOptions(t)
-			// The engine falls back to the manifest's Node itself.
+			o.Node = manifestNode(t, b)
 			e := runAll(t, b, newSim(t), o)
 			defer e.Teardown(context.Background())
 
@@ -107,7 +111,7 @@ func TestScenarios(t *testing.T) {
 				}
 				found := false
 				for _, ev := range st.Events {
-					found = found || (ev.Type == "Warning" && ev.Reason == want.Reason && ev.Message == message)
+					found = found || (ev.Type == corev1.EventTypeWarning && ev.Reason == want.Reason && ev.Message == message)
 				}
 				if !found {
 					t.Errorf("no Warning %s event: %+v", want.Reason, st.Events)
@@ -121,7 +125,9 @@ func TestScenarios(t *testing.T) {
 // in the kubelet's order.
 func TestAdmitDetails(t *testing.T) {
 	b := load(t, repoFile("testdata/scenarios/out-of-cpu.yaml"))
-	e, err := New(b, nil, testOptions(t))
+	o := testOptions(t)
+	o.Node = manifestNode(t, b)
+	e, err := New(b, nil, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,4 +157,18 @@ func TestAdmitDetails(t *testing.T) {
 	if s.State != Failed || !strings.HasPrefix(s.Result.Summary, "rejected: ") {
 		t.Errorf("state %s", s.State)
 	}
+}
+
+// manifestNode is the node podstep run picks for b without --node: the
+// manifest's Node, else nil (this machine).
+func manifestNode(t *testing.T, b *manifest.Bundle) *node.Node {
+	t.Helper()
+	if b.Node == nil {
+		return nil
+	}
+	n, err := node.FromObject(b.Node, "the manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -7,7 +7,7 @@
 //
 // The engine is the only part of podstep that talks to the runtime;
 // frontends (the TUI, the --auto printer) call Next, Continue, Retry and
-// Teardown and render the events. Stages, in order:
+// Teardown, and render the events they Subscribe to. Stages, in order:
 //
 //	admit → dirs → volumes → pull-secrets → sandbox → init → containers ⇄ post-start → (teardown)
 //

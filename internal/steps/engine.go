@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,21 +14,16 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
 )
 
-// ManagedLabel marks everything podstep creates in a runtime, so that
-// `podstep cleanup` finds it and kubelets sharing the runtime can be told apart.
-const ManagedLabel = "podstep.dev/managed"
-
-// RootDirAnnotation records on the sandbox which root dir holds its pod dir.
-const RootDirAnnotation = "podstep.dev/root-dir"
-
 // Options configure an Engine.
 type Options struct {
 	// Config shapes the CRI configs (root dir, log dir, DNS, cgroups).
+	// Its Node is set by New from Node.
 	Config podcfg.Options
 	// GracePeriod overrides the pod's terminationGracePeriodSeconds at teardown when set.
 	GracePeriod *int64
@@ -51,16 +45,48 @@ type Options struct {
 	WaitReady bool
 	// ReadyTimeout bounds the ready stage (0 = 2 minutes).
 	ReadyTimeout time.Duration
-	// Node is the node the pod is admitted to (nil = the manifest's Node, else this machine).
+	// Node is the node the pod runs on, chosen by the caller (podstep run:
+	// --node, else the manifest's Node, else this machine); nil means this
+	// machine (node.Local()). The admit step checks the pod against it, and
+	// New hands its v1 Node to the CRI configs (Config.Node: name,
+	// allocatable, capacity) and to the volume plugins (allocatable).
 	Node *node.Node
-	// Observer receives every event; it is called from the goroutine that
-	// runs the engine and must not block for long.
-	Observer func(Event)
+	// Simulated says the runtime is podstep's built-in simulator (internal/sim),
+	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
+	// the pod IP are not sent, and count as successes.
+	Simulated bool
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 }
 
 // Engine walks one pod through the kubelet's creation path.
+//
+// Two kinds of caller share an Engine. The runner calls the run methods
+// (Next, Continue, Retry, PlanTeardown, Teardown) one at a time, from one
+// goroutine or handing over between calls (the TUI runs each in a new
+// command); a run method called while a step runs returns ErrRunning.
+// Frontends call the read methods (Steps, NextStep, PodState, Failed,
+// Finished, Breakpoint, SandboxID, ContainerLog, ContainerLogPath,
+// LeftBehind), Subscribe, and toggle breakpoints from any goroutine, at any
+// time. The rule:
+//
+//   - mu guards the plan and where the run is: steps (the slice and every
+//     field of every Step in it), next, current, failed, teardown,
+//     restarting, breaks and stepBrk. Everyone takes it for them.
+//   - rt (with every containerRuntime in it) and opts.Config.CgroupDriver
+//     belong to the runner: the running step's action reads and writes
+//     them without the lock. The few fields the read methods look at are
+//     marked "published": they are written under mu (by the action too),
+//     and the read methods read them under mu.
+//   - Steps and NextStep also rebuild the pending steps' requests, which
+//     read all of rt; they do so, under mu, only while no step runs
+//     (current == nil). Next sets current under mu before the action and
+//     clears it under mu after, so these reads are ordered after the last
+//     action's writes and before the next one's.
+//   - tracker, redactor and subs have their own locks; bundle, pod, client
+//     and the rest of opts do not change after New.
+//
+// TestConcurrentReads checks the rule under -race.
 type Engine struct {
 	bundle *manifest.Bundle
 	pod    *corev1.Pod
@@ -73,8 +99,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	steps    []*Step
-	next     int // index of the next step to run
-	current  *Step
+	next     int   // index of the next step to run
+	current  *Step // the running step; nil between steps
 	breaks   map[Stage]bool
 	stepBrk  map[int]bool
 	failed   *Step
@@ -83,19 +109,23 @@ type Engine struct {
 	// failure is one the kubelet recovers from, so the run goes on.
 	restarting bool
 
-	rt podRuntime
+	rt podRuntime // the runner's; see the rule above
 
 	redactor *cri.Redactor
 
 	keyringOnce sync.Once
 	pullKeys    *pullKeyring // the pod's pull secrets, read once (keyring())
+
+	subs subscribers // the frontends' event subscriptions (Subscribe)
 }
 
-// podRuntime is what the engine learned from the runtime and created.
+// podRuntime is what the engine learned from the runtime and created. It
+// belongs to the runner (see Engine); fields marked "published" are written
+// under Engine.mu, for LeftBehind, SandboxID and ContainerLog.
 type podRuntime struct {
-	podDir        string
-	dirsCreated   bool   // this run made the pod dir (teardown removes only what it made)
-	logDir        string // the pod log dir, when this run made it
+	podDir        string // set by New
+	dirsCreated   bool   // published: this run made the pod dir (teardown removes only what it made)
+	logDir        string // published: the pod log dir, when this run made it
 	volumePaths   map[string]string
 	auth          map[string][]*runtimeapi.AuthConfig // by image: every matching credential, best first
 	authSource    map[string]string                   // by image: "secret X, registry Y"
@@ -103,17 +133,17 @@ type podRuntime struct {
 	handlers      []string
 	networkReady  bool
 	cgroupDriver  string
-	sandboxConfig *runtimeapi.PodSandboxConfig // as sent, once RunPodSandbox succeeded
+	sandboxConfig *runtimeapi.PodSandboxConfig // published: as sent, once RunPodSandbox succeeded
 	planned       *plannedSandbox              // before that, the cached plan
-	sandboxID     string
-	sandboxGone   bool            // RemovePodSandbox succeeded (or found it gone)
-	removed       map[string]bool // container IDs the runtime confirmed removed
-	dirsRemoved   map[string]bool // directories teardown removed
+	sandboxID     string                       // published
+	sandboxGone   bool                         // published: RemovePodSandbox succeeded (or found it gone)
+	removed       map[string]bool              // published: container IDs the runtime confirmed removed
+	dirsRemoved   map[string]bool              // published: directories teardown removed
 	podIPs        []string
-	pullBackOff   map[string]*backOff // the image pull back-off, by image
-	pullErr       map[string]string   // the last pull error, by image (shown in ImagePullBackOff)
-	containers    map[string]*containerRuntime
-	order         []string // container names in creation order
+	pullBackOff   map[string]*backOff          // the image pull back-off, by image
+	pullErr       map[string]string            // the last pull error, by image (shown in ImagePullBackOff)
+	containers    map[string]*containerRuntime // set by New (the values change)
+	order         []string                     // set by New: container names in creation order
 }
 
 // plannedSandbox caches the sandbox config built for the cgroup driver it names.
@@ -123,17 +153,19 @@ type plannedSandbox struct {
 	warns  []podcfg.Warning
 }
 
-// containerRuntime is what the engine knows of one container.
+// containerRuntime is what the engine knows of one container. Like
+// podRuntime it belongs to the runner; fields marked "published" are
+// written under Engine.mu.
 type containerRuntime struct {
 	spec      *corev1.Container
 	init      bool
 	termLog   string // host path of the termination-log file
 	imageRef  string
 	imageUser string
-	config    *runtimeapi.ContainerConfig
-	id        string
-	oldIDs    []string // containers of earlier attempts, still in the runtime
-	restarts  int      // the attempt number: metadata.attempt and <restarts>.log
+	config    *runtimeapi.ContainerConfig // published
+	id        string                      // published
+	oldIDs    []string                    // published: containers of earlier attempts, still in the runtime
+	restarts  int                         // the attempt number: metadata.attempt and <restarts>.log
 	startedAt time.Time
 	exited    bool
 
@@ -168,10 +200,14 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	if o.Config.Seen.IsZero() {
 		o.Config.Seen = o.Now()
 	}
+	if o.Node == nil {
+		o.Node = node.Local()
+	}
+	o.Config.Node = o.Node.Object
 	if o.Config.ExtraLabels == nil {
 		o.Config.ExtraLabels = map[string]string{}
 	}
-	o.Config.ExtraLabels[ManagedLabel] = "true"
+	o.Config.ExtraLabels[mark.ManagedLabel] = "true"
 	e := &Engine{
 		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
@@ -228,9 +264,9 @@ func (e *Engine) Steps() []Step {
 	defer e.mu.Unlock()
 	out := make([]Step, len(e.steps))
 	for i, s := range e.steps {
-		// While a step runs, its action writes what the engine knows without
-		// the lock, so pending requests are rebuilt only when idle; in between
-		// they show what was last built.
+		// While a step runs, its action writes rt without the lock, so
+		// pending requests are rebuilt only between steps (see Engine); in
+		// between they show what was last built.
 		if s.State == Pending && e.current == nil {
 			s.Requests = e.requests(s)
 		}
@@ -308,11 +344,19 @@ func (e *Engine) breakAt(id int) bool {
 // ErrNoStep is returned by Next when nothing is left to run.
 var ErrNoStep = errors.New("no step left to run")
 
+// ErrRunning is returned by a run method called while a step runs: the
+// runner calls them one at a time (see Engine).
+var ErrRunning = errors.New("a step is running")
+
 // Next runs exactly one step and returns it. A failed step is returned
 // with State Failed and a nil error; the error is for misuse (nothing to
-// run) only.
+// run, or a step already running) only.
 func (e *Engine) Next(ctx context.Context) (Step, error) {
 	e.mu.Lock()
+	if e.current != nil {
+		e.mu.Unlock()
+		return Step{}, ErrRunning
+	}
 	if e.next >= len(e.steps) || (e.failed != nil && e.steps[e.next].Stage != StageTeardown) {
 		e.mu.Unlock()
 		return Step{}, ErrNoStep
@@ -400,6 +444,9 @@ func (e *Engine) inTeardown() bool {
 func (e *Engine) Retry() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.current != nil {
+		return ErrRunning
+	}
 	if e.failed == nil {
 		return errors.New("no failed step to retry")
 	}
@@ -408,13 +455,13 @@ func (e *Engine) Retry() error {
 	}
 	idx := e.failed.ID - 1
 	// Retrying a give-up (--max-restarts reached) allows one more restart.
-	if f := e.failed; strings.HasPrefix(f.Name, "backoff/") {
+	if f := e.failed; f.Kind == KindBackoff {
 		e.rt.containers[f.Container].extra++
 	}
 	// A container that was created but failed to start, or whose hook
 	// failed, is not started again: the kubelet's next sync starts a new
 	// one (attempt+1) from the image step, and the old one stays until GC.
-	if f := e.failed; f.Container != "" && (f.Stage == StagePostStart || strings.HasPrefix(f.Name, "start/")) {
+	if f := e.failed; f.Kind == KindStart || f.Kind == KindPostStart {
 		c := e.rt.containers[f.Container]
 		if c.id != "" {
 			c.oldIDs = append(c.oldIDs, c.id)
@@ -423,7 +470,7 @@ func (e *Engine) Retry() error {
 		}
 		// The container's latest pull step (restarts plan more than one).
 		for i := idx; i >= 0; i-- {
-			if e.steps[i].Name == "pull/"+f.Container {
+			if s := e.steps[i]; s.Kind == KindPull && s.Container == f.Container {
 				idx = i
 				break
 			}
@@ -450,13 +497,6 @@ func (e *Engine) requests(s *Step) []Request {
 		reqs[i].Note = e.redactor.Text(reqs[i].Note)
 	}
 	return reqs
-}
-
-// emit forwards an event to the observer.
-func (e *Engine) emit(ev Event) {
-	if e.opts.Observer != nil {
-		e.opts.Observer(ev)
-	}
 }
 
 // record attaches a finished CRI call to the running step and emits it.
@@ -499,18 +539,6 @@ func (e *Engine) SandboxID() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.rt.sandboxID
-}
-
-// ContainerLogPath returns the host path of a container's current log file,
-// once the container was created ("" before).
-func (e *Engine) ContainerLogPath(name string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c := e.rt.containers[name]
-	if c == nil || c.config == nil || e.rt.sandboxConfig == nil {
-		return ""
-	}
-	return filepath.Join(e.rt.sandboxConfig.LogDirectory, c.config.LogPath)
 }
 
 func shortID(id string) string {

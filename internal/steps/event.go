@@ -1,6 +1,10 @@
 package steps
 
 import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
 )
@@ -27,4 +31,63 @@ type Event struct {
 	Method string
 	Call   *cri.Call
 	Pod    *podstate.Snapshot
+}
+
+// subscribers are the engine's event subscriptions.
+type subscribers struct {
+	mu sync.Mutex // guards list
+	// list is replaced, never changed in place, so emit may range over
+	// the one it read after unlocking.
+	list []*subscriber
+	// deliver is held while one event goes to every subscriber, so events
+	// emitted from several goroutines at once (teardown stops containers in
+	// parallel) reach every subscriber one at a time, in the same order.
+	deliver sync.Mutex
+}
+
+type subscriber struct {
+	fn        func(Event)
+	cancelled atomic.Bool
+}
+
+// Subscribe calls fn with every event the engine emits from now on, until
+// cancel is called; cancel may be called more than once. Subscribe and
+// cancel are safe from any goroutine, with any number of subscribers.
+//
+// Delivery is synchronous, as a frontend needs to print a step before the
+// next one runs: fn is called on the goroutine that runs the engine (the
+// caller of Next, Continue or Teardown, or one of teardown's parallel
+// StopContainer calls), with one event at a time across all subscribers,
+// so each subscriber gets every event in the order emitted. fn must return
+// quickly, and must not call Next, Continue, Retry or Teardown; a frontend
+// with slow work hands events to its own goroutine (the TUI puts them on a
+// buffered channel). Once cancel returns fn is not called again, except
+// for a call already under way on another goroutine.
+func (e *Engine) Subscribe(fn func(Event)) (cancel func()) {
+	s := &subscriber{fn: fn}
+	e.subs.mu.Lock()
+	e.subs.list = append(slices.Clip(e.subs.list), s)
+	e.subs.mu.Unlock()
+	return func() {
+		if s.cancelled.Swap(true) {
+			return
+		}
+		e.subs.mu.Lock()
+		e.subs.list = slices.DeleteFunc(slices.Clone(e.subs.list), func(x *subscriber) bool { return x == s })
+		e.subs.mu.Unlock()
+	}
+}
+
+// emit sends an event to every subscriber.
+func (e *Engine) emit(ev Event) {
+	e.subs.deliver.Lock()
+	defer e.subs.deliver.Unlock()
+	e.subs.mu.Lock()
+	list := e.subs.list
+	e.subs.mu.Unlock()
+	for _, s := range list {
+		if !s.cancelled.Load() {
+			s.fn(ev)
+		}
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // TestReadyStage runs the ready stage (--wait-ready) with each probe type
@@ -58,7 +60,7 @@ spec:
       exec:
         command: ["cat", "/tmp/ready"]
       periodSeconds: 1
-`, "ready", "ContainersNotReady", "0/1", "Readiness probe failed: "},
+`, "ready", reason.ContainersNotReady, "0/1", "Readiness probe failed: "},
 		{"httpGet passes", 0, fmt.Sprintf(`    readinessProbe:
       httpGet:
         host: %s
@@ -72,7 +74,7 @@ spec:
         port: %s
         path: /other
       periodSeconds: 1
-`, host, port), "ready", "ContainersNotReady", "0/1", "Readiness probe failed: HTTP probe failed with statuscode: 503"},
+`, host, port), "ready", reason.ContainersNotReady, "0/1", "Readiness probe failed: HTTP probe failed with statuscode: 503"},
 		{"tcpSocket passes", 0, fmt.Sprintf(`    readinessProbe:
       tcpSocket:
         host: %s
@@ -84,7 +86,7 @@ spec:
         host: 127.0.0.1
         port: %s
       periodSeconds: 1
-`, closed), "ready", "ContainersNotReady", "0/1", "connection refused"},
+`, closed), "ready", reason.ContainersNotReady, "0/1", "connection refused"},
 		{"startup then readiness", 0, `    startupProbe:
       exec:
         command: ["true"]
@@ -99,7 +101,7 @@ spec:
         command: ["false"]
       periodSeconds: 1
       failureThreshold: 1
-`, "backoff/app", "CrashLoopBackOff", "0/1", "Container app failed startup probe, will be restarted"},
+`, "backoff/app", reason.ErrCrashLoopBackOff, "0/1", "Container app failed startup probe, will be restarted"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -153,5 +155,59 @@ func TestSidecarStartupProbe(t *testing.T) {
 	st := e.PodState()
 	if st.Display != "Running" || st.Ready != "2/2" {
 		t.Errorf("STATUS %s READY %s, want Running 2/2", st.Display, st.Ready)
+	}
+}
+
+// TestSimulatedPodIPNotProbed: on the simulated runtime (Options.Simulated)
+// httpGet and tcpSocket probes and an httpGet hook aimed at the pod IP are
+// not sent, since that IP leads nowhere (or to someone else's pod), and
+// count as successes.
+func TestSimulatedPodIPNotProbed(t *testing.T) {
+	const pod = `apiVersion: v1
+kind: Pod
+metadata:
+  name: probed
+spec:
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    command: ["sleep", "3600"]
+    lifecycle:
+      postStart:
+        httpGet:
+          port: 8080
+    readinessProbe:
+      httpGet:
+        port: 8080
+      periodSeconds: 1
+      timeoutSeconds: 1
+    livenessProbe:
+      tcpSocket:
+        port: 8080
+`
+	o := testOptions(t)
+	if !o.Simulated {
+		t.Fatal("testOptions: the tests run on the simulated runtime")
+	}
+	o.WaitReady = true
+	o.ReadyTimeout = 300 * time.Millisecond
+	e := runAll(t, parse(t, pod), newSim(t), o)
+	defer e.Teardown(context.Background())
+	if f, failed := e.Failed(); failed {
+		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
+	}
+	var hook string
+	for _, s := range e.Steps() {
+		if s.Stage == StagePostStart {
+			for _, d := range s.Result.Details {
+				hook += d.Value
+			}
+		}
+	}
+	if !strings.Contains(hook, "not sent") {
+		t.Errorf("postStart hook: %q, want it not sent", hook)
+	}
+	if got := e.PodState().Ready; got != "1/1" {
+		t.Errorf("READY %s, want 1/1: the readiness probe counts as passed", got)
 	}
 }

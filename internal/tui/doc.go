@@ -4,8 +4,10 @@
 // exact CRI requests and their responses), the pod's status as kubectl would
 // print it, and the kubelet's events or a container's log.
 //
-// The engine is synchronous; the TUI runs each Next or Continue in a command
-// (its own goroutine) with a cancellable context, and the engine's observer
-// feeds a channel that a re-armed command turns into messages, so the UI
-// never blocks on the runtime.
+// The TUI drives an Engine, the methods it needs of a *steps.Engine, so that
+// something else (a recording) can stand in. The engine is synchronous; the
+// TUI runs each Next or Continue in a command (its own goroutine) with a
+// cancellable context, and subscribes to the engine's events: they go into
+// a channel that a re-armed command turns into messages, so the UI never
+// blocks on the runtime, nor the engine on the UI.
 package tui

@@ -1,11 +1,12 @@
 package tui
 
 import (
-	"bufio"
-	"os"
+	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // eventsTitle is the events pane's title (or the log's, in log mode).
@@ -85,13 +86,15 @@ func (m *model) eventLines(evs []podstate.Event, seen, h, w int) []string {
 // logView is the log of the container log mode shows.
 type logView struct {
 	container string
-	path      string
 	lines     []string
 	err       string
 }
 
-// loadLog reads the selected step's container's log file (or the last
-// created container's, for steps about no container).
+// logMax is how many of a log's last lines log mode keeps.
+const logMax = 1000
+
+// loadLog reads the selected step's container's log (or the last created
+// container's, for steps about no container). The engine masks it.
 func (m *model) loadLog() {
 	if m.mode != modeLog {
 		return
@@ -100,45 +103,36 @@ func (m *model) loadLog() {
 	if s, ok := m.selected(); ok {
 		name = s.Container
 	}
-	if name == "" || m.eng.ContainerLogPath(name) == "" {
-		name = ""
+	var lines []steps.LogLine
+	err := steps.ErrNoContainer
+	if name != "" {
+		lines, err = m.eng.ContainerLog(name, logMax)
+	}
+	if errors.Is(err, steps.ErrNoContainer) {
 		for i := len(m.steps) - 1; i >= 0; i-- {
-			if c := m.steps[i].Container; c != "" && m.eng.ContainerLogPath(c) != "" {
-				name = c
-				break
+			if c := m.steps[i].Container; c != "" {
+				if lines, err = m.eng.ContainerLog(c, logMax); !errors.Is(err, steps.ErrNoContainer) {
+					name = c
+					break
+				}
 			}
 		}
 	}
 	m.log = logView{container: name}
-	if name == "" {
-		m.log.err = "no container created yet"
-		return
-	}
-	m.log.path = m.eng.ContainerLogPath(name)
-	f, err := os.Open(m.log.path)
-	if err != nil {
+	switch {
+	case errors.Is(err, steps.ErrNoContainer):
+		m.log = logView{err: "no container created yet"}
+	case errors.Is(err, fs.ErrNotExist):
+		m.log.err = "no log yet: the container has not started"
+	case err != nil:
 		m.log.err = "no log yet (" + err.Error() + ")"
-		if os.IsNotExist(err) {
-			m.log.err = "no log yet: the container has not started"
-		}
-		return
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	// A container may print a secret it was given: masked as the engine
-	// masks everything else it shows.
-	red := m.eng.Redactor()
-	for sc.Scan() {
-		stream, msg := parseCRILog(sc.Text())
-		msg = red.Text(msg)
-		if stream == "stderr" {
+	for _, l := range lines {
+		msg := l.Text
+		if l.Stream == "stderr" {
 			msg = m.st.Warning.Render(msg)
 		}
 		m.log.lines = append(m.log.lines, msg)
-		if len(m.log.lines) > 1000 {
-			m.log.lines = m.log.lines[500:]
-		}
 	}
 }
 
@@ -150,17 +144,4 @@ func (m *model) logLines() []string {
 		return []string{m.st.Dim.Render("(the log is empty)")}
 	}
 	return m.log.lines
-}
-
-// parseCRILog splits a CRI log line ("TIME STREAM TAG MESSAGE") and
-// returns its stream and message; other lines are returned whole.
-func parseCRILog(l string) (stream, msg string) {
-	f := strings.SplitN(l, " ", 4)
-	if len(f) < 3 || (f[1] != "stdout" && f[1] != "stderr") {
-		return "", l
-	}
-	if len(f) == 3 {
-		return f[1], ""
-	}
-	return f[1], f[3]
 }

@@ -5,10 +5,6 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
-	"google.golang.org/protobuf/proto"
-	"sigs.k8s.io/yaml"
-
-	"github.com/podstep/podstep/internal/report"
 )
 
 // fit truncates s (which may hold ANSI styles) to w cells and pads it to
@@ -26,42 +22,6 @@ func fit(s string, w int) string {
 		s += strings.Repeat(" ", w-n)
 	}
 	return s
-}
-
-// wrap breaks plain text into lines of at most w cells at spaces; words
-// longer than w are cut.
-func wrap(s string, w int) []string {
-	if w < 1 {
-		w = 1
-	}
-	var out []string
-	for _, para := range strings.Split(s, "\n") {
-		line, n := "", 0
-		for _, word := range strings.Fields(para) {
-			ww := ansi.StringWidth(word)
-			for ww > w { // cut words that cannot fit on any line
-				if line != "" {
-					out = append(out, line)
-					line, n = "", 0
-				}
-				out = append(out, ansi.Truncate(word, w, ""))
-				word = ansi.TruncateLeft(word, w, "")
-				ww = ansi.StringWidth(word)
-			}
-			switch {
-			case line == "":
-				line, n = word, ww
-			case n+1+ww > w:
-				out = append(out, line)
-				line, n = word, ww
-			default:
-				line += " " + word
-				n += 1 + ww
-			}
-		}
-		out = append(out, line)
-	}
-	return out
 }
 
 // wrapTokens lays out styled tokens on lines of at most w cells.
@@ -85,20 +45,6 @@ func wrapTokens(tokens []string, w int, sep string) []string {
 		out = append(out, line)
 	}
 	return out
-}
-
-// protoYAML renders a CRI message as YAML with api.proto field names, as
-// `podstep plan` prints it.
-func protoYAML(m proto.Message) []string {
-	j := report.ProtoJSON(m)
-	if j == nil {
-		return []string{"{}"}
-	}
-	y, err := yaml.JSONToYAML(j)
-	if err != nil {
-		return []string{string(j)}
-	}
-	return strings.Split(strings.TrimRight(string(y), "\n"), "\n")
 }
 
 // styleYAML colours the keys of YAML lines.

@@ -21,7 +21,7 @@ import (
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -82,24 +82,22 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	root := newRoot(t)
 	clk := &clock{t: epoch}
 	client := simtest.Client(t, sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
-	feed := NewFeed()
 	eng, err := steps.New(b, client, steps.Options{
 		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
-			NodeName: "node1", CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
-		PollInterval: 10 * time.Millisecond, Observer: feed.Observe, Now: clk.Now,
+			CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
+		PollInterval: 10 * time.Millisecond, Now: clk.Now, Simulated: true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Feed = feed
-	o.Runtime = report.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
+	o.Runtime = render.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
 	fixed := epoch
 	o.Now = func() time.Time { return fixed }
 	m := newModel(context.Background(), eng, o)
 	m.fmtDur = func(time.Duration) string { return "1.0ms" }
 	h := &harness{t: t, m: m, eng: eng, client: client, root: root}
 	t.Cleanup(func() {
-		m.stopRun()
+		m.close()
 		eng.Teardown(context.Background()) // before simtest's cleanup stops the runtime
 	})
 	return h
@@ -185,7 +183,7 @@ func (h *harness) waitIdle() {
 	deadline := time.After(20 * time.Second)
 	for h.m.busy {
 		select {
-		case msg := <-h.m.feed.ch:
+		case msg := <-h.m.events:
 			_, cmd := h.m.Update(msg)
 			if _, ok := msg.(runDoneMsg); ok {
 				if q := h.exec(cmd); q != nil {

@@ -12,7 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/podstep/podstep/internal/podstate"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -38,10 +38,9 @@ type row struct {
 // model is the root bubbletea model. It is used through a pointer: the
 // engine runner shares its WaitGroup with Run.
 type model struct {
-	eng  *steps.Engine
+	eng  Engine
 	opts Options
 	ctx  context.Context
-	feed *Feed
 	keys keyMap
 	st   styles
 	help help.Model
@@ -49,6 +48,11 @@ type model struct {
 	now  func() time.Time
 	// fmtDur formats step and call durations (tests mask them).
 	fmtDur func(time.Duration) string
+
+	// events carries engine events (subscribe) and, after them, each run's
+	// runDoneMsg, so the program sees a run end only after its events.
+	events      chan tea.Msg
+	unsubscribe func()
 
 	width, height int
 
@@ -88,7 +92,8 @@ type model struct {
 	flash    string
 }
 
-func newModel(ctx context.Context, eng *steps.Engine, o Options) *model {
+// newModel builds the model and subscribes it to eng's events; close ends that.
+func newModel(ctx context.Context, eng Engine, o Options) *model {
 	now := o.Now
 	if now == nil {
 		now = time.Now
@@ -98,10 +103,10 @@ func newModel(ctx context.Context, eng *steps.Engine, o Options) *model {
 	h.Styles = st.Help
 	h.SetWidth(78)
 	m := &model{
-		eng: eng, opts: o, ctx: ctx, feed: o.Feed, keys: newKeyMap(), st: st, help: h,
+		eng: eng, opts: o, ctx: ctx, events: make(chan tea.Msg, 1024), keys: newKeyMap(), st: st, help: h,
 		spin:       spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
 		now:        now,
-		fmtDur:     report.FormatDuration,
+		fmtDur:     render.Duration,
 		width:      80,
 		height:     24,
 		stageBreak: map[steps.Stage]bool{},
@@ -113,6 +118,7 @@ func newModel(ctx context.Context, eng *steps.Engine, o Options) *model {
 			m.stageBreak[s] = eng.ToggleBreakStage(s)
 		}
 	}
+	m.subscribe()
 	m.refresh()
 	m.before = m.pod
 	m.selectStep(m.nextID)
@@ -124,7 +130,7 @@ func (m *model) Init() tea.Cmd { return m.waitEvent() }
 
 // waitEvent delivers the next engine event; Update re-arms it.
 func (m *model) waitEvent() tea.Cmd {
-	ch := m.feed.ch
+	ch := m.events
 	return func() tea.Msg { return <-ch }
 }
 
@@ -275,7 +281,7 @@ func (m *model) start(op string) tea.Cmd {
 		m.runningID = s.ID
 		m.selectStep(s.ID)
 	}
-	eng, r, ch := m.eng, m.run, m.feed.ch
+	eng, r, ch := m.eng, m.run, m.events
 	r.wg.Add(1)
 	work := func() tea.Msg {
 		defer r.wg.Done()

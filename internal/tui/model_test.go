@@ -172,7 +172,7 @@ func TestEscCancelsRunningCall(t *testing.T) {
 	h := newHarness(t, loadBundle(t, "testdata/slow.yaml"), Options{})
 	h.pressAsync("c")
 	for h.m.runningID != 8 || h.m.method != "ImageStatus" {
-		msg := <-h.m.feed.ch
+		msg := <-h.m.events
 		h.m.Update(msg)
 	}
 	if !strings.Contains(h.frame(), "esc cancels") {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -97,7 +98,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 	case steps.Skipped:
 		add(st.Dim.Render("skipped: an earlier step failed"))
 	case steps.Done:
-		for _, l := range wrap(fmt.Sprintf("done in %s: %s", m.fmtDur(s.Duration), s.Result.Summary), w) {
+		for _, l := range render.Wrap(fmt.Sprintf("done in %s: %s", m.fmtDur(s.Duration), s.Result.Summary), w) {
 			add(st.Done.Render(l))
 		}
 	case steps.Failed:
@@ -105,7 +106,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		if s.Result.Reason != "" {
 			msg = s.Result.Reason + ": " + s.Result.Message
 		}
-		for _, l := range wrap(fmt.Sprintf("failed after %s: %s", m.fmtDur(s.Duration), msg), w) {
+		for _, l := range render.Wrap(fmt.Sprintf("failed after %s: %s", m.fmtDur(s.Duration), msg), w) {
 			add(st.Failed.Render(l))
 		}
 		add(st.Dim.Render("r retries this step, q quits"))
@@ -115,7 +116,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		add("  " + st.Dim.Render(d.Key+":") + " " + d.Value)
 	}
 	for _, wn := range s.Result.Warnings {
-		for i, l := range wrap(wn, w-2) {
+		for i, l := range render.Wrap(wn, w-2) {
 			if i == 0 {
 				add(st.Warning.Render("! " + l))
 			} else {
@@ -125,9 +126,9 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 	}
 	explain := func() {
 		add("")
-		add(wrap(s.Explain, w)...)
+		add(render.Wrap(s.Explain, w)...)
 		if s.Mirrors != "" {
-			for _, l := range wrap("kubelet: "+s.Mirrors, w) {
+			for _, l := range render.Wrap("kubelet: "+s.Mirrors, w) {
 				add(st.Dim.Render(l))
 			}
 		}
@@ -206,7 +207,7 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 		head := m.st.Bold.Render(c.Method) + " → " + m.callStatus(c)
 		if c.Err != nil {
 			out = append(out, head)
-			for _, l := range wrap(c.ErrorMessage(), w-2) {
+			for _, l := range render.Wrap(c.ErrorMessage(), w-2) {
 				out = append(out, "  "+m.st.Failed.Render(l))
 			}
 			continue
@@ -223,7 +224,7 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 // the pane are cut (pgup/pgdn scroll; `podstep plan` prints them whole).
 func (m *model) msgLines(head string, msg proto.Message, w int) []string {
 	out := []string{head}
-	for _, l := range m.st.styleYAML(protoYAML(msg)) {
+	for _, l := range m.st.styleYAML(render.ProtoYAML(msg)) {
 		out = append(out, "  "+l)
 	}
 	return out

@@ -6,23 +6,20 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/podstep/podstep/internal/podstate"
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
 // Options configure Run.
 type Options struct {
 	// Runtime names the runtime in the header (endpoint, simulated or not).
-	Runtime report.Runtime
-	// Feed must be the observer of eng (steps.Options.Observer = Feed.Observe).
-	Feed *Feed
+	Runtime render.Runtime
 	// Breaks are stages to stop before (--break).
 	Breaks []steps.Stage
 	// Keep makes "keep the pod" the default answer when quitting (--keep).
@@ -47,41 +44,10 @@ type Result struct {
 	Pod podstate.Snapshot
 }
 
-// Feed carries engine events to the TUI: set steps.Options.Observer to
-// Feed.Observe before steps.New. After the TUI ends, Forward sends the
-// events somewhere else (e.g. a printer for the teardown steps).
-type Feed struct {
-	// ch carries engine events and, after them, each run's runDoneMsg, so
-	// the TUI sees a run end only after every event of that run.
-	ch  chan tea.Msg
-	fwd atomic.Pointer[func(steps.Event)]
-}
-
-// NewFeed returns a Feed with room for a burst of events.
-func NewFeed() *Feed { return &Feed{ch: make(chan tea.Msg, 1024)} }
-
-// Observe is the engine observer. It never blocks: when the TUI falls
-// behind, events are dropped (the TUI re-reads the engine once a step ends).
-func (f *Feed) Observe(ev steps.Event) {
-	if fn := f.fwd.Load(); fn != nil {
-		(*fn)(ev)
-		return
-	}
-	select {
-	case f.ch <- engineEventMsg{ev}:
-	default:
-	}
-}
-
-// Forward sends every later event to fn instead of the TUI.
-func (f *Feed) Forward(fn func(steps.Event)) { f.fwd.Store(&fn) }
-
 // Run runs the TUI on eng until the user quits. It returns once no engine
-// call is running any more, so the caller may tear the pod down at once.
-func Run(ctx context.Context, eng *steps.Engine, o Options) (Result, error) {
-	if o.Feed == nil {
-		return Result{}, errors.New("tui: Options.Feed is not the engine's observer")
-	}
+// call is running any more and the TUI no longer subscribes to eng's
+// events, so the caller may tear the pod down at once.
+func Run(ctx context.Context, eng Engine, o Options) (Result, error) {
 	m := newModel(ctx, eng, o)
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if o.In != nil {
@@ -94,7 +60,7 @@ func Run(ctx context.Context, eng *steps.Engine, o Options) (Result, error) {
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
 	}
 	_, err := tea.NewProgram(m, popts...).Run()
-	m.stopRun()
+	m.close()
 	res := m.result
 	res.Pod = eng.PodState()
 	if !m.decided || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) || ctx.Err() != nil {
@@ -126,15 +92,16 @@ func (r *runner) cancelRun() {
 	r.mu.Unlock()
 }
 
-// stopRun cancels a running engine call and waits for it to return,
-// draining the feed meanwhile: the program no longer reads it.
-func (m *model) stopRun() {
+// close cancels a running engine call and waits for it to return,
+// draining the events meanwhile (the program no longer reads them), then
+// ends the subscription.
+func (m *model) close() {
 	m.run.cancelRun()
 	stop := make(chan struct{})
 	go func() {
 		for {
 			select {
-			case <-m.feed.ch:
+			case <-m.events:
 			case <-stop:
 				return
 			}
@@ -142,4 +109,5 @@ func (m *model) stopRun() {
 	}()
 	m.run.wg.Wait()
 	close(stop)
+	m.unsubscribe()
 }

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -160,7 +161,7 @@ func (m *model) helpScreen(w, h int) []string {
 		"events: the kubelet's events for the pod; in log mode, the selected container's log file.",
 		"Each step sends real CRI calls; nothing runs until you press space, n or c.",
 	} {
-		for _, l := range wrap(t, w-4) {
+		for _, l := range render.Wrap(t, w-4) {
 			lines = append(lines, "  "+l)
 		}
 	}

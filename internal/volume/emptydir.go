@@ -42,7 +42,7 @@ func (p *Prepared) wrapTmpfs() {
 // lowered to the pod's memory limit, lowered to the volume's sizeLimit.
 // 0 means no size= option (the kernel's default, half of RAM).
 func (h *Host) tmpfsSize(pod *corev1.Pod, sizeLimit *resource.Quantity) int64 {
-	size := h.NodeMemory
+	size := h.NodeAllocatable.Memory().Value()
 	lower := func(v int64) {
 		if v > 0 && (size <= 0 || v <= size) {
 			size = v

@@ -2,15 +2,12 @@ package volume
 
 import (
 	"errors"
-	"fmt"
-	"math"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podstep/podstep/internal/fieldpath"
 )
 
 // fileProjection is one file the atomic writer writes (volumeutil.FileProjection).
@@ -128,7 +125,10 @@ func (h *Host) secretPayload(ns, name string, items []corev1.KeyToPath, mode *in
 }
 
 // downwardAPIPayload mirrors downwardapi.go CollectData: each item's path
-// (cleaned) gets the field's value; errors are collected and aggregated.
+// (cleaned) gets the field's value (fieldpath.ExtractFieldPathAsString) or
+// the container's resource value, a missing limit taken from the node's
+// allocatable (fieldpath.ExtractResourceValueByContainerNameAndNodeAllocatable);
+// errors are collected and aggregated.
 func (h *Host) downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile, mode *int32) (map[string]fileProjection, error) {
 	dm := modeOr(mode)
 	payload := map[string]fileProjection{}
@@ -140,14 +140,14 @@ func (h *Host) downwardAPIPayload(pod *corev1.Pod, items []corev1.DownwardAPIVol
 		}
 		switch {
 		case it.FieldRef != nil:
-			v, err := fieldPathValue(pod, it.FieldRef.FieldPath)
+			v, err := fieldpath.ExtractFieldPathAsString(pod, it.FieldRef.FieldPath)
 			if err != nil {
 				errs = append(errs, err)
 			} else {
 				fp.data = []byte(v)
 			}
 		case it.ResourceFieldRef != nil:
-			v, err := h.resourceValue(pod, it.ResourceFieldRef)
+			v, err := fieldpath.ExtractResourceValueByContainerNameAndNodeAllocatable(it.ResourceFieldRef, pod, it.ResourceFieldRef.ContainerName, h.NodeAllocatable)
 			if err != nil {
 				errs = append(errs, err)
 			} else {
@@ -222,114 +222,6 @@ func (a *aggregateError) Error() string {
 }
 
 func (a *aggregateError) Unwrap() []error { return a.errs }
-
-// fieldPathValue mirrors pkg/fieldpath ExtractFieldPathAsString, which is
-// all a downwardAPI volume supports (no spec.* or status.* fields).
-func fieldPathValue(pod *corev1.Pod, fieldPath string) (string, error) {
-	if path, sub, ok := splitSubscript(fieldPath); ok {
-		switch path {
-		case "metadata.annotations":
-			return pod.Annotations[sub], nil
-		case "metadata.labels":
-			return pod.Labels[sub], nil
-		}
-		return "", fmt.Errorf("fieldPath %q does not support subscript", fieldPath)
-	}
-	switch fieldPath {
-	case "metadata.annotations":
-		return FormatMap(pod.Annotations), nil
-	case "metadata.labels":
-		return FormatMap(pod.Labels), nil
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	}
-	return "", fmt.Errorf("unsupported fieldPath: %v", fieldPath)
-}
-
-// splitSubscript is fieldpath.SplitMaybeSubscriptedPath: "a.b['k']" → "a.b", "k".
-func splitSubscript(p string) (string, string, bool) {
-	if !strings.HasSuffix(p, "']") {
-		return p, "", false
-	}
-	s := strings.TrimSuffix(p, "']")
-	i := strings.LastIndex(s, "['")
-	if i < 0 {
-		return p, "", false
-	}
-	if len(s)-i-2 == 0 {
-		return p, "", false
-	}
-	return s[:i], s[i+2:], true
-}
-
-// FormatMap is pkg/fieldpath FormatMap: `key="value"` lines (value quoted
-// with %q), sorted by key, no trailing newline.
-func FormatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		fmt.Fprintf(&b, "%v=%q", k, m[k])
-	}
-	return b.String()
-}
-
-// resourceValue mirrors resource.ExtractResourceValueByContainerNameAndNodeAllocatable:
-// the named container's limits, a missing cpu/memory limit taken from the
-// node's allocatable (MergeContainerResourceLimits), divided by the
-// divisor and rounded up.
-func (h *Host) resourceValue(pod *corev1.Pod, fs *corev1.ResourceFieldSelector) (string, error) {
-	var c *corev1.Container
-	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range list {
-			if c == nil && list[i].Name == fs.ContainerName {
-				c = &list[i]
-			}
-		}
-	}
-	if c == nil {
-		return "", fmt.Errorf("container %s not found", fs.ContainerName)
-	}
-	limits := corev1.ResourceList{}
-	for k, v := range c.Resources.Limits {
-		limits[k] = v
-	}
-	if _, ok := limits[corev1.ResourceCPU]; !ok && h.NodeCPU > 0 {
-		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(h.NodeCPU, resource.DecimalSI)
-	}
-	if _, ok := limits[corev1.ResourceMemory]; !ok && h.NodeMemory > 0 {
-		limits[corev1.ResourceMemory] = *resource.NewQuantity(h.NodeMemory, resource.BinarySI)
-	}
-	divisor := fs.Divisor
-	if divisor.IsZero() {
-		divisor = resource.MustParse("1")
-	}
-	list, name := corev1.ResourceList(nil), ""
-	if n, ok := strings.CutPrefix(fs.Resource, "limits."); ok {
-		list, name = limits, n
-	} else if n, ok := strings.CutPrefix(fs.Resource, "requests."); ok {
-		list, name = c.Resources.Requests, n
-	}
-	switch {
-	case name == "cpu":
-		q := list[corev1.ResourceCPU]
-		return strconv.FormatInt(int64(math.Ceil(float64(q.MilliValue())/float64(divisor.MilliValue()))), 10), nil
-	case name == "memory" || name == "ephemeral-storage" || strings.HasPrefix(name, corev1.ResourceHugePagesPrefix):
-		q := list[corev1.ResourceName(name)]
-		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
-	}
-	return "", fmt.Errorf("unsupported container resource : %v", fs.Resource)
-}
 
 // IsNotFound reports whether err is (or wraps) a missing ConfigMap or Secret.
 func IsNotFound(err error) bool {

@@ -3,15 +3,12 @@ package volume
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/podstep/podstep/internal/podcfg"
 )
 
 // Plugin names, as the kubelet names them (kubernetes.io/<plugin>); on disk
@@ -42,20 +39,14 @@ type Host struct {
 	// says so in a warning (emptyDir medium Memory) or a note (secret,
 	// downwardAPI, projected).
 	Mount bool
-	// NodeMemory is the node's allocatable memory in bytes: the size of a
-	// tmpfs when neither the pod nor the volume limits it, and the
-	// downward API's limits.memory of a container without a limit.
-	NodeMemory int64
-	// NodeCPU is the node's allocatable CPU in millicores, the downward
-	// API's limits.cpu of a container without a limit.
-	NodeCPU int64
+	// NodeAllocatable is the node's allocatable resources
+	// (VolumeHost.GetNodeAllocatable): its memory is the size of a tmpfs
+	// when neither the pod nor the volume limits it, and its cpu, memory
+	// and ephemeral-storage the downward API's limits of a container
+	// without them. nil: no tmpfs size, no default limits.
+	NodeAllocatable corev1.ResourceList
 	// Now names the atomic writer's timestamped directories (nil = time.Now).
 	Now func() time.Time
-}
-
-// DefaultHost is a Host that mounts when running as root.
-func DefaultHost(src Source, nodeCPU, nodeMemory int64) *Host {
-	return &Host{Source: src, Mount: os.Geteuid() == 0, NodeCPU: nodeCPU, NodeMemory: nodeMemory}
 }
 
 // Result says what a plugin made for one volume.
@@ -140,14 +131,6 @@ func Kind(src corev1.VolumeSource) string {
 		}
 	}
 	return "unknown"
-}
-
-// Setup prepares and applies vol at dir (see Path) with DefaultHost over
-// src and this machine's capacity (podcfg.NodeCPUCapacity,
-// NodeMemoryCapacity): the kubelet's MountVolume.SetUp for one volume.
-func Setup(ctx context.Context, pod *corev1.Pod, vol corev1.Volume, dir string, src Source) (Result, error) {
-	h := DefaultHost(src, podcfg.NodeCPUCapacity, podcfg.NodeMemoryCapacity)
-	return h.Setup(ctx, pod, vol, dir)
 }
 
 // Setup prepares and applies vol at dir.

@@ -7,16 +7,18 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/podstep/podstep/internal/golden"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/golden"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // fakeSource holds ConfigMaps and Secrets of namespace "default".
@@ -75,8 +77,8 @@ func testPod() *corev1.Pod {
 func testHost(src Source) *Host {
 	return &Host{
 		Source: src, Mount: false,
-		NodeCPU: 4000, NodeMemory: 8 << 30,
-		Now: func() time.Time { return time.Date(2026, 11, 21, 15, 4, 5, 0, time.UTC) },
+		NodeAllocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		Now:             func() time.Time { return time.Date(2026, 11, 21, 15, 4, 5, 0, time.UTC) },
 	}
 }
 
@@ -278,7 +280,7 @@ func TestErrors(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("err %v (%T), want *Error", err, err)
 			}
-			if ve.Reason() != "FailedMount" || ve.Volume != "v" {
+			if ve.Reason() != reason.FailedMountVolume || ve.Volume != "v" {
 				t.Errorf("reason %q volume %q", ve.Reason(), ve.Volume)
 			}
 			if strings.HasPrefix(c.want, "MountVolume") {
@@ -451,7 +453,7 @@ func TestEmptyDirMemoryWithoutMount(t *testing.T) {
 }
 
 func TestTmpfsSize(t *testing.T) {
-	h := &Host{NodeMemory: 8 << 30}
+	h := &Host{NodeAllocatable: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")}}
 	pod := testPod()
 	if got := h.tmpfsSize(pod, nil); got != 8<<30 {
 		t.Errorf("no limits: %d, want node allocatable", got)
@@ -577,11 +579,34 @@ func TestPathAndKind(t *testing.T) {
 	}
 }
 
-func TestFormatMapAndMountinfo(t *testing.T) {
-	if got := FormatMap(map[string]string{"b": "2", "a": `x"y`}); got != "a=\"x\\\"y\"\nb=\"2\"" {
-		t.Errorf("FormatMap = %q", got)
-	}
+func TestUnescapeMountinfo(t *testing.T) {
 	if got := unescapeMountinfo(`/a\040b/c\011d`); got != "/a b/c\td" {
 		t.Errorf("unescape = %q", got)
+	}
+}
+
+// TestDownwardAPIDefaults: a resourceFieldRef item of a container without
+// a limit, or with a zero one, is the node's allocatable
+// (ExtractResourceValueByContainerNameAndNodeAllocatable).
+func TestDownwardAPIDefaults(t *testing.T) {
+	pod := testPod()
+	pod.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("0")
+	item := func(path, res, divisor string) corev1.DownwardAPIVolumeFile {
+		return corev1.DownwardAPIVolumeFile{Path: path, ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "app", Resource: res, Divisor: resource.MustParse(divisor)}}
+	}
+	p, err := testHost(nil).downwardAPIPayload(pod, []corev1.DownwardAPIVolumeFile{
+		item("cpu", "limits.cpu", "1m"),
+		item("mem", "limits.memory", "1Mi"),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for k, v := range p {
+		got[k] = string(v.data)
+	}
+	want := map[string]string{"cpu": "500", "mem": "8192"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("payload %v, want %v", got, want)
 	}
 }

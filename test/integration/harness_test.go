@@ -10,9 +10,12 @@
 //	PODSTEP_ENDPOINT    the harness CRI endpoint, unix:///.../containerd.sock
 //	PODSTEP_CNI_SUBNET  the harness CNI subnet (default 10.88.77.0/24)
 //	PODSTEP_REGISTRY*   the harness registry, its user, password and image (registry_test.go)
+//	PODSTEP_RUNTIME     what the harness runs, e.g. "containerd v2.4.2": the runtime must say so
 //	CI=true             a missing PODSTEP_BIN/PODSTEP_ENDPOINT fails instead of skipping
 //
-// The tests share one containerd and run serially.
+// The tests share one containerd and run serially. hack/test.sh runs the suite
+// once per runtime (Debian's containerd 1.6, containerd 2.x); each test logs
+// which (runtime_test.go).
 package integration
 
 import (
@@ -47,6 +50,8 @@ type env struct {
 	endpoint string
 	subnet   string
 	repo     string // repository root (for testdata/pods)
+	// rt is the runtime under test, from its CRI Version.
+	rt runtimeUnderTest
 }
 
 // setup returns the environment or, when it is missing, skips the test loudly
@@ -83,6 +88,7 @@ func setup(t *testing.T) *env {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	e.repo = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	e.rt = identifyRuntime(t, e.endpoint)
 
 	c := dialCRI(t, e.endpoint)
 	if left := c.managedSandboxes(t); len(left) > 0 {

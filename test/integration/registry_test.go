@@ -182,18 +182,44 @@ type pullAuth struct {
 	ServerAddress string `json:"server_address"`
 }
 
+// pullDenied is the runtime's error for a pull of the registry's image that
+// the registry refuses (401: resolving the tag is the first authenticated
+// request), as podstep must pass it on. authSent: the PullImage request
+// carried credentials (wrong ones).
+func pullDenied(t *testing.T, rt runtimeUnderTest, reg registry, authSent bool) *regexp.Regexp {
+	t.Helper()
+	prefix := `failed to pull and unpack image "` + regexp.QuoteMeta(reg.image) + `": `
+	var words string
+	switch {
+	case rt.major == 1:
+		// containerd 1.6: the same words with or without credentials.
+		words = `failed to resolve reference "` + regexp.QuoteMeta(reg.image) + `": pulling from host ` +
+			regexp.QuoteMeta(reg.addr) + ` failed with status code \[manifests [^\]]+\]: 401 Unauthorized`
+	case rt.major == 2 && authSent:
+		// containerd 2.x (its transfer-service pull): the HEAD of the manifest
+		// answered 401 to the credentials.
+		repo, tag, _ := strings.Cut(strings.TrimPrefix(reg.image, reg.addr+"/"), ":")
+		words = `failed to resolve image: unexpected status from HEAD request to ` +
+			regexp.QuoteMeta("http://"+reg.addr+"/v2/"+repo+"/manifests/"+tag) + `: 401 Unauthorized`
+	case rt.major == 2:
+		// containerd 2.x with no credentials for the registry's challenge.
+		words = `failed to resolve image: pull access denied, repository does not exist or may require authorization: ` +
+			`authorization failed: no basic auth credentials`
+	default:
+		t.Fatalf("no expected pull error for runtime %s", rt)
+	}
+	t.Logf("%s: a refused pull (credentials sent: %t) must fail with: %s", rt, authSent, words)
+	return regexp.MustCompile(prefix + words)
+}
+
 // TestPullSecrets pulls the registry's image (removed from containerd
 // first) with the right secret, a wrong password, no pull secret, and a
 // secret for another registry. The pull either succeeds with the Secret's
-// credentials (shown masked) or fails with the registry's 401, and the
-// Secret's password shows in no output (JSON, text, stderr).
+// credentials (shown masked) or fails with the registry's 401 in the
+// runtime's words (pullDenied: containerd 1.6 and 2.x word it differently),
+// and the Secret's password shows in no output (JSON, text, stderr).
 func TestPullSecrets(t *testing.T) {
 	e, reg := setupRegistry(t)
-	// containerd 1.6's words for the registry's 401 (resolving the tag is the
-	// first authenticated request).
-	unauthorized := regexp.MustCompile(`failed to pull and unpack image "` + regexp.QuoteMeta(reg.image) +
-		`": failed to resolve reference "` + regexp.QuoteMeta(reg.image) + `": pulling from host ` +
-		regexp.QuoteMeta(reg.addr) + ` failed with status code \[manifests [^\]]+\]: 401 Unauthorized`)
 	masked := fmt.Sprintf(`secret regcred, registry %q, user %s, password (set)`, reg.addr, reg.user)
 	for _, tc := range []struct {
 		pullCase
@@ -226,6 +252,10 @@ func TestPullSecrets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := writePullManifest(t, reg, tc.pullCase)
+			var unauthorized *regexp.Regexp
+			if !tc.ok {
+				unauthorized = pullDenied(t, e.rt, reg, tc.authUser != "")
+			}
 			// the harness password must not show either, whatever the Secret says
 			secrets := append(m.secrets, reg.password)
 			c := dialCRI(t, e.endpoint)

@@ -31,8 +31,15 @@ func ownHarness(t *testing.T, e *env) *harness {
 		t.Fatal("this test starts its own containerd: it must run as root (hack/test.sh does)")
 	}
 	h := &harness{dir: "/var/lib/podstep-runtime-gone", repo: e.repo}
-	h.env = append(os.Environ(),
-		"PODSTEP_HARNESS_DIR="+h.dir, "PODSTEP_CNI_SUBNET=10.88.78.0/24", "PODSTEP_CNI_BRIDGE=pstgone0",
+	// The same containerd as the suite's (PODSTEP_RUNTIME names it); its own
+	// folder, network and registry port, apart from both suite harnesses.
+	containerd := "1.6"
+	if strings.Contains(os.Getenv("PODSTEP_RUNTIME"), " v2.") {
+		containerd = "2"
+	}
+	t.Logf("second harness: PODSTEP_CONTAINERD=%s", containerd)
+	h.env = append(os.Environ(), "PODSTEP_CONTAINERD="+containerd,
+		"PODSTEP_HARNESS_DIR="+h.dir, "PODSTEP_CNI_SUBNET=10.88.79.0/24", "PODSTEP_CNI_BRIDGE=pstgone0",
 		"PODSTEP_CNI_NETWORK=pstgone", "PODSTEP_REGISTRY_PORT=5078", "PODSTEP_BIN="+e.bin)
 	h.endpoint = "unix://" + h.dir + "/run/containerd.sock"
 	t.Cleanup(func() {

@@ -112,16 +112,16 @@ func TestVolumesInContainer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("/etc/bundle/mem-limit-mi: %v", err)
 		}
-		// no limit: the node's allocatable memory (the kubelet's), in Mi
-		// rounded up. podstep's node: MemTotal less the 100Mi eviction
-		// threshold. (podstep currently writes MemTotal itself; both are
-		// accepted here.)
+		// no limit: the node's allocatable memory, in Mi rounded up, as
+		// the kubelet's GetNodeAllocatable gives it to the downwardAPI
+		// plugin. podstep's node: MemTotal less the 100Mi eviction
+		// threshold, not MemTotal itself (its capacity).
 		memTotal := readMemTotal(t)
 		const mi = 1 << 20
 		capacity := int64(math.Ceil(float64(memTotal) / mi))
 		allocatable := int64(math.Ceil(float64(memTotal-100*mi) / mi))
-		if got < allocatable || got > capacity {
-			t.Errorf("mem-limit-mi = %d, want the node's allocatable %d (or its capacity %d)", got, allocatable, capacity)
+		if got != allocatable {
+			t.Errorf("mem-limit-mi = %d, want the node's allocatable %d (capacity %d)", got, allocatable, capacity)
 		}
 		t.Logf("mem-limit-mi = %d (allocatable %d, capacity %d)", got, allocatable, capacity)
 	})

@@ -1,4 +1,4 @@
-package steps
+package cleanup_test
 
 import (
 	"context"
@@ -6,19 +6,51 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/cleanup"
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/mark"
+	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/sim"
+	"github.com/podstep/podstep/internal/sim/simtest"
+	"github.com/podstep/podstep/internal/steps"
 )
 
-// TestCleanupRemovesOnlyWhatPodstepMade: cleanup removes a kept pod's dirs,
+// keep runs the pod in file to the end on c and leaves it there, as
+// `podstep run --keep` does, and returns the dirs it left.
+func keep(t *testing.T, c *cri.Client, file string) []string {
+	t.Helper()
+	b, err := manifest.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	e, err := steps.New(b, c, steps.Options{
+		Config:    podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
+		Simulated: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !e.Finished() {
+		if err := e.Continue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e.LeftBehind().Dirs
+}
+
+// TestRunRemovesOnlyWhatPodstepMade: Run removes a kept pod's dirs,
 // and for sandboxes whose labels and annotations point at directories
 // podstep never made (no marker, a uid that climbs out of the root), it
 // removes the sandbox but keeps the directories and says so.
-func TestCleanupRemovesOnlyWhatPodstepMade(t *testing.T) {
-	c := newSim(t)
-	o := testOptions(t)
-	kept := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), c, o)
-	keptDirs := kept.LeftBehind().Dirs
+func TestRunRemovesOnlyWhatPodstepMade(t *testing.T) {
+	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
+	keptDirs := keep(t, c, filepath.Join("..", "..", "testdata/pods/hello.yaml"))
 	if len(keptDirs) != 2 {
 		t.Fatalf("kept pod dirs = %v", keptDirs)
 	}
@@ -42,15 +74,15 @@ func TestCleanupRemovesOnlyWhatPodstepMade(t *testing.T) {
 	} {
 		_, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 			Metadata:    &runtimeapi.PodSandboxMetadata{Name: sb.name, Namespace: "default", Uid: sb.uid},
-			Labels:      map[string]string{ManagedLabel: "true"},
-			Annotations: map[string]string{RootDirAnnotation: sb.root, LogDirAnnotation: sb.logs},
+			Labels:      map[string]string{mark.ManagedLabel: "true"},
+			Annotations: map[string]string{mark.RootDirAnnotation: sb.root, mark.LogDirAnnotation: sb.logs},
 		}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	done, err := Cleanup(ctx, c, 0)
+	done, err := cleanup.Run(ctx, c, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

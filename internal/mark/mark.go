@@ -1,4 +1,4 @@
-package steps
+package mark
 
 import (
 	"encoding/json"
@@ -9,12 +9,22 @@ import (
 	"strings"
 )
 
-// MadeMarker is the file podstep writes into each directory it makes for a
+// ManagedLabel marks everything podstep creates in a runtime, so that
+// `podstep cleanup` finds it and kubelets sharing the runtime can be told apart.
+const ManagedLabel = "podstep.dev/managed"
+
+// RootDirAnnotation records on the sandbox which root dir holds its pod dir.
+const RootDirAnnotation = "podstep.dev/root-dir"
+
+// LogDirAnnotation records on the sandbox where its pod log dir is.
+const LogDirAnnotation = "podstep.dev/log-dir"
+
+// File is the marker podstep writes into each directory it makes for a
 // pod: the pod dir <root>/pods/<uid> and the pod log dir. `podstep cleanup`
 // removes a directory only when it holds this marker, naming the same pod
 // and the same path: the sandbox's labels and annotations, which point
 // cleanup to the directories, are not trusted alone.
-const MadeMarker = ".podstep-made"
+const File = ".podstep-made"
 
 // madeRecord is the marker's content.
 type madeRecord struct {
@@ -31,8 +41,8 @@ func resolve(dir string) (string, error) {
 	return filepath.EvalSymlinks(abs)
 }
 
-// markMade records in dir that podstep made it for the pod with uid.
-func markMade(dir, uid string) error {
+// Dir records in dir that podstep made it for the pod with uid.
+func Dir(dir, uid string) error {
 	real, err := resolve(dir)
 	if err != nil {
 		return err
@@ -41,15 +51,15 @@ func markMade(dir, uid string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, MadeMarker), append(data, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, File), append(data, '\n'), 0o644)
 }
 
-// checkMade returns nil when dir may be removed as the directory podstep
+// Check returns nil when dir may be removed as the directory podstep
 // made for the pod with uid: dir, symlinks resolved, lies strictly inside
 // root, also resolved; want(rel), when set, accepts its path relative to
 // root; and dir holds a marker (a regular file, not a link) naming uid and
 // dir itself. Otherwise it says why not.
-func checkMade(root, dir, uid string, want func(rel string) bool) error {
+func Check(root, dir, uid string, want func(rel string) bool) error {
 	if !filepath.IsAbs(root) || !filepath.IsAbs(dir) {
 		return fmt.Errorf("%s: not an absolute path under %q", dir, root)
 	}
@@ -68,10 +78,10 @@ func checkMade(root, dir, uid string, want func(rel string) bool) error {
 	if want != nil && !want(rel) {
 		return fmt.Errorf("%s is not where podstep puts the pod's directory in %s", real, realRoot)
 	}
-	marker := filepath.Join(real, MadeMarker)
+	marker := filepath.Join(real, File)
 	fi, err := os.Lstat(marker)
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%s holds no %s marker: podstep did not make it", real, MadeMarker)
+		return fmt.Errorf("%s holds no %s marker: podstep did not make it", real, File)
 	}
 	if err != nil {
 		return err
@@ -93,7 +103,7 @@ func checkMade(root, dir, uid string, want func(rel string) bool) error {
 	return nil
 }
 
-// validUID reports whether uid can name a directory: one path element.
-func validUID(uid string) bool {
+// ValidUID reports whether uid can name a directory: one path element.
+func ValidUID(uid string) bool {
 	return uid != "" && uid != "." && uid != ".." && !strings.ContainsAny(uid, `/\`) && !strings.ContainsRune(uid, 0)
 }

@@ -1,4 +1,4 @@
-package steps
+package mark
 
 import (
 	"os"
@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestCheckMade: cleanup removes a directory only where podstep puts it and
+// TestCheck: cleanup removes a directory only where podstep puts it and
 // only when it holds podstep's marker for the same pod and path.
-func TestCheckMade(t *testing.T) {
+func TestCheck(t *testing.T) {
 	const uid = "5b6bceaa9a897516fcce3f603299b75c"
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
@@ -31,7 +31,7 @@ func TestCheckMade(t *testing.T) {
 	}{
 		{"made by podstep", func(t *testing.T) (string, string, string) {
 			mk(t, podDir(uid))
-			if err := markMade(podDir(uid), uid); err != nil {
+			if err := Dir(podDir(uid), uid); err != nil {
 				t.Fatal(err)
 			}
 			return root, podDir(uid), uid
@@ -42,7 +42,7 @@ func TestCheckMade(t *testing.T) {
 		}, "holds no .podstep-made marker"},
 		{"marker of another pod", func(t *testing.T) (string, string, string) {
 			mk(t, podDir(uid))
-			if err := markMade(podDir(uid), "other"); err != nil {
+			if err := Dir(podDir(uid), "other"); err != nil {
 				t.Fatal(err)
 			}
 			return root, podDir(uid), uid
@@ -50,44 +50,44 @@ func TestCheckMade(t *testing.T) {
 		{"marker copied from elsewhere", func(t *testing.T) (string, string, string) {
 			mk(t, podDir("a"))
 			mk(t, podDir(uid))
-			if err := markMade(podDir("a"), uid); err != nil {
+			if err := Dir(podDir("a"), uid); err != nil {
 				t.Fatal(err)
 			}
-			data, _ := os.ReadFile(filepath.Join(podDir("a"), MadeMarker))
-			os.WriteFile(filepath.Join(podDir(uid), MadeMarker), data, 0o644)
+			data, _ := os.ReadFile(filepath.Join(podDir("a"), File))
+			os.WriteFile(filepath.Join(podDir(uid), File), data, 0o644)
 			return root, podDir(uid), uid
 		}, "names pod uid"},
 		{"marker is a symlink", func(t *testing.T) (string, string, string) {
 			mk(t, podDir("a"))
 			mk(t, podDir(uid))
-			if err := markMade(podDir("a"), uid); err != nil {
+			if err := Dir(podDir("a"), uid); err != nil {
 				t.Fatal(err)
 			}
-			os.Symlink(filepath.Join(podDir("a"), MadeMarker), filepath.Join(podDir(uid), MadeMarker))
+			os.Symlink(filepath.Join(podDir("a"), File), filepath.Join(podDir(uid), File))
 			return root, podDir(uid), uid
 		}, "not a regular file"},
 		{"uid escapes the root", func(t *testing.T) (string, string, string) {
 			mk(t, outside)
 			mk(t, filepath.Join(root, "pods"))
-			markMade(outside, "../../outside")
+			Dir(outside, "../../outside")
 			return root, filepath.Join(root, "pods", "../../outside"), "../../outside"
 		}, "not inside"},
 		{"the root itself", func(t *testing.T) (string, string, string) {
 			mk(t, root)
-			markMade(root, "x")
+			Dir(root, "x")
 			return root, root, "x"
 		}, "not inside"},
 		{"pod dir is a symlink out of the root", func(t *testing.T) (string, string, string) {
 			mk(t, outside)
 			mk(t, filepath.Join(root, "pods"))
-			markMade(outside, uid)
+			Dir(outside, uid)
 			os.Symlink(outside, podDir(uid))
 			return root, podDir(uid), uid
 		}, "not inside"},
 		{"elsewhere inside the root", func(t *testing.T) (string, string, string) {
 			d := filepath.Join(root, "plugins", uid)
 			mk(t, d)
-			markMade(d, uid)
+			Dir(d, uid)
 			return root, d, uid
 		}, "not where podstep puts"},
 		{"relative paths", func(t *testing.T) (string, string, string) {
@@ -98,12 +98,12 @@ func TestCheckMade(t *testing.T) {
 			os.RemoveAll(root)
 			os.RemoveAll(outside)
 			r, d, u := tc.setup(t)
-			err := checkMade(r, d, u, want(u))
+			err := Check(r, d, u, want(u))
 			switch {
 			case tc.err == "" && err != nil:
-				t.Errorf("checkMade: %v, want nil", err)
+				t.Errorf("Check: %v, want nil", err)
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-				t.Errorf("checkMade: %v, want an error with %q", err, tc.err)
+				t.Errorf("Check: %v, want an error with %q", err, tc.err)
 			}
 		})
 	}
@@ -111,8 +111,8 @@ func TestCheckMade(t *testing.T) {
 
 func TestValidUID(t *testing.T) {
 	for uid, ok := range map[string]bool{"5b6b": true, "a-b_c.d": true, "": false, ".": false, "..": false, "a/b": false, `a\b`: false, "../x": false} {
-		if validUID(uid) != ok {
-			t.Errorf("validUID(%q) = %v, want %v", uid, !ok, ok)
+		if ValidUID(uid) != ok {
+			t.Errorf("ValidUID(%q) = %v, want %v", uid, !ok, ok)
 		}
 	}
 }
