@@ -55,10 +55,10 @@ type Timing struct {
 
 // Printer writes step events as text or JSON lines.
 type Printer struct {
-	w      io.Writer
-	json   bool
-	mu     sync.Mutex
-	events int // pod events already printed
+	w     io.Writer
+	json  bool
+	mu    sync.Mutex
+	steps StepBuilder
 }
 
 // New returns a printer; format is "text" or "json".
@@ -89,11 +89,23 @@ func (p *Printer) Observe(ev steps.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.step(p.steps.Step(ev))
+}
+
+// Step prints one finished step given as its JSON object: what Observe
+// prints for a live step, and what a replay prints from a recording.
+func (p *Printer) Step(s StepJSON) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.step(s)
+}
+
+func (p *Printer) step(s StepJSON) {
 	if p.json {
-		p.emit(p.stepJSON(ev))
+		p.emit(s)
 		return
 	}
-	p.stepText(ev)
+	p.stepText(s)
 }
 
 var (
@@ -104,8 +116,7 @@ var (
 	stageCol = color.New(color.FgCyan)
 )
 
-func (p *Printer) stepText(ev steps.Event) {
-	s := ev.Step
+func (p *Printer) stepText(s StepJSON) {
 	mark := okMark
 	if s.State == steps.Failed {
 		mark = failMark
@@ -118,17 +129,17 @@ func (p *Printer) stepText(ev steps.Event) {
 	if len(calls) > 0 {
 		callStr = " " + dim.Sprint("["+compactCalls(calls)+"]")
 	}
-	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Result.Summary, callStr, dim.Sprint(render.Duration(s.Duration)))
-	for _, w := range s.Result.Warnings {
+	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Summary, callStr, dim.Sprint(render.Ms(s.DurationMs)))
+	for _, w := range s.Warnings {
 		fmt.Fprintf(p.w, "       %s %s\n", warnCol.Sprint("warning:"), w)
 	}
 	if s.State == steps.Failed {
-		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Result.Reason+":"), s.Result.Message)
+		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Reason+":"), s.Message)
 	}
 	// A hook's exit code and output are what the kubelet's own event hides,
 	// so they are always shown; other steps show details only on failure.
 	if s.State == steps.Failed || s.Stage == steps.StagePostStart {
-		for _, d := range s.Result.Details {
+		for _, d := range s.Details {
 			fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
 		}
 	}
@@ -234,6 +245,7 @@ type CallJSON struct {
 	Response   json.RawMessage `json:"response,omitempty"`
 	Code       string          `json:"code"`
 	Error      string          `json:"error,omitempty"`
+	Started    time.Time       `json:"started"`
 	DurationMs float64         `json:"duration_ms"`
 }
 
@@ -246,20 +258,35 @@ type PodJSON struct {
 	Status   corev1.PodStatus `json:"status"`
 }
 
-func (p *Printer) stepJSON(ev steps.Event) StepJSON {
+// StepBuilder turns finished steps into their JSON objects. Each object
+// lists the kubelet events recorded since the previous one, so one builder
+// must see every StepDone of a run, in order.
+type StepBuilder struct {
+	// Call converts a step's calls (nil: CallToJSON); a recorder that has
+	// converted each call as it returned passes its copies.
+	Call   func(cri.Call) CallJSON
+	events int // pod events already listed
+}
+
+// Step returns the JSON object of a StepDone event.
+func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 	s := ev.Step
 	out := StepJSON{Type: "step", ID: s.ID, Stage: s.Stage, Name: s.Name, Title: s.Title, Container: s.Container,
 		Mirrors: s.Mirrors, State: s.State, Summary: s.Result.Summary, Details: s.Result.Details,
 		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message,
 		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{}}
+	conv := b.Call
+	if conv == nil {
+		conv = CallToJSON
+	}
 	for _, c := range s.Calls {
-		out.Calls = append(out.Calls, CallToJSON(c))
+		out.Calls = append(out.Calls, conv(c))
 	}
 	if ev.Pod != nil {
 		out.Pod = &PodJSON{Phase: ev.Pod.Status.Phase, Display: ev.Pod.Display, Ready: ev.Pod.Ready, Restarts: ev.Pod.Restarts, Status: ev.Pod.Status}
-		if len(ev.Pod.Events) > p.events {
-			out.Events = ev.Pod.Events[p.events:]
-			p.events = len(ev.Pod.Events)
+		if len(ev.Pod.Events) > b.events {
+			out.Events = ev.Pod.Events[b.events:]
+			b.events = len(ev.Pod.Events)
 		}
 	}
 	return out
@@ -267,7 +294,7 @@ func (p *Printer) stepJSON(ev steps.Event) StepJSON {
 
 // CallToJSON converts a recorded call.
 func CallToJSON(c cri.Call) CallJSON {
-	j := CallJSON{Method: c.Method, Code: c.Code().String(), DurationMs: ms(c.Duration), Request: render.ProtoJSON(c.Request), Response: render.ProtoJSON(c.Response)}
+	j := CallJSON{Method: c.Method, Code: c.Code().String(), Started: c.Start, DurationMs: ms(c.Duration), Request: render.ProtoJSON(c.Request), Response: render.ProtoJSON(c.Response)}
 	if c.Err != nil {
 		j.Error = c.ErrorMessage()
 	}

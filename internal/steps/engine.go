@@ -66,8 +66,9 @@ type Options struct {
 // goroutine or handing over between calls (the TUI runs each in a new
 // command); a run method called while a step runs returns ErrRunning.
 // Frontends call the read methods (Steps, NextStep, PodState, Failed,
-// Finished, Breakpoint, SandboxID, ContainerLog, LeftBehind), Subscribe, and
-// toggle breakpoints from any goroutine, at any time. The rule:
+// Finished, Breakpoint, SandboxID, ContainerLog, ContainerLogPath,
+// LeftBehind), Subscribe, and toggle breakpoints from any goroutine, at any
+// time. The rule:
 //
 //   - mu guards the plan and where the run is: steps (the slice and every
 //     field of every Step in it), next, current, failed, teardown,
