@@ -109,7 +109,9 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		for _, l := range render.Wrap(fmt.Sprintf("failed after %s: %s", m.fmtDur(s.Duration), msg), w) {
 			add(st.Failed.Render(l))
 		}
-		add(st.Dim.Render("r retries this step, q quits"))
+		if m.rp == nil {
+			add(st.Dim.Render("r retries this step, q quits"))
+		}
 	}
 	for _, d := range s.Result.Details {
 		// One line each; long IDs and paths are cut (the JSON output has them whole).
