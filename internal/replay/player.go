@@ -52,6 +52,9 @@ type Player struct {
 	logs    []record.Log
 	summary *report.Summary
 	damage  error // why the recording stops early, nil when it reads to its summary
+	// tail is the step a damaged recording began last but whose step line
+	// it lacks: what the run was doing when the recording stops.
+	tail *record.StepStarted
 
 	pos      int
 	stageBrk map[steps.Stage]bool
@@ -120,6 +123,9 @@ func Load(r io.Reader) (*Player, error) {
 		}
 	}
 	p.planAt = append(p.planAt, len(p.plans)-1)
+	if p.damage != nil {
+		p.tail = started
+	}
 	return p, nil
 }
 
@@ -246,10 +252,15 @@ func (p *Player) stepsAt(pos int) []steps.Step {
 
 // NextStep is the step the recording ran next, with the exact requests it sent.
 func (p *Player) NextStep() (steps.Step, bool) {
-	if p.pos >= len(p.runs) {
+	var rn run
+	switch {
+	case p.pos < len(p.runs):
+		rn = p.runs[p.pos]
+	case p.tail != nil:
+		rn = run{step: steps.Step{ID: p.tail.ID, Name: p.tail.Name}, requests: requestsOf(p.tail.Requests)}
+	default:
 		return steps.Step{}, false
 	}
-	rn := p.runs[p.pos]
 	s := rn.step
 	if plan := p.plans[p.planAt[p.pos]]; s.ID >= 1 && s.ID <= len(plan) {
 		s = plan[s.ID-1].step
@@ -303,7 +314,7 @@ func (p *Player) PodAt(pos int) podstate.Snapshot {
 // Next moves one step forward, telling subscribers as a live step would.
 func (p *Player) Next(ctx context.Context) (steps.Step, error) {
 	next, ok := p.NextStep()
-	if !ok {
+	if !ok || p.pos >= len(p.runs) {
 		return steps.Step{}, steps.ErrNoStep
 	}
 	next.State = steps.Running
@@ -385,13 +396,15 @@ func (p *Player) ContainerLog(name string, max int) ([]steps.LogLine, error) {
 	if p.pos > 0 {
 		n = p.runs[p.pos-1].logs
 	}
-	attempt, seen := -1, false
+	// The latest attempt's file, as the live engine reads: <attempt>.log
+	// of the container last created.
+	attempt := p.created(name) - 1
 	for _, l := range p.logs[:n] {
-		if l.Container == name && l.Attempt >= attempt {
-			attempt, seen = l.Attempt, true
+		if l.Container == name && l.Attempt > attempt {
+			attempt = l.Attempt
 		}
 	}
-	if !seen && !p.created(name) {
+	if attempt < 0 {
 		return nil, steps.ErrNoContainer
 	}
 	lines := []steps.LogLine{}
@@ -406,19 +419,20 @@ func (p *Player) ContainerLog(name string, max int) ([]steps.LogLine, error) {
 	return lines, nil
 }
 
-// created says whether container name was created by the position.
-func (p *Player) created(name string) bool {
+// created is how many times container name was created by the position.
+func (p *Player) created(name string) int {
+	n := 0
 	for _, rn := range p.runs[:p.pos] {
 		if rn.step.Container != name {
 			continue
 		}
 		for _, c := range rn.step.Calls {
 			if c.Method == "CreateContainer" && c.Err == nil {
-				return true
+				n++
 			}
 		}
 	}
-	return false
+	return n
 }
 
 // Subscribe calls fn with the events Next and Continue make, until cancel.
