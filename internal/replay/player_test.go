@@ -187,8 +187,8 @@ func TestPlanChanges(t *testing.T) {
 	if got := names(17); !strings.Contains(got, "backoff/app:failed pull/app:skipped") {
 		t.Errorf("at 17: %s", got)
 	}
-	if got := names(26); strings.Count(got, "pending") != 0 || !strings.HasSuffix(got, "remove-dirs:done") {
-		t.Errorf("at 26: %s", got)
+	if got := names(p.Len()); strings.Count(got, "pending") != 0 || !strings.HasSuffix(got, "remove-dirs:done") {
+		t.Errorf("at the end: %s", got)
 	}
 }
 
@@ -208,7 +208,7 @@ func TestFailedAndBreaks(t *testing.T) {
 	if f, ok := p.Failed(); p.Position() != 17 || !ok || f.Name != "backoff/app" {
 		t.Errorf("c from the start stopped at %d (failed %v %s), want 17 backoff/app", p.Position(), ok, f.Name)
 	}
-	p.Seek(26)
+	p.Seek(p.Len())
 	if f, ok := p.Failed(); !ok || f.Name != "backoff/app" {
 		t.Errorf("at the end: failed %v %s, want backoff/app", ok, f.Name)
 	}

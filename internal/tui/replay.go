@@ -7,6 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/podstep/podstep/internal/podstate"
 )
@@ -114,7 +115,7 @@ func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		// Nothing to tear down: a replay quits at once.
 		m.decided, m.result.Teardown = true, false
 		return tea.Quit, true
-	case key.Matches(k, m.keys.Next):
+	case key.Matches(k, m.keys.Next), k.String() == "right":
 		if rp.Position() >= rp.Len() {
 			m.flash = "end of the recording: p goes back, q quits"
 		} else {
@@ -217,11 +218,22 @@ func (m *model) replayHeader(w int) string {
 		return fit(left, w)
 	}
 	when := ri.Recorded.UTC().Format("2006-01-02 15:04 UTC")
-	rt := ri.Runtime
+	rt, short := ri.Runtime, ri.Runtime
 	if ri.Simulated {
 		rt = m.st.Sim.Render("SIMULATED") + " " + rt
+		short = m.st.Sim.Render("SIMULATED")
 	}
-	return fit(left+m.st.Dim.Render(" · recorded "+when+" on "+ri.Host+" · ")+rt, w)
+	// Narrow windows drop words before the runtime (a simulated one above all).
+	for _, l := range []string{
+		left + m.st.Dim.Render(" · recorded "+when+" on "+ri.Host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + short,
+	} {
+		if lipgloss.Width(l) <= w {
+			return l
+		}
+	}
+	return fit(left+" "+short+m.st.Dim.Render(" · "+when+" on "+ri.Host), w)
 }
 
 // replayStatus is the status line of a replay: the g prompt, or where
