@@ -244,6 +244,9 @@ func (m *model) replayStatus() string {
 		return st.Prompt.Render("go to step: "+m.gotoBuf+"▏") + st.Dim.Render("  (enter goes there, 0: the start, esc: back)")
 	}
 	at := st.Sim.Render(fmt.Sprintf("REPLAY %d/%d", m.rp.Position(), m.rp.Len())) + " "
+	if m.flash != "" {
+		return at + st.Warning.Render(m.flash)
+	}
 	if m.opts.Replay != nil && m.opts.Replay.Damage != "" && m.rp.Position() == m.rp.Len() {
 		return at + st.Failed.Render("the recording ends here: "+m.opts.Replay.Damage)
 	}

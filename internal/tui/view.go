@@ -102,7 +102,7 @@ func (m *model) headerView(w int) string {
 // call, a message, or what comes next.
 func (m *model) statusView(w int) string {
 	st := m.st
-	if m.rp != nil && (m.going || m.flash == "") {
+	if m.rp != nil {
 		return m.replayStatus()
 	}
 	switch {
