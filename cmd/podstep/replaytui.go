@@ -23,24 +23,23 @@ func replayInteractive(cmd *cobra.Command, path string) error {
 		return usageErr("replay %s: %v", path, err)
 	}
 	defer f.Close()
-	p, err := replaypkg.Load(f)
+	p, err := replaypkg.Open(f)
 	if err != nil {
 		return usageErr("replay %s: %v", path, err)
 	}
+	defer p.Close()
 	h := p.Header()
 	info := &tui.ReplayInfo{File: path, Recorded: h.Recorded, Host: h.Host, Podstep: h.Podstep,
 		Runtime: h.Runtime.Name + " " + h.Runtime.Version, Simulated: h.Runtime.Simulated}
 	if h.Runtime.Name == "" {
 		info.Runtime = h.Runtime.Endpoint
 	}
-	if err := p.Damage(); err != nil {
-		info.Damage = err.Error()
-	}
 	_, err = tui.Run(cmd.Context(), p, tui.Options{Replay: info, NoColor: color.NoColor || os.Getenv("NO_COLOR") != "",
 		In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 	if err != nil {
 		return &exitError{ExitRuntime, fmt.Errorf("terminal: %w", err)}
 	}
+	p.Close() // a damage not reached is not reported
 	if err := p.Damage(); err != nil {
 		return usageErr("replay %s: %v", path, err)
 	}

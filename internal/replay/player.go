@@ -40,14 +40,23 @@ type entry struct {
 
 // Player is a recording played back: a tui.Engine whose position is the
 // number of the recording's steps that have run, and that can move to any
-// position (Seek), back as well as forward. It is safe for one goroutine.
+// position (Seek), back as well as forward. Open reads the recording in
+// the background: what is read is there at once, and a method that needs
+// a step not read yet waits for it. Its methods are for one goroutine.
 type Player struct {
-	header  record.Header
-	pod     *corev1.Pod
-	start   podstate.Snapshot // the pod before any step
+	header record.Header
+	pod    *corev1.Pod
+	start  podstate.Snapshot // the pod before any step
+
+	// What was read; the loader appends while lmu is held, and signals
+	// more on each step and at the end (done).
+	lmu     sync.Mutex
+	more    *sync.Cond
+	done    chan struct{}
+	stop    bool
 	runs    []run
 	plans   [][]entry
-	planAt  []int // plan version at each position 0..len(runs)
+	planAt  []int // plan version at each position 0..len(runs), once read
 	events  []podstate.Event
 	logs    []record.Log
 	summary *report.Summary
@@ -69,11 +78,24 @@ type Player struct {
 // it ends early. Only a file that is not a recording, or of a newer
 // format, is an error (*record.NotRecordingError, *record.VersionError).
 func Load(r io.Reader) (*Player, error) {
+	p, err := Open(r)
+	if err != nil {
+		return nil, err
+	}
+	<-p.done
+	return p, nil
+}
+
+// Open reads the header and goes on reading the recording in the
+// background (Loaded is closed once it is all read); Close stops it.
+// Errors are those of Load.
+func Open(r io.Reader) (*Player, error) {
 	rd, err := record.NewReader(r)
 	if err != nil {
 		return nil, err
 	}
-	p := &Player{header: rd.Header(), stageBrk: map[steps.Stage]bool{}, stepBrk: map[int]bool{}}
+	p := &Player{header: rd.Header(), stageBrk: map[steps.Stage]bool{}, stepBrk: map[int]bool{}, done: make(chan struct{})}
+	p.more = sync.NewCond(&p.lmu)
 	p.pod = p.header.Manifest.Pod
 	if p.pod == nil {
 		p.pod = &corev1.Pod{}
@@ -81,18 +103,39 @@ func Load(r io.Reader) (*Player, error) {
 	p.start = podstate.New(p.pod, func() time.Time { return p.header.Recorded }).Snapshot()
 	p.start.Events = nil
 	p.plans = [][]entry{nil}
+	go p.load(rd)
+	return p, nil
+}
+
+// load reads the events after the header.
+func (p *Player) load(rd *record.Reader) {
 	var started *record.StepStarted
 	pod := p.start
+	defer func() {
+		p.lmu.Lock()
+		p.planAt = append(p.planAt, len(p.plans)-1)
+		if p.damage != nil {
+			p.tail = started
+		}
+		close(p.done)
+		p.more.Broadcast()
+		p.lmu.Unlock()
+	}()
 	for {
 		ev, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			p.damage = err
-			break
+		p.lmu.Lock()
+		if p.stop {
+			p.lmu.Unlock()
+			return
 		}
 		switch {
+		case errors.Is(err, io.EOF):
+			p.lmu.Unlock()
+			return
+		case err != nil:
+			p.damage = err
+			p.lmu.Unlock()
+			return
 		case ev.Plan != nil:
 			p.applyPlan(ev.Plan)
 		case ev.StepStarted != nil:
@@ -113,6 +156,7 @@ func Load(r io.Reader) (*Player, error) {
 			rn.pod, rn.events, rn.logs = pod, len(p.events), len(p.logs)
 			p.planAt = append(p.planAt, rn.plan)
 			p.runs = append(p.runs, rn)
+			p.more.Broadcast()
 		case ev.Log != nil:
 			p.logs = append(p.logs, *ev.Log)
 			if n := len(p.runs); n > 0 {
@@ -121,12 +165,43 @@ func Load(r io.Reader) (*Player, error) {
 		case ev.Summary != nil:
 			p.summary = ev.Summary
 		}
+		p.lmu.Unlock()
 	}
-	p.planAt = append(p.planAt, len(p.plans)-1)
-	if p.damage != nil {
-		p.tail = started
+}
+
+// need waits, lmu held, until n steps are read or the recording is.
+func (p *Player) need(n int) {
+	for len(p.runs) < n && !p.loaded() {
+		p.more.Wait()
 	}
-	return p, nil
+}
+
+func (p *Player) loaded() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Loaded is closed once the whole recording is read.
+func (p *Player) Loaded() <-chan struct{} { return p.done }
+
+// Close stops reading the recording and waits until the reader stopped.
+func (p *Player) Close() {
+	p.lmu.Lock()
+	p.stop = true
+	p.lmu.Unlock()
+	<-p.done
+}
+
+// planIdx is the plan version at pos (the latest while it is being read).
+func (p *Player) planIdx(pos int) int {
+	if pos < len(p.planAt) {
+		return p.planAt[pos]
+	}
+	return len(p.plans) - 1
 }
 
 // applyPlan makes a new plan version: the last one up to From, then the
@@ -196,23 +271,42 @@ func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(ti
 func (p *Player) Header() record.Header { return p.header }
 
 // Summary is the recording's summary line (nil when it was cut off before).
-func (p *Player) Summary() *report.Summary { return p.summary }
+func (p *Player) Summary() *report.Summary {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	return p.summary
+}
 
 // Damage says why the recording ends before its summary (a
 // *record.DamageError), nil when it was read whole.
-func (p *Player) Damage() error { return p.damage }
+func (p *Player) Damage() error {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	return p.damage
+}
 
-// Len is the number of steps the recording ran.
-func (p *Player) Len() int { return len(p.runs) }
+// Len is the number of steps the recording ran (read so far, until Loaded).
+func (p *Player) Len() int {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	return len(p.runs)
+}
 
 // Position is the number of steps run so far.
 func (p *Player) Position() int { return p.pos }
 
 // Seek moves to the state after the first pos steps ran (clamped to 0..Len).
-func (p *Player) Seek(pos int) { p.pos = max(0, min(pos, len(p.runs))) }
+func (p *Player) Seek(pos int) {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	p.need(pos)
+	p.pos = max(0, min(pos, len(p.runs)))
+}
 
 // RunID is the ID of the step that ran at position pos (1..Len), 0 if none.
 func (p *Player) RunID(pos int) int {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
 	if pos < 1 || pos > len(p.runs) {
 		return 0
 	}
@@ -221,22 +315,29 @@ func (p *Player) RunID(pos int) int {
 
 // Find is the position right after step id first ran.
 func (p *Player) Find(id int) (int, bool) {
-	for i, r := range p.runs {
-		if r.step.ID == id {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	for i := 0; ; i++ {
+		p.need(i + 1)
+		if i >= len(p.runs) {
+			return 0, false
+		}
+		if p.runs[i].step.ID == id {
 			return i + 1, true
 		}
 	}
-	return 0, false
 }
 
 // Pod is the pod being created, from the recording's header.
 func (p *Player) Pod() *corev1.Pod { return p.pod }
 
 // Steps is the plan at the position, each step in its state then.
-func (p *Player) Steps() []steps.Step { return p.stepsAt(p.pos) }
-
-func (p *Player) stepsAt(pos int) []steps.Step {
-	plan := p.plans[p.planAt[pos]]
+func (p *Player) Steps() []steps.Step {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	p.need(p.pos + 1) // the plan at pos is known once the next step is read
+	plan := p.plans[p.planIdx(p.pos)]
+	pos := p.pos
 	out := make([]steps.Step, len(plan))
 	for i := range plan {
 		out[i] = plan[i].step
@@ -252,6 +353,13 @@ func (p *Player) stepsAt(pos int) []steps.Step {
 
 // NextStep is the step the recording ran next, with the exact requests it sent.
 func (p *Player) NextStep() (steps.Step, bool) {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	return p.nextStep()
+}
+
+func (p *Player) nextStep() (steps.Step, bool) {
+	p.need(p.pos + 1)
 	var rn run
 	switch {
 	case p.pos < len(p.runs):
@@ -262,7 +370,7 @@ func (p *Player) NextStep() (steps.Step, bool) {
 		return steps.Step{}, false
 	}
 	s := rn.step
-	if plan := p.plans[p.planAt[p.pos]]; s.ID >= 1 && s.ID <= len(plan) {
+	if plan := p.plans[p.planIdx(p.pos)]; s.ID >= 1 && s.ID <= len(plan) {
 		s = plan[s.ID-1].step
 	}
 	s.State, s.Calls, s.Result = steps.Pending, nil, steps.Result{}
@@ -277,6 +385,12 @@ func (p *Player) NextStep() (steps.Step, bool) {
 // retry. A failure the kubelet recovers from (a container exit, then its
 // restart) is not one.
 func (p *Player) Failed() (steps.Step, bool) {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	return p.failed()
+}
+
+func (p *Player) failed() (steps.Step, bool) {
 	r := p.pos
 	for r > 0 && p.runs[r-1].step.Stage == steps.StageTeardown && p.runs[r-1].step.State != steps.Failed {
 		r--
@@ -285,8 +399,12 @@ func (p *Player) Failed() (steps.Step, bool) {
 		return steps.Step{}, false
 	}
 	failed := p.runs[r-1].step
-	for _, rn := range p.runs[p.pos:] {
-		if rn.step.Stage != steps.StageTeardown {
+	for i := p.pos; ; i++ {
+		p.need(i + 1)
+		if i >= len(p.runs) {
+			break
+		}
+		if rn := p.runs[i]; rn.step.Stage != steps.StageTeardown {
 			if rn.step.ID != failed.ID {
 				return steps.Step{}, false
 			}
@@ -301,6 +419,8 @@ func (p *Player) PodState() podstate.Snapshot { return p.PodAt(p.pos) }
 
 // PodAt is the pod after the first pos steps (the pod before any at 0).
 func (p *Player) PodAt(pos int) podstate.Snapshot {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
 	pos = max(0, min(pos, len(p.runs)))
 	if pos == 0 {
 		return p.start
@@ -313,14 +433,17 @@ func (p *Player) PodAt(pos int) podstate.Snapshot {
 
 // Next moves one step forward, telling subscribers as a live step would.
 func (p *Player) Next(ctx context.Context) (steps.Step, error) {
-	next, ok := p.NextStep()
+	p.lmu.Lock()
+	next, ok := p.nextStep()
 	if !ok || p.pos >= len(p.runs) {
+		p.lmu.Unlock()
 		return steps.Step{}, steps.ErrNoStep
 	}
-	next.State = steps.Running
-	p.emit(steps.Event{Kind: steps.StepStarted, Step: next})
 	p.pos++
 	done := p.runs[p.pos-1].step
+	p.lmu.Unlock()
+	next.State = steps.Running
+	p.emit(steps.Event{Kind: steps.StepStarted, Step: next})
 	for i := range done.Calls {
 		c := done.Calls[i]
 		p.emit(steps.Event{Kind: steps.CallDone, Step: next, Call: &c})
@@ -334,7 +457,7 @@ func (p *Player) Next(ctx context.Context) (steps.Step, error) {
 // at, or the end, as a live run continues.
 func (p *Player) Continue(ctx context.Context) error {
 	first := true
-	for p.pos < len(p.runs) && (first || !p.breakAt(p.pos)) {
+	for p.left() && (first || !p.breakAt(p.pos)) {
 		first = false
 		if _, err := p.Next(ctx); err != nil {
 			return err
@@ -349,16 +472,33 @@ func (p *Player) Continue(ctx context.Context) error {
 // ContinueBack moves back to the latest position before the current one
 // where a breakpoint stops the run, or to the start.
 func (p *Player) ContinueBack() {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
 	pos := p.pos - 1
-	for pos > 0 && !p.breakAt(pos) {
+	for pos > 0 && !p.breakAtLocked(pos) {
 		pos--
 	}
-	p.Seek(pos)
+	p.pos = max(pos, 0)
 }
 
 // breakAt says whether a breakpoint stops the run at position pos, before
 // the step that ran next.
 func (p *Player) breakAt(pos int) bool {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	return p.breakAtLocked(pos)
+}
+
+// left says whether a step is left to run (waiting for it to be read).
+func (p *Player) left() bool {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
+	p.need(p.pos + 1)
+	return p.pos < len(p.runs)
+}
+
+func (p *Player) breakAtLocked(pos int) bool {
+	p.need(pos + 1)
 	if pos >= len(p.runs) {
 		return false
 	}
@@ -366,7 +506,7 @@ func (p *Player) breakAt(pos int) bool {
 	if p.stepBrk[id] {
 		return true
 	}
-	plan := p.plans[p.planAt[pos]]
+	plan := p.plans[p.planIdx(pos)]
 	if id < 1 || id > len(plan) {
 		return false
 	}
@@ -392,6 +532,8 @@ func (p *Player) ToggleBreakStep(id int) bool {
 // ContainerLog is the end of a container's log as recorded up to the
 // position: the lines of its latest attempt.
 func (p *Player) ContainerLog(name string, max int) ([]steps.LogLine, error) {
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
 	n := 0
 	if p.pos > 0 {
 		n = p.runs[p.pos-1].logs
@@ -463,4 +605,4 @@ func (p *Player) emit(ev steps.Event) {
 }
 
 // String names the position, for messages.
-func (p *Player) String() string { return fmt.Sprintf("step %d/%d", p.pos, len(p.runs)) }
+func (p *Player) String() string { return fmt.Sprintf("step %d/%d", p.pos, p.Len()) }

@@ -134,7 +134,7 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 }
 
 // Init starts listening to the engine.
-func (m *model) Init() tea.Cmd { return m.waitEvent() }
+func (m *model) Init() tea.Cmd { return tea.Batch(m.waitEvent(), m.waitLoaded()) }
 
 // waitEvent delivers the next engine event; Update re-arms it.
 func (m *model) waitEvent() tea.Cmd {

@@ -31,6 +31,25 @@ type Replayer interface {
 	Find(id int) (int, bool)
 	// ContinueBack moves back to the previous breakpoint, or the start.
 	ContinueBack()
+	// Loaded is closed once the whole recording is read (Len is final).
+	Loaded() <-chan struct{}
+	// Damage says why the recording ends before its summary (nil: whole).
+	Damage() error
+}
+
+// replayLoadedMsg says the recording is read: the status line redraws.
+type replayLoadedMsg struct{}
+
+// waitLoaded delivers replayLoadedMsg once the recording is read.
+func (m *model) waitLoaded() tea.Cmd {
+	if m.rp == nil {
+		return nil
+	}
+	ch := m.rp.Loaded()
+	return func() tea.Msg {
+		<-ch
+		return replayLoadedMsg{}
+	}
 }
 
 // ReplayInfo says, in the header, what is replayed.
@@ -44,8 +63,6 @@ type ReplayInfo struct {
 	// says it was podstep's own.
 	Runtime   string
 	Simulated bool
-	// Damage says why the recording ends early ("" when whole).
-	Damage string
 }
 
 // replayKeys are the keys only a replay has.
@@ -243,12 +260,18 @@ func (m *model) replayStatus() string {
 	if m.going {
 		return st.Prompt.Render("go to step: "+m.gotoBuf+"▏") + st.Dim.Render("  (enter goes there, 0: the start, esc: back)")
 	}
-	at := st.Sim.Render(fmt.Sprintf("REPLAY %d/%d", m.rp.Position(), m.rp.Len())) + " "
+	total := fmt.Sprint(m.rp.Len())
+	select {
+	case <-m.rp.Loaded():
+	default:
+		total += "+" // still reading the recording
+	}
+	at := st.Sim.Render(fmt.Sprintf("REPLAY %d/%s", m.rp.Position(), total)) + " "
 	if m.flash != "" {
 		return at + st.Warning.Render(m.flash)
 	}
-	if m.opts.Replay != nil && m.opts.Replay.Damage != "" && m.rp.Position() == m.rp.Len() {
-		return at + st.Failed.Render("the recording ends here: "+m.opts.Replay.Damage)
+	if err := m.rp.Damage(); err != nil && m.rp.Position() == m.rp.Len() {
+		return at + st.Failed.Render("the recording ends here: "+err.Error())
 	}
 	if f, ok := m.eng.Failed(); ok {
 		return at + st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, f.Name, f.Result.Reason)) + st.Dim.Render(" · space goes on, p back")

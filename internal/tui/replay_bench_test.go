@@ -115,13 +115,16 @@ func BenchmarkReplayOpen(b *testing.B) {
 	data := benchRecording(b)
 	var steps int
 	for b.Loop() {
-		p, err := replay.Load(bytes.NewReader(data))
+		p, err := replay.Open(bytes.NewReader(data))
 		if err != nil {
 			b.Fatal(err)
 		}
 		m := newModel(context.Background(), p, Options{Replay: &ReplayInfo{}})
 		m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 		_ = m.render()
+		p.Close()
+	}
+	if p, err := replay.Load(bytes.NewReader(data)); err == nil {
 		steps = p.Len()
 	}
 	b.ReportMetric(float64(steps), "steps")
