@@ -161,11 +161,15 @@ func (m *model) helpScreen(w, h int) []string {
 		lines = append(lines, "  "+l)
 	}
 	lines = append(lines, "", st.Bold.Render("panes"))
+	last := "Each step sends real CRI calls; nothing runs until you press space, n or c."
+	if m.rp != nil {
+		last = "A replay: each screen is the recording's after N steps ran; nothing is sent to any runtime."
+	}
 	for _, t := range []string{
 		"step: what the kubelet does, the function it mirrors, and the CRI requests (tab: responses, container log).",
 		"pod: `kubectl get pod`, phase and conditions, each container's state; what the last step changed is highlighted.",
 		"events: the kubelet's events for the pod; in log mode, the selected container's log file.",
-		"Each step sends real CRI calls; nothing runs until you press space, n or c.",
+		last,
 	} {
 		for _, l := range render.Wrap(t, w-4) {
 			lines = append(lines, "  "+l)
