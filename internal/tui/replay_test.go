@@ -202,3 +202,52 @@ func TestReplayFramesFit(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWhileLoading presses keys while the recording is still being
+// read (run it with -race): a key that needs a step not read yet waits
+// for it, and the status says + until the whole file is read.
+func TestReplayWhileLoading(t *testing.T) {
+	data, err := os.ReadFile(repoFile("testdata/recordings/crashloop.v1.rec.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := replay.Open(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	m := newModel(context.Background(), p, Options{Replay: &ReplayInfo{}})
+	h := &replayHarness{harness: &harness{t: t, m: m, root: "/nonexistent"}, p: p}
+	h.keys("space space g 2 2 enter p")
+	if p.Position() != 17 {
+		t.Errorf("at %d, want 17", p.Position())
+	}
+	<-p.Loaded()
+	if s := h.frame(); !strings.Contains(s, "REPLAY 17/22 ") {
+		t.Errorf("status once read:\n%s", s)
+	}
+	if msg := m.waitLoaded()(); msg != (replayLoadedMsg{}) {
+		t.Errorf("waitLoaded: %v", msg)
+	}
+}
+
+// TestReplayDamaged: a recording cut inside a step replays up to there,
+// and its last position says where and why it ends.
+func TestReplayDamaged(t *testing.T) {
+	data, err := os.ReadFile(repoFile("testdata/recordings/hello.v1.rec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := strings.Index(string(data), `{"type":"step","id":9,`) + 30
+	p, err := replay.Load(strings.NewReader(string(data[:cut])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(context.Background(), p, Options{Replay: &ReplayInfo{}})
+	h := &replayHarness{harness: &harness{t: t, m: m, root: "/nonexistent"}, p: p}
+	h.resize(200, 30)
+	h.keys("c")
+	if s := h.frame(); !strings.Contains(s, "REPLAY 8/8 the recording ends here: line ") || !strings.Contains(s, "the file ends inside this line") {
+		t.Errorf("the end of a cut recording:\n%s", s)
+	}
+}
