@@ -228,4 +228,3 @@ func TestPageOf1000StepsUnder2MB(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
