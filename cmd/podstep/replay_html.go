@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -15,7 +16,8 @@ import (
 
 // replayHTML writes the recording at path as the timeline page out. A
 // damaged recording still gets its page, up to the damage (the page says
-// where it stops), and then the usage error (exit 2).
+// where it stops), and then the usage error (exit 2); so does a page that
+// cannot be written.
 func replayHTML(cmd *cobra.Command, path, out string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -41,7 +43,7 @@ func replayHTML(cmd *cobra.Command, path, out string) error {
 		page.Add(ev)
 	}
 	if err := writeFileAtomic(out, page.WriteHTML); err != nil {
-		return fmt.Errorf("replay %s --html: %w", path, err)
+		return usageErr("replay %s --html: %v", path, err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "podstep: wrote the timeline page of %s (%d steps) to %s\n", path, len(page.Steps), out)
 	if damage != nil {
@@ -55,6 +57,10 @@ func replayHTML(cmd *cobra.Command, path, out string) error {
 func writeFileAtomic(out string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // its path is the temporary file's
+		}
 		return fmt.Errorf("create %s: %w", out, err)
 	}
 	defer os.Remove(tmp.Name())

@@ -160,6 +160,8 @@ func clamp(x float64) float64 { return math.Max(0, math.Min(100, x)) }
 // fmtMs prints a duration in milliseconds the way people read it.
 func fmtMs(ms float64) string {
 	switch {
+	case ms == 0:
+		return "0"
 	case ms >= 10000:
 		return fmt.Sprintf("%.1fs", ms/1000)
 	case ms >= 1000:
