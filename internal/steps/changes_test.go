@@ -29,6 +29,8 @@ func TestStepChanges(t *testing.T) {
 		}},
 		{"testdata/pods/init.yaml", []stepWant{
 			{"wait/setup", podstate.Change{Field: "status.conditions[Initialized].status", From: "False", To: "True"}, nil},
+			// setup exited: only app is killed, as the kubelet kills running containers only.
+			{"stop-containers", podstate.Change{}, []string{"Killing"}},
 			{"wait/setup", podstate.Change{Field: "status.initContainerStatuses[setup].state", From: "running", To: "terminated Completed (exit 0)"}, nil},
 		}},
 		{"testdata/scenarios/crashloop.yaml", []stepWant{
@@ -36,6 +38,8 @@ func TestStepChanges(t *testing.T) {
 			{"relist", podstate.Change{Field: "status.containerStatuses[app].state", From: "running", To: "terminated Error (exit 2)"}, nil},
 			{"create/app", podstate.Change{Field: "restarts", From: "0", To: "1"}, []string{"Created"}},
 			{"backoff/app", podstate.Change{Field: "status", From: "Error", To: "CrashLoopBackOff"}, []string{"BackOff"}},
+			// Nothing runs at the end: no Killing.
+			{"stop-containers", podstate.Change{}, []string{}},
 		}},
 		{"testdata/scenarios/poststart-fails.yaml", []stepWant{
 			{"post-start/app", podstate.Change{Field: "status", From: "Running", To: "PostStartHookError"}, []string{"FailedPostStartHook", "Killing"}},
