@@ -16,7 +16,7 @@ if [ -x /usr/local/go/bin/go ]; then
 	export PATH=/usr/local/go/bin:$PATH
 fi
 FUZZTIME=${FUZZTIME:-10s}
-PACKAGES=(./internal/manifest/)
+PACKAGES=(./internal/manifest/ ./internal/record/)
 
 failed=0
 for pkg in "${PACKAGES[@]}"; do

@@ -65,6 +65,11 @@ section "go vet -tags integration ./test/integration/"
 go vet -tags integration ./test/integration/
 record "go vet -tags integration ./test/integration/" $?
 
+# Replay runs anywhere: everything but the runtime side builds for macOS too.
+section "GOOS=darwin go build ./..."
+GOOS=darwin go build ./...
+record "GOOS=darwin go build ./... (replay runs on macOS)" $?
+
 section "go mod tidy -diff"
 go mod tidy -diff
 record "go mod tidy -diff (go.mod and go.sum are tidy)" $?

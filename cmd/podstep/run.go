@@ -45,6 +45,7 @@ type runOptions struct {
 	settle        time.Duration
 	waitReady     bool
 	readyTimeout  time.Duration
+	record        string
 
 	// node is the node chosen for admission (set by runPod from the flags).
 	node *node.Node
@@ -91,6 +92,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.IntVar(&o.maxRestarts, "max-restarts", 3, "restarts of one container (the kubelet's CrashLoopBackOff) before podstep gives up; -1: no limit, as the kubelet")
 	f.Float64Var(&o.backoffScale, "backoff-scale", 1, "multiply the kubelet's back-off delays (10s doubling to 5m) by this for the time podstep waits, e.g. 0.01 in CI")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "how long the ready stage (--wait-ready) waits for the pod to be Ready")
+	f.StringVar(&o.record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
 	return cmd
 }
 
@@ -214,6 +216,11 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.node, err = o.nodeFor(bundle); err != nil {
 		return err
 	}
+	rec, err := openRecording(o.record, o.file)
+	if err != nil {
+		return err
+	}
+	defer rec.close()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := !o.auto && isTerminal(stdout)
 	if !o.auto && !interactive {
@@ -232,6 +239,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 
 	c, err := connect(ctx, g)
 	if err != nil {
+		rec.discard()
 		if sig.interrupted() {
 			fmt.Fprintln(stderr, "podstep: interrupted before anything was created")
 			return silentExit(ExitInterrupted)
@@ -241,7 +249,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	defer c.stop()
 
 	if interactive {
-		return runInteractive(ctx, cmd, g, o, bundle, c, sig)
+		return runInteractive(ctx, cmd, g, o, bundle, c, sig, rec)
 	}
 
 	eo := o.engineOptions(g)
@@ -254,7 +262,9 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eng.Subscribe(printer.Observe)
+	rec.subscribe(eng)
 	printer.Start(c.info, podName(eng))
+	rec.start(ctx, cmd, o, c, bundle, eng, false)
 
 	start := time.Now()
 	for !eng.Finished() && ctx.Err() == nil {
@@ -267,6 +277,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 
 	code, msg := settle(cmd.Context(), eng, &sum, !sum.Kept, wasInterrupted, stderr)
 	printer.Finish(sum)
+	rec.finish(sum, stderr)
 	if code == ExitPodFailed && o.output == report.JSON {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)
 	}
@@ -292,7 +303,7 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	var waiting time.Duration
 	for _, s := range eng.Steps() {
-		if waits(s.Name) {
+		if s.Kind.Waits() {
 			var in time.Duration
 			for _, c := range s.Calls {
 				in += c.Duration
@@ -302,15 +313,4 @@ func timing(eng *steps.Engine, calls []cri.Call, wall time.Duration) report.Timi
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return report.Timing{CreateMs: ms(wall), CRIMs: ms(cri), WaitMs: ms(waiting), OverheadMs: ms(wall - cri - waiting), Calls: len(calls)}
-}
-
-// waits says whether a step mostly waits on purpose (for an exit, a back-off
-// or a probe) rather than working: its time outside CRI calls is waiting.
-func waits(step string) bool {
-	for _, p := range []string{"wait/", "backoff/", "startup/", "relist", "ready"} {
-		if strings.HasPrefix(step, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -37,7 +38,7 @@ func settle(ctx context.Context, eng *steps.Engine, sum *report.Summary, teardow
 		code = ExitPodFailed
 		sum.Outcome = "failed"
 		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message}
-		if f.Result.Reason == "RuntimeUnavailable" {
+		if f.Result.Reason == reason.RuntimeUnavailable {
 			code = ExitRuntime
 		}
 	} else if !eng.Finished() {
@@ -74,7 +75,7 @@ func settle(ctx context.Context, eng *steps.Engine, sum *report.Summary, teardow
 			why = "not finished"
 		}
 		if sum.Failed == nil || interrupted {
-			sum.Failed = &report.Failure{Stage: steps.StageTeardown, Step: firstWord(broken), Reason: "TeardownFailed",
+			sum.Failed = &report.Failure{Stage: steps.StageTeardown, Step: firstWord(broken), Reason: reason.TeardownFailed,
 				Message: why + " (run `podstep cleanup`)"}
 		}
 		if interrupted {
@@ -107,7 +108,7 @@ func runtimeGone(all []steps.Step) (*report.Failure, bool) {
 	for _, s := range all {
 		for _, c := range s.Calls {
 			if cri.Unavailable(c.Err) {
-				return &report.Failure{Stage: s.Stage, Step: s.Name, Reason: "RuntimeUnavailable",
+				return &report.Failure{Stage: s.Stage, Step: s.Name, Reason: reason.RuntimeUnavailable,
 					Message: fmt.Sprintf("%s: %s", c.Method, c.ErrorMessage())}, true
 			}
 		}

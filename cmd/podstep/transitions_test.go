@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,7 +43,9 @@ func TestAutoTransitionsGolden(t *testing.T) {
 					t.Errorf("the text lacks %q", l)
 				}
 			}
-			checkGolden(t, "auto-"+tc.name+".text", normalize(out, root, logs))
+			// How many relists saw each exit, so how many calls, depends on timing.
+			got := regexp.MustCompile(`\d+ CRI calls`).ReplaceAllString(normalize(out, root, logs), "<n> CRI calls")
+			checkGolden(t, "auto-"+tc.name+".text", got)
 			assertEmpty(t, filepath.Join(root, "pods"))
 		})
 	}

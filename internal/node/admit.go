@@ -13,23 +13,12 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/reason"
 )
 
-// The kubelet's rejection reasons (pkg/kubelet/lifecycle/predicate.go,
-// pkg/kubelet/sysctl/allowlist.go, pkg/kubelet/eviction/helpers.go) and the
-// scheduler plugin names the predicate handler reports as reasons.
+// The predicate handler's failure texts; the rejection reasons are in
+// package reason.
 const (
-	ReasonEvicted                    = "Evicted"
-	ReasonSysctlForbidden            = "SysctlForbidden"
-	ReasonOSSelectorMismatch         = "PodOSSelectorNodeLabelDoesNotMatch"
-	ReasonOSNotSupported             = "PodOSNotSupported"
-	ReasonSupplementalGroupsPolicy   = "SupplementalGroupsPolicyNotSupported"
-	ReasonNodeAffinity               = "NodeAffinity"
-	ReasonNodeName                   = "NodeName"
-	ReasonNodePorts                  = "NodePorts"
-	ReasonTaintToleration            = "TaintToleration"
-	InsufficientResourceReasonPrefix = "OutOf"
-
 	errReasonNodeAffinity = "node(s) didn't match Pod's node affinity/selector"
 	errReasonNodeName     = "node(s) didn't match the requested node name"
 	errReasonNodePorts    = "node(s) didn't have free ports for the requested pod ports"
@@ -82,9 +71,9 @@ func (v *Verdict) add(handler, name string, ok bool, format string, args ...any)
 }
 
 // reject records the first failure.
-func (v *Verdict) reject(reason, message string) {
+func (v *Verdict) reject(why, message string) {
 	if v.Reason == "" {
-		v.Reason, v.Message = reason, message
+		v.Reason, v.Message = why, message
 	}
 }
 
@@ -144,7 +133,7 @@ func admitEviction(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	}
 	msg := fmt.Sprintf("The node had condition: %v. ", "["+strings.Join(conds, " ")+"]")
 	v.add("eviction", "node pressure", false, "node has [%s]; %s pods are refused", strings.Join(conds, " "), refusedKind(conds))
-	v.reject(ReasonEvicted, msg)
+	v.reject(reason.Evicted, msg)
 	return false
 }
 
@@ -164,7 +153,7 @@ func admitPredicates(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	if want, ok := pod.Labels[corev1.LabelOSStable]; ok {
 		if want != nodeOS {
 			v.add(h, "os label", false, "pod label %s=%s ≠ node %s", corev1.LabelOSStable, want, nodeOS)
-			v.reject(ReasonOSSelectorMismatch, "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label")
+			v.reject(reason.PodOSSelectorNodeLabelDoesNotMatch, "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label")
 			return false
 		}
 		v.add(h, "os label", true, "pod label %s=%s = node %s", corev1.LabelOSStable, want, nodeOS)
@@ -172,7 +161,7 @@ func admitPredicates(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	if pod.Spec.OS != nil {
 		if string(pod.Spec.OS.Name) != nodeOS {
 			v.add(h, "os", false, "spec.os.name %s ≠ node %s", pod.Spec.OS.Name, nodeOS)
-			v.reject(ReasonOSNotSupported, "Failed to admit pod as the OS field doesn't match node OS")
+			v.reject(reason.PodOSNotSupported, "Failed to admit pod as the OS field doesn't match node OS")
 			return false
 		}
 		v.add(h, "os", true, "spec.os.name %s = node %s", pod.Spec.OS.Name, nodeOS)
@@ -182,7 +171,7 @@ func admitPredicates(pod *corev1.Pod, n *Node, v *Verdict) bool {
 		f := n.Object.Status.Features
 		if f == nil || f.SupplementalGroupsPolicy == nil || !*f.SupplementalGroupsPolicy {
 			v.add(h, "supplementalGroupsPolicy", false, "Strict, but the node's status.features.supplementalGroupsPolicy is not true")
-			v.reject(ReasonSupplementalGroupsPolicy, fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", corev1.SupplementalGroupsPolicyStrict))
+			v.reject(reason.SupplementalGroupsPolicyNotSupported, fmt.Sprintf("SupplementalGroupsPolicy=%s is not supported in this node", corev1.SupplementalGroupsPolicyStrict))
 			return false
 		}
 		v.add(h, "supplementalGroupsPolicy", true, "Strict, supported by the node")
@@ -218,8 +207,7 @@ func admitResources(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	ok := true
 	insufficient := func(name corev1.ResourceName, req, usedV, capV int64) {
 		ok = false
-		reason := InsufficientResourceReasonPrefix + string(name)
-		v.reject(reason, fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, req, usedV, capV))
+		v.reject(reason.InsufficientResourcePrefix+string(name), fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d", name, req, usedV, capV))
 	}
 
 	maxPods := alloc.Pods().Value()
@@ -368,7 +356,7 @@ func admitAffinity(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	}
 	if !match {
 		v.add(h, "node affinity", false, "%s: no match on node %s", desc, n.Name())
-		v.reject(ReasonNodeAffinity, predicateMessage(ReasonNodeAffinity, errReasonNodeAffinity))
+		v.reject(reason.NodeAffinity, predicateMessage(reason.NodeAffinity, errReasonNodeAffinity))
 		return false
 	}
 	v.add(h, "node affinity", true, "%s: matches node %s", desc, n.Name())
@@ -390,7 +378,7 @@ func admitNodeName(pod *corev1.Pod, n *Node, v *Verdict) bool {
 		v.add(h, "node name", true, "spec.nodeName %s = node %s", pod.Spec.NodeName, n.Name())
 	default:
 		v.add(h, "node name", false, "spec.nodeName %s ≠ node %s", pod.Spec.NodeName, n.Name())
-		v.reject(ReasonNodeName, predicateMessage(ReasonNodeName, errReasonNodeName))
+		v.reject(reason.NodeName, predicateMessage(reason.NodeName, errReasonNodeName))
 		return false
 	}
 	return true
@@ -475,7 +463,7 @@ func admitPorts(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	}
 	if !ok {
 		v.add(h, "host ports", false, "%s", strings.Join(parts, ", "))
-		v.reject(ReasonNodePorts, predicateMessage(ReasonNodePorts, errReasonNodePorts))
+		v.reject(reason.NodePorts, predicateMessage(reason.NodePorts, errReasonNodePorts))
 		return false
 	}
 	v.add(h, "host ports", true, "%s", strings.Join(parts, ", "))
@@ -504,7 +492,7 @@ func admitTaints(pod *corev1.Pod, n *Node, v *Verdict) bool {
 		func(t *corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }, false)
 	if untolerated {
 		v.add(h, "taints", false, "NoExecute taint %s not tolerated", taint.ToString())
-		v.reject(ReasonTaintToleration, predicateMessage(ReasonTaintToleration, errReasonTaints))
+		v.reject(reason.TaintToleration, predicateMessage(reason.TaintToleration, errReasonTaints))
 		return false
 	}
 	v.add(h, "taints", true, "%d NoExecute taint(s), all tolerated", len(noExec))

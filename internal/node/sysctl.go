@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // SafeSysctls are the kubelet's safe sysctls
@@ -65,7 +67,7 @@ func admitSysctls(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	for _, s := range sc.Sysctls {
 		if err := validateSysctl(s.Name, n.AllowedUnsafeSysctls, pod.Spec.HostNetwork, pod.Spec.HostIPC); err != nil {
 			v.add("sysctl", "sysctls", false, "%s: %v (safe list + --allowed-unsafe-sysctls %v)", s.Name, err, n.AllowedUnsafeSysctls)
-			v.reject(ReasonSysctlForbidden, fmt.Sprintf("forbidden sysctl: %v", err))
+			v.reject(reason.SysctlForbidden, fmt.Sprintf("forbidden sysctl: %v", err))
 			return false
 		}
 		names = append(names, s.Name)

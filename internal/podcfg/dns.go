@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // DNS limits of pkg/apis/core/validation and the kubelet's dns configurer.
@@ -46,7 +48,7 @@ func podDNS(pod *corev1.Pod, o Options) (*runtimeapi.DNSConfig, []Warning, error
 			break
 		}
 		nodeMsg := fmt.Sprintf("kubelet does not have ClusterDNS IP configured and cannot create Pod using %q policy. Falling back to %q policy.", corev1.DNSClusterFirst, corev1.DNSDefault)
-		warnings = append(warnings, Warning{Reason: "MissingClusterDNS", Message: fmt.Sprintf("pod: %q. %s", formatPod(pod), nodeMsg)})
+		warnings = append(warnings, Warning{Reason: reason.MissingClusterDNS, Message: fmt.Sprintf("pod: %q. %s", formatPod(pod), nodeMsg)})
 	}
 	if dc := pod.Spec.DNSConfig; dc != nil {
 		cfg.Servers = omitDuplicates(append(cfg.Servers, dc.Nameservers...))
@@ -55,7 +57,7 @@ func podDNS(pod *corev1.Pod, o Options) (*runtimeapi.DNSConfig, []Warning, error
 	}
 	if len(cfg.Servers) > maxDNSNameservers {
 		cfg.Servers = cfg.Servers[:maxDNSNameservers]
-		warnings = append(warnings, Warning{Reason: "DNSConfigForming", Message: "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: " + strings.Join(cfg.Servers, " ")})
+		warnings = append(warnings, Warning{Reason: reason.DNSConfigForming, Message: "Nameserver limits were exceeded, some nameservers have been omitted, the applied nameserver line is: " + strings.Join(cfg.Servers, " ")})
 	}
 	var w *Warning
 	cfg.Searches, w = searchFitsLimits(cfg.Searches)
@@ -103,7 +105,7 @@ func searchFitsLimits(s []string) ([]string, *Warning) {
 	if !exceeded {
 		return s, nil
 	}
-	return s, &Warning{Reason: "DNSConfigForming", Message: "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: " + strings.Join(s, " ")}
+	return s, &Warning{Reason: reason.DNSConfigForming, Message: "Search Line limits were exceeded, some search paths have been omitted, the applied search line is: " + strings.Join(s, " ")}
 }
 
 // hostDNSConfig reads a resolv.conf like the kubelet's parseResolvConf:

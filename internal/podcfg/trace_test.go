@@ -5,9 +5,10 @@ import (
 	"reflect"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 
-	"google.golang.org/protobuf/proto"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // Values hand-transcribed from the kubelet v1.37 traces
@@ -66,7 +67,7 @@ func TestMatchesKubeletTrace(t *testing.T) {
 			eq(t, "sandbox security_context", jsonOf(t, ssc), `{"namespace_options":{"pid":"CONTAINER","userns_options":{"mode":"NODE"}},"seccomp":{}}`)
 			eq(t, "linux.overhead", jsonOf(t, sb.Linux.Overhead), `{}`)
 			eq(t, "linux.resources", jsonOf(t, sb.Linux.Resources), `{"cpu_period":"100000","cpu_shares":"2"}`)
-			if len(warnings) != 1 || warnings[0].Reason != "MissingClusterDNS" {
+			if len(warnings) != 1 || warnings[0].Reason != reason.MissingClusterDNS {
 				t.Errorf("warnings = %v, want one MissingClusterDNS (the trace's kubelet has no cluster DNS)", warnings)
 			}
 

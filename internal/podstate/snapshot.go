@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // Snapshot returns the pod's state now. Phase and conditions are derived
@@ -158,14 +160,6 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 	return corev1.PodPending
 }
 
-// Reasons of the kubelet's conditions (pkg/kubelet/status/generate.go).
-const (
-	reasonPodCompleted             = "PodCompleted"
-	reasonPodFailed                = "PodFailed"
-	reasonContainersNotReady       = "ContainersNotReady"
-	reasonContainersNotInitialized = "ContainersNotInitialized"
-)
-
 // conditions are the kubelet-owned conditions in the order
 // generateAPIPodStatus appends them: PodReadyToStartContainers (a sandbox
 // with networking exists), Initialized, Ready, ContainersReady, then
@@ -173,8 +167,8 @@ const (
 // t.mu held.
 func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 	var conds []corev1.PodCondition
-	add := func(typ corev1.PodConditionType, ok bool, reason, msg string) {
-		conds = append(conds, t.cond(typ, ok, reason, msg))
+	add := func(typ corev1.PodConditionType, ok bool, why, msg string) {
+		conds = append(conds, t.cond(typ, ok, why, msg))
 	}
 	add(corev1.PodReadyToStartContainers, t.sandboxReady, "", "")
 
@@ -195,11 +189,11 @@ func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 	}
 	switch {
 	case st.Phase == corev1.PodSucceeded:
-		add(corev1.PodInitialized, true, reasonPodCompleted, "")
+		add(corev1.PodInitialized, true, reason.PodCompleted, "")
 	case t.anyRegularStarted(st) || len(incomplete) == 0:
 		add(corev1.PodInitialized, true, "", "")
 	default:
-		add(corev1.PodInitialized, false, reasonContainersNotInitialized, fmt.Sprintf("containers with incomplete status: %s", incomplete))
+		add(corev1.PodInitialized, false, reason.ContainersNotInitialized, fmt.Sprintf("containers with incomplete status: %s", incomplete))
 	}
 
 	// GenerateContainersReadyCondition, which GeneratePodReadyCondition
@@ -217,18 +211,18 @@ func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 			unready = append(unready, c.Name)
 		}
 	}
-	ready, reason, msg := true, "", ""
+	ready, why, msg := true, "", ""
 	if len(unready) > 0 {
-		ready, reason, msg = false, reasonContainersNotReady, fmt.Sprintf("containers with unready status: %s", unready)
+		ready, why, msg = false, reason.ContainersNotReady, fmt.Sprintf("containers with unready status: %s", unready)
 	}
 	switch st.Phase {
 	case corev1.PodSucceeded:
-		ready, reason, msg = false, reasonPodCompleted, ""
+		ready, why, msg = false, reason.PodCompleted, ""
 	case corev1.PodFailed:
-		ready, reason, msg = false, reasonPodFailed, ""
+		ready, why, msg = false, reason.PodFailed, ""
 	}
-	add(corev1.PodReady, ready, reason, msg)
-	add(corev1.ContainersReady, ready, reason, msg)
+	add(corev1.PodReady, ready, why, msg)
+	add(corev1.ContainersReady, ready, why, msg)
 	add(corev1.PodScheduled, true, "", "")
 	return conds
 }
@@ -266,10 +260,10 @@ func (t *Tracker) cond(typ corev1.PodConditionType, ok bool, reason, msg string)
 //     of the containers plus the sidecars.
 //   - RESTARTS sums the init containers' restarts while the pod initializes,
 //     then the sidecars' and the containers'.
-func printPod(pod *corev1.Pod, st *corev1.PodStatus) (reason string, ready, total int, restarts int32) {
-	reason = string(st.Phase)
+func printPod(pod *corev1.Pod, st *corev1.PodStatus) (shown string, ready, total int, restarts int32) {
+	shown = string(st.Phase)
 	if st.Reason != "" {
-		reason = st.Reason
+		shown = st.Reason
 	}
 	total = len(pod.Spec.Containers)
 	inits := map[string]*corev1.Container{}
@@ -299,16 +293,16 @@ func printPod(pod *corev1.Pod, st *corev1.PodStatus) (reason string, ready, tota
 		case c.State.Terminated != nil:
 			switch {
 			case c.State.Terminated.Reason != "":
-				reason = "Init:" + c.State.Terminated.Reason
+				shown = "Init:" + c.State.Terminated.Reason
 			case c.State.Terminated.Signal != 0:
-				reason = fmt.Sprintf("Init:Signal:%d", c.State.Terminated.Signal)
+				shown = fmt.Sprintf("Init:Signal:%d", c.State.Terminated.Signal)
 			default:
-				reason = fmt.Sprintf("Init:ExitCode:%d", c.State.Terminated.ExitCode)
+				shown = fmt.Sprintf("Init:ExitCode:%d", c.State.Terminated.ExitCode)
 			}
-		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != "PodInitializing":
-			reason = "Init:" + c.State.Waiting.Reason
+		case c.State.Waiting != nil && c.State.Waiting.Reason != "" && c.State.Waiting.Reason != reason.PodInitializing:
+			shown = "Init:" + c.State.Waiting.Reason
 		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
+			shown = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
 		}
 		initializing = true
 		break
@@ -321,26 +315,26 @@ func printPod(pod *corev1.Pod, st *corev1.PodStatus) (reason string, ready, tota
 			restarts += c.RestartCount
 			switch {
 			case c.State.Waiting != nil && c.State.Waiting.Reason != "":
-				reason = c.State.Waiting.Reason
+				shown = c.State.Waiting.Reason
 			case c.State.Terminated != nil && c.State.Terminated.Reason != "":
-				reason = c.State.Terminated.Reason
+				shown = c.State.Terminated.Reason
 			case c.State.Terminated != nil && c.State.Terminated.Signal != 0:
-				reason = fmt.Sprintf("Signal:%d", c.State.Terminated.Signal)
+				shown = fmt.Sprintf("Signal:%d", c.State.Terminated.Signal)
 			case c.State.Terminated != nil:
-				reason = fmt.Sprintf("ExitCode:%d", c.State.Terminated.ExitCode)
+				shown = fmt.Sprintf("ExitCode:%d", c.State.Terminated.ExitCode)
 			case c.Ready && c.State.Running != nil:
 				hasRunning = true
 				ready++
 			}
 		}
-		if reason == "Completed" && hasRunning {
-			reason = "NotReady"
+		if shown == reason.Completed && hasRunning {
+			shown = reason.NotReady
 			if conditionTrue(st, corev1.PodReady) {
-				reason = string(corev1.PodRunning)
+				shown = string(corev1.PodRunning)
 			}
 		}
 	}
-	return reason, ready, total, restarts
+	return shown, ready, total, restarts
 }
 
 func conditionTrue(st *corev1.PodStatus, typ corev1.PodConditionType) bool {

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // Event is one kubelet event (what `kubectl describe pod` lists).
@@ -65,11 +66,11 @@ func New(pod *corev1.Pod, now func() time.Time) *Tracker {
 	t := &Tracker{pod: pod, now: now, transitions: map[corev1.PodConditionType]condState{}}
 	t.status.Phase = corev1.PodPending
 	for _, c := range pod.Spec.InitContainers {
-		t.status.InitContainerStatuses = append(t.status.InitContainerStatuses, newStatus(c, "PodInitializing"))
+		t.status.InitContainerStatuses = append(t.status.InitContainerStatuses, newStatus(c, reason.PodInitializing))
 	}
-	regular := "ContainerCreating"
+	regular := reason.ContainerCreating
 	if len(pod.Spec.InitContainers) > 0 {
-		regular = "PodInitializing"
+		regular = reason.PodInitializing
 	}
 	for _, c := range pod.Spec.Containers {
 		t.status.ContainerStatuses = append(t.status.ContainerStatuses, newStatus(c, regular))
@@ -167,7 +168,7 @@ func (t *Tracker) HookFailed(name, message string) {
 		f := false
 		s.Started = &f
 		s.Ready = false
-		s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PostStartHookError", Message: message}}
+		s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason.ErrPostStartHook, Message: message}}
 	})
 }
 
@@ -198,9 +199,9 @@ func (t *Tracker) SandboxGone() {
 // container waiting to restart. ContainerCreating is the kubelet's default
 // waiting reason, which in a pod with init containers is PodInitializing
 // (for init and regular containers alike), so that is what it records there.
-func (t *Tracker) Waiting(name, reason, message string) {
-	if reason == "ContainerCreating" && len(t.pod.Spec.InitContainers) > 0 {
-		reason = "PodInitializing"
+func (t *Tracker) Waiting(name, why, message string) {
+	if why == reason.ContainerCreating && len(t.pod.Spec.InitContainers) > 0 {
+		why = reason.PodInitializing
 	}
 	message = t.clean(message)
 	t.update(name, func(s *corev1.ContainerStatus) {
@@ -210,7 +211,7 @@ func (t *Tracker) Waiting(name, reason, message string) {
 			s.Started = &f
 			s.Ready = false
 		}
-		s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}
+		s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: why, Message: message}}
 	})
 }
 

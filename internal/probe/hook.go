@@ -14,32 +14,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Events and reasons around lifecycle hooks in the kubelet 1.33
-// (pkg/kubelet/events/event.go, pkg/kubelet/kuberuntime/kuberuntime_container.go,
-// pkg/kubelet/lifecycle/handlers.go). The handler's failure message
-// (HookResult.Message) is deliberately not put in the events, "so that
-// secrets won't leak".
+// Event messages around lifecycle hooks in the kubelet 1.33
+// (pkg/kubelet/kuberuntime/kuberuntime_container.go); their reasons are
+// reason.FailedPostStartHook and reason.FailedPreStopHook, and a failed
+// postStart is reason.ErrPostStartHook, the container's Waiting reason, with
+// HookResult.Message as its message (ReasonCache, pkg/kubelet/kubelet_pods.go).
+// The handler's failure message is deliberately not put in the events, "so
+// that secrets won't leak".
 const (
-	// ReasonFailedPostStartHook is the Warning event recorded on the
-	// container when its postStart hook fails; the kubelet then kills the
-	// container (kill reason FailedPostStartHook) and the start fails.
-	ReasonFailedPostStartHook = "FailedPostStartHook"
-	// MessagePostStartHookFailed is that event's whole message.
+	// MessagePostStartHookFailed is the whole message of the
+	// FailedPostStartHook event; the kubelet then kills the container (kill
+	// message FailedPostStartHook) and the start fails.
 	MessagePostStartHookFailed = "PostStartHook failed"
-	// ReasonFailedPreStopHook is the Warning event recorded when a preStop
-	// hook fails.
-	ReasonFailedPreStopHook = "FailedPreStopHook"
-	// MessagePreStopHookFailed is that event's whole message.
+	// MessagePreStopHookFailed is the whole message of the FailedPreStopHook event.
 	MessagePreStopHookFailed = "PreStopHook failed"
-	// PostStartHookError is the error the kubelet's startContainer returns
-	// after a postStart failure (ErrPostStartHook); it becomes the
-	// container's Waiting reason, with HookResult.Message as the Waiting
-	// message (ReasonCache, pkg/kubelet/kubelet_pods.go).
-	PostStartHookError = "PostStartHookError"
-	// ReasonLifecycleHTTPFallback is the Warning event recorded on the pod
-	// when an https hook got a plain-HTTP answer and the retry over http
-	// succeeded (HookResult.FallbackEvent is its message).
-	ReasonLifecycleHTTPFallback = "LifecycleHTTPFallback"
 )
 
 // HookResult is what one lifecycle handler run produced.

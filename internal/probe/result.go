@@ -1,6 +1,10 @@
 package probe
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/podstep/podstep/internal/reason"
+)
 
 // Outcome is the result of one probe attempt. Its values are spelled as the
 // kubelet's probe.Result (pkg/probe/probe.go), because the kubelet prints
@@ -37,14 +41,6 @@ const (
 	KindLiveness = "Liveness"
 )
 
-// Event reasons the kubelet's prober records (pkg/kubelet/events/event.go).
-const (
-	// ReasonUnhealthy is the reason of a failed or errored probe's event.
-	ReasonUnhealthy = "Unhealthy"
-	// ReasonProbeWarning is the reason of a Warning probe's event.
-	ReasonProbeWarning = "ProbeWarning"
-)
-
 // Result is what one probe attempt produced.
 type Result struct {
 	// Outcome is the probe.Result the kubelet's prober would get.
@@ -69,17 +65,17 @@ type Result struct {
 }
 
 // EventReason returns the reason of the event the kubelet records for r
-// (pkg/kubelet/prober/prober.go): ReasonUnhealthy for an errored or failed
-// probe, ReasonProbeWarning for a Warning, "" when no event is recorded
+// (pkg/kubelet/prober/prober.go): reason.ContainerUnhealthy for an errored or
+// failed probe, reason.ContainerProbeWarning for a Warning, "" when no event is recorded
 // (Success, or Unknown without an error). The event type is always Warning.
 func EventReason(r Result) string {
 	switch {
 	case r.Err != nil:
-		return ReasonUnhealthy
+		return reason.ContainerUnhealthy
 	case r.Outcome == Failure:
-		return ReasonUnhealthy
+		return reason.ContainerUnhealthy
 	case r.Outcome == Warning:
-		return ReasonProbeWarning
+		return reason.ContainerProbeWarning
 	}
 	return ""
 }

@@ -71,6 +71,7 @@ type Printer struct {
 	short bool
 	mu    sync.Mutex
 	pod   string // the pod's name, for the events' OBJECT column
+	steps StepBuilder
 }
 
 // New returns a printer; format is Text, Short or JSON.
@@ -110,11 +111,23 @@ func (p *Printer) Observe(ev steps.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.step(p.steps.Step(ev))
+}
+
+// Step prints one finished step given as its JSON object: what Observe
+// prints for a live step, and what a replay prints from a recording.
+func (p *Printer) Step(s StepJSON) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.step(s)
+}
+
+func (p *Printer) step(s StepJSON) {
 	if p.json {
-		p.emit(p.stepJSON(ev))
+		p.emit(s)
 		return
 	}
-	p.stepText(ev)
+	p.stepText(s)
 }
 
 var (
@@ -127,8 +140,7 @@ var (
 	changeCol = color.New(color.FgYellow, color.Bold)
 )
 
-func (p *Printer) stepText(ev steps.Event) {
-	s := ev.Step
+func (p *Printer) stepText(s StepJSON) {
 	mark := okMark
 	if s.State == steps.Failed {
 		mark = failMark
@@ -141,20 +153,20 @@ func (p *Printer) stepText(ev steps.Event) {
 	if len(calls) > 0 {
 		callStr = " " + dim.Sprint("["+compactCalls(calls)+"]")
 	}
-	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Result.Summary, callStr, dim.Sprint(render.Duration(s.Duration)))
-	for _, w := range s.Result.Warnings {
+	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Summary, callStr, dim.Sprint(render.Ms(s.DurationMs)))
+	for _, w := range s.Warnings {
 		if !p.short && recorded(w, s.Events) {
 			continue // printed below, as the event
 		}
 		fmt.Fprintf(p.w, "       %s %s\n", warnCol.Sprint("warning:"), w)
 	}
 	if s.State == steps.Failed {
-		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Result.Reason+":"), s.Result.Message)
+		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Reason+":"), s.Message)
 	}
 	// A hook's exit code and output are what the kubelet's own event hides,
 	// so they are always shown; other steps show details only on failure.
 	if s.State == steps.Failed || s.Stage == steps.StagePostStart {
-		for _, d := range s.Result.Details {
+		for _, d := range s.Details {
 			fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
 		}
 	}
@@ -167,7 +179,7 @@ func (p *Printer) stepText(ev steps.Event) {
 // its events too, as the kubelet's warnings mostly are.
 func recorded(warning string, events []podstate.Event) bool {
 	for _, e := range events {
-		if e.Type == "Warning" && strings.HasPrefix(warning, e.Reason) && strings.TrimPrefix(warning, e.Reason) == ": "+e.Message {
+		if e.Type == corev1.EventTypeWarning && strings.HasPrefix(warning, e.Reason) && strings.TrimPrefix(warning, e.Reason) == ": "+e.Message {
 			return true
 		}
 	}
@@ -182,7 +194,7 @@ func (p *Printer) transitions(changes []podstate.Change, events []podstate.Event
 		fmt.Fprintf(p.w, "       %s %s\n", changeCol.Sprint("pod:"), line)
 	}
 	for i, line := range podstate.FormatEvents(p.pod, events) {
-		if events[i].Type == "Warning" {
+		if events[i].Type == corev1.EventTypeWarning {
 			line = warnCol.Sprint(line)
 		}
 		fmt.Fprintf(p.w, "       %s\n", line)
@@ -279,11 +291,12 @@ type StepJSON struct {
 	Calls      []CallJSON     `json:"calls"`
 	Pod        *PodJSON       `json:"pod,omitempty"`
 	// Changes are what the step changed in the pod (steps.Step.Changes);
-	// [] when nothing changed.
-	Changes []podstate.Change `json:"changes"`
+	// [] when nothing changed. Only nil is left out: the step objects of
+	// recordings made before podstep had them replay as they were.
+	Changes []podstate.Change `json:"changes,omitzero"`
 	// Events are the kubelet events recorded during the step
-	// (steps.Step.Events); [] when none.
-	Events []podstate.Event `json:"events"`
+	// (steps.Step.Events); [] when none, and left out when nil, as Changes.
+	Events []podstate.Event `json:"events,omitzero"`
 }
 
 // CallJSON is one CRI call in JSON output. Request and Response are the
@@ -294,6 +307,7 @@ type CallJSON struct {
 	Response   json.RawMessage `json:"response,omitempty"`
 	Code       string          `json:"code"`
 	Error      string          `json:"error,omitempty"`
+	Started    time.Time       `json:"started"`
 	DurationMs float64         `json:"duration_ms"`
 }
 
@@ -306,15 +320,29 @@ type PodJSON struct {
 	Status   corev1.PodStatus `json:"status"`
 }
 
-func (p *Printer) stepJSON(ev steps.Event) StepJSON {
+// StepBuilder turns finished steps into their JSON objects, with the
+// changes and events the engine found for each step (steps.Step.Changes,
+// Events).
+type StepBuilder struct {
+	// Call converts a step's calls (nil: CallToJSON); a recorder that has
+	// converted each call as it returned passes its copies.
+	Call func(cri.Call) CallJSON
+}
+
+// Step returns the JSON object of a StepDone event.
+func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 	s := ev.Step
 	out := StepJSON{Type: "step", ID: s.ID, Stage: s.Stage, Name: s.Name, Title: s.Title, Container: s.Container,
 		Mirrors: s.Mirrors, State: s.State, Summary: s.Result.Summary, Details: s.Result.Details,
 		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message,
 		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{},
 		Changes: orEmpty(s.Changes), Events: orEmpty(s.Events)}
+	conv := b.Call
+	if conv == nil {
+		conv = CallToJSON
+	}
 	for _, c := range s.Calls {
-		out.Calls = append(out.Calls, CallToJSON(c))
+		out.Calls = append(out.Calls, conv(c))
 	}
 	if ev.Pod != nil {
 		out.Pod = &PodJSON{Phase: ev.Pod.Status.Phase, Display: ev.Pod.Display, Ready: ev.Pod.Ready, Restarts: ev.Pod.Restarts, Status: ev.Pod.Status}
@@ -333,7 +361,7 @@ func orEmpty[T any](s []T) []T {
 
 // CallToJSON converts a recorded call.
 func CallToJSON(c cri.Call) CallJSON {
-	j := CallJSON{Method: c.Method, Code: c.Code().String(), DurationMs: ms(c.Duration), Request: render.ProtoJSON(c.Request), Response: render.ProtoJSON(c.Response)}
+	j := CallJSON{Method: c.Method, Code: c.Code().String(), Started: c.Start, DurationMs: ms(c.Duration), Request: render.ProtoJSON(c.Request), Response: render.ProtoJSON(c.Response)}
 	if c.Err != nil {
 		j.Error = c.ErrorMessage()
 	}

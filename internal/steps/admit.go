@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podstep/podstep/internal/node"
 )
 
@@ -62,7 +64,7 @@ func (admitStep) run(_ context.Context, e *Engine) Result {
 func (e *Engine) reject(r Result, details []Detail) Result {
 	r.Details = details
 	e.tracker.Rejected(r.Reason, "Pod was rejected: "+r.Message)
-	e.tracker.Record("Warning", r.Reason, "", r.Message)
+	e.tracker.Record(corev1.EventTypeWarning, r.Reason, "", r.Message)
 	return r
 }
 

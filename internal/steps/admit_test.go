@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/podstep/podstep/internal/manifest"
@@ -110,7 +111,7 @@ func TestScenarios(t *testing.T) {
 				}
 				found := false
 				for _, ev := range st.Events {
-					found = found || (ev.Type == "Warning" && ev.Reason == want.Reason && ev.Message == message)
+					found = found || (ev.Type == corev1.EventTypeWarning && ev.Reason == want.Reason && ev.Message == message)
 				}
 				if !found {
 					t.Errorf("no Warning %s event: %+v", want.Reason, st.Events)

@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // createStep mirrors startContainer step 2 (pkg/kubelet/kuberuntime/kuberuntime_container.go):
@@ -88,11 +90,11 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	if c.restarts == 0 {
 		// A restart keeps showing the last failure (CrashLoopBackOff, …)
 		// until the new container runs, as the kubelet's status does.
-		e.tracker.Waiting(s.name, "ContainerCreating", "")
+		e.tracker.Waiting(s.name, reason.ContainerCreating, "")
 	}
 	st, err := e.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image})
 	if err != nil {
-		return e.createFailed(c, "CreateContainerConfigError", err, "ImageStatus failed")
+		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "ImageStatus failed")
 	}
 	if img := st.GetImage(); img != nil {
 		if img.Uid != nil {
@@ -107,17 +109,17 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	// makeMounts: the pod's hosts file and this container's termination-message file.
 	if !e.pod.Spec.HostNetwork {
 		if err := writeHostsFile(filepath.Join(e.rt.podDir, "etc-hosts"), e.pod, e.rt.podIPs); err != nil {
-			return e.createFailed(c, "CreateContainerConfigError", err, "cannot write etc-hosts")
+			return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot write etc-hosts")
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(c.termLog), 0o750); err != nil {
-		return e.createFailed(c, "CreateContainerConfigError", err, "cannot make the termination-message file")
+		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot make the termination-message file")
 	}
 	if f, err := os.OpenFile(c.termLog, os.O_CREATE|os.O_WRONLY, 0o666); err == nil {
 		f.Close()
 		_ = os.Chmod(c.termLog, 0o666)
 	} else {
-		return e.createFailed(c, "CreateContainerConfigError", err, "cannot make the termination-message file")
+		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot make the termination-message file")
 	}
 	subPaths := &subPathLog{}
 	cfg, err := e.containerConfig(c, e.prepareSubPath(c, subPaths))
@@ -129,7 +131,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		if subPaths.err != nil {
 			summary = "subPath refused: cannot build the container config"
 		}
-		r := e.createFailed(c, "CreateContainerConfigError", err, summary)
+		r := e.createFailed(c, reason.ErrCreateContainerConfig, err, summary)
 		r.Details, r.Warnings = subPaths.details, subPaths.warnings
 		return r
 	}
@@ -138,20 +140,20 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	// container must be known to be torn down.
 	resp, err := e.client.CreateContainer(context.WithoutCancel(ctx), &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
 	if err != nil {
-		return e.createFailed(c, "CreateContainerError", err, "CreateContainer failed")
+		return e.createFailed(c, reason.ErrCreateContainer, err, "CreateContainer failed")
 	}
 	e.mu.Lock()
 	c.config = cfg
 	c.id = resp.ContainerId
 	e.mu.Unlock()
 	if ctx.Err() != nil {
-		return fail("CreateContainerError", ctx.Err(), "interrupted; the container the runtime made will be torn down")
+		return fail(reason.ErrCreateContainer, ctx.Err(), "interrupted; the container the runtime made will be torn down")
 	}
 	e.tracker.Created(s.name, "containerd://"+resp.ContainerId, c.imageRef)
 	if c.restarts > 0 {
 		e.tracker.RestartCount(s.name, c.restarts)
 	}
-	e.tracker.Record("Normal", "Created", obj, "Created container: "+s.name)
+	e.tracker.Record(corev1.EventTypeNormal, reason.CreatedContainer, obj, "Created container: "+s.name)
 	r := ok("container "+shortID(resp.ContainerId)+" created"+subPaths.summary(),
 		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))
 	r.Details = append(r.Details, subPaths.details...)
@@ -159,11 +161,13 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	return r
 }
 
-func (e *Engine) createFailed(c *containerRuntime, reason string, err error, summary string) Result {
+// createFailed records a create that failed with the kubelet's reason why
+// (ErrCreateContainerConfig or ErrCreateContainer).
+func (e *Engine) createFailed(c *containerRuntime, why string, err error, summary string) Result {
 	msg := unwrapCRIMessage(err)
-	e.tracker.Record("Warning", "Failed", containerObject(c), "Error: "+msg)
-	e.tracker.Waiting(c.spec.Name, reason, msg)
-	return fail(reason, err, summary)
+	e.tracker.Record(corev1.EventTypeWarning, reason.FailedToCreateContainer, containerObject(c), "Error: "+msg)
+	e.tracker.Waiting(c.spec.Name, why, msg)
+	return fail(why, err, summary)
 }
 
 // writeHostsFile writes the kubelet-managed hosts file (managedHostsHeader
@@ -202,12 +206,12 @@ func (s startStep) run(ctx context.Context, e *Engine) Result {
 	obj := containerObject(c)
 	if _, err := e.client.StartContainer(ctx, c.id); err != nil {
 		msg := unwrapCRIMessage(err)
-		e.tracker.Record("Warning", "Failed", obj, "Error: "+msg)
-		e.tracker.Waiting(s.name, "RunContainerError", msg)
-		return fail("RunContainerError", err, "StartContainer failed")
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToStartContainer, obj, "Error: "+msg)
+		e.tracker.Waiting(s.name, reason.ErrRunContainer, msg)
+		return fail(reason.ErrRunContainer, err, "StartContainer failed")
 	}
 	c.startedAt = e.now()
 	e.tracker.Running(s.name, c.startedAt)
-	e.tracker.Record("Normal", "Started", obj, "Started container "+s.name)
+	e.tracker.Record(corev1.EventTypeNormal, reason.StartedContainer, obj, "Started container "+s.name)
 	return ok("container " + shortID(c.id) + " started")
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podstep/podstep/internal/mark"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 func metav1ObjectMeta(name string, labels map[string]string) metav1.ObjectMeta {
@@ -39,19 +40,19 @@ func (dirsStep) run(_ context.Context, e *Engine) Result {
 		// pod: a pod dir with this UID belongs to a pod kept by an earlier
 		// run (or left behind), and its volumes must not be touched.
 		msg := fmt.Sprintf("%s already exists: a pod with uid %s was kept by an earlier podstep run (or left behind); remove it with `podstep cleanup`, or give this pod another name or uid", e.rt.podDir, e.pod.UID)
-		return fail("PodAlreadyExists", fmt.Errorf("%s", msg), "the pod's data directory already exists")
+		return fail(reason.PodAlreadyExists, fmt.Errorf("%s", msg), "the pod's data directory already exists")
 	}
 	e.mu.Lock()
 	e.rt.dirsCreated = true // from here teardown removes the pod dir
 	e.mu.Unlock()
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o750); err != nil {
-			return fail("FailedMakePodDataDirs", err, fmt.Sprintf("cannot make %s", d))
+			return fail(reason.FailedMakePodDataDirs, err, fmt.Sprintf("cannot make %s", d))
 		}
 	}
 	// The record that lets `podstep cleanup` remove this dir later.
 	if err := mark.Dir(e.rt.podDir, string(e.pod.UID)); err != nil {
-		return fail("FailedMakePodDataDirs", err, "cannot record the pod dir for podstep cleanup")
+		return fail(reason.FailedMakePodDataDirs, err, "cannot record the pod dir for podstep cleanup")
 	}
 	return ok("made "+e.rt.podDir+"/{volumes,plugins,containers}", kv("pod dir", e.rt.podDir))
 }

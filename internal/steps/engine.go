@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +60,33 @@ type Options struct {
 }
 
 // Engine walks one pod through the kubelet's creation path.
+//
+// Two kinds of caller share an Engine. The runner calls the run methods
+// (Next, Continue, Retry, PlanTeardown, Teardown) one at a time, from one
+// goroutine or handing over between calls (the TUI runs each in a new
+// command); a run method called while a step runs returns ErrRunning.
+// Frontends call the read methods (Steps, NextStep, PodState, Failed,
+// Finished, Breakpoint, SandboxID, ContainerLog, ContainerLogPath,
+// LeftBehind), Subscribe, and toggle breakpoints from any goroutine, at any
+// time. The rule:
+//
+//   - mu guards the plan and where the run is: steps (the slice and every
+//     field of every Step in it), next, current, failed, teardown,
+//     restarting, breaks and stepBrk. Everyone takes it for them.
+//   - rt (with every containerRuntime in it) and opts.Config.CgroupDriver
+//     belong to the runner: the running step's action reads and writes
+//     them without the lock. The few fields the read methods look at are
+//     marked "published": they are written under mu (by the action too),
+//     and the read methods read them under mu.
+//   - Steps and NextStep also rebuild the pending steps' requests, which
+//     read all of rt; they do so, under mu, only while no step runs
+//     (current == nil). Next sets current under mu before the action and
+//     clears it under mu after, so these reads are ordered after the last
+//     action's writes and before the next one's.
+//   - tracker, redactor and subs have their own locks; bundle, pod, client
+//     and the rest of opts do not change after New.
+//
+// TestConcurrentReads checks the rule under -race.
 type Engine struct {
 	bundle *manifest.Bundle
 	pod    *corev1.Pod
@@ -77,8 +103,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	steps    []*Step
-	next     int // index of the next step to run
-	current  *Step
+	next     int   // index of the next step to run
+	current  *Step // the running step; nil between steps
 	breaks   map[Stage]bool
 	stepBrk  map[int]bool
 	failed   *Step
@@ -87,7 +113,7 @@ type Engine struct {
 	// failure is one the kubelet recovers from, so the run goes on.
 	restarting bool
 
-	rt podRuntime
+	rt podRuntime // the runner's; see the rule above
 
 	redactor *cri.Redactor
 
@@ -97,11 +123,13 @@ type Engine struct {
 	subs subscribers // the frontends' event subscriptions (Subscribe)
 }
 
-// podRuntime is what the engine learned from the runtime and created.
+// podRuntime is what the engine learned from the runtime and created. It
+// belongs to the runner (see Engine); fields marked "published" are written
+// under Engine.mu, for LeftBehind, SandboxID and ContainerLog.
 type podRuntime struct {
-	podDir        string
-	dirsCreated   bool   // this run made the pod dir (teardown removes only what it made)
-	logDir        string // the pod log dir, when this run made it
+	podDir        string // set by New
+	dirsCreated   bool   // published: this run made the pod dir (teardown removes only what it made)
+	logDir        string // published: the pod log dir, when this run made it
 	volumePaths   map[string]string
 	auth          map[string][]*runtimeapi.AuthConfig // by image: every matching credential, best first
 	authSource    map[string]string                   // by image: "secret X, registry Y"
@@ -109,17 +137,17 @@ type podRuntime struct {
 	handlers      []string
 	networkReady  bool
 	cgroupDriver  string
-	sandboxConfig *runtimeapi.PodSandboxConfig // as sent, once RunPodSandbox succeeded
+	sandboxConfig *runtimeapi.PodSandboxConfig // published: as sent, once RunPodSandbox succeeded
 	planned       *plannedSandbox              // before that, the cached plan
-	sandboxID     string
-	sandboxGone   bool            // RemovePodSandbox succeeded (or found it gone)
-	removed       map[string]bool // container IDs the runtime confirmed removed
-	dirsRemoved   map[string]bool // directories teardown removed
+	sandboxID     string                       // published
+	sandboxGone   bool                         // published: RemovePodSandbox succeeded (or found it gone)
+	removed       map[string]bool              // published: container IDs the runtime confirmed removed
+	dirsRemoved   map[string]bool              // published: directories teardown removed
 	podIPs        []string
-	pullBackOff   map[string]*backOff // the image pull back-off, by image
-	pullErr       map[string]string   // the last pull error, by image (shown in ImagePullBackOff)
-	containers    map[string]*containerRuntime
-	order         []string // container names in creation order
+	pullBackOff   map[string]*backOff          // the image pull back-off, by image
+	pullErr       map[string]string            // the last pull error, by image (shown in ImagePullBackOff)
+	containers    map[string]*containerRuntime // set by New (the values change)
+	order         []string                     // set by New: container names in creation order
 }
 
 // plannedSandbox caches the sandbox config built for the cgroup driver it names.
@@ -129,17 +157,19 @@ type plannedSandbox struct {
 	warns  []podcfg.Warning
 }
 
-// containerRuntime is what the engine knows of one container.
+// containerRuntime is what the engine knows of one container. Like
+// podRuntime it belongs to the runner; fields marked "published" are
+// written under Engine.mu.
 type containerRuntime struct {
 	spec      *corev1.Container
 	init      bool
 	termLog   string // host path of the termination-log file
 	imageRef  string
 	imageUser string
-	config    *runtimeapi.ContainerConfig
-	id        string
-	oldIDs    []string // containers of earlier attempts, still in the runtime
-	restarts  int      // the attempt number: metadata.attempt and <restarts>.log
+	config    *runtimeapi.ContainerConfig // published
+	id        string                      // published
+	oldIDs    []string                    // published: containers of earlier attempts, still in the runtime
+	restarts  int                         // the attempt number: metadata.attempt and <restarts>.log
 	startedAt time.Time
 	exited    bool
 
@@ -239,9 +269,9 @@ func (e *Engine) Steps() []Step {
 	defer e.mu.Unlock()
 	out := make([]Step, len(e.steps))
 	for i, s := range e.steps {
-		// While a step runs, its action writes what the engine knows without
-		// the lock, so pending requests are rebuilt only when idle; in between
-		// they show what was last built.
+		// While a step runs, its action writes rt without the lock, so
+		// pending requests are rebuilt only between steps (see Engine); in
+		// between they show what was last built.
 		if s.State == Pending && e.current == nil {
 			s.Requests = e.requests(s)
 		}
@@ -319,11 +349,19 @@ func (e *Engine) breakAt(id int) bool {
 // ErrNoStep is returned by Next when nothing is left to run.
 var ErrNoStep = errors.New("no step left to run")
 
+// ErrRunning is returned by a run method called while a step runs: the
+// runner calls them one at a time (see Engine).
+var ErrRunning = errors.New("a step is running")
+
 // Next runs exactly one step and returns it. A failed step is returned
 // with State Failed and a nil error; the error is for misuse (nothing to
-// run) only.
+// run, or a step already running) only.
 func (e *Engine) Next(ctx context.Context) (Step, error) {
 	e.mu.Lock()
+	if e.current != nil {
+		e.mu.Unlock()
+		return Step{}, ErrRunning
+	}
 	if e.next >= len(e.steps) || (e.failed != nil && e.steps[e.next].Stage != StageTeardown) {
 		e.mu.Unlock()
 		return Step{}, ErrNoStep
@@ -414,6 +452,9 @@ func (e *Engine) inTeardown() bool {
 func (e *Engine) Retry() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.current != nil {
+		return ErrRunning
+	}
 	if e.failed == nil {
 		return errors.New("no failed step to retry")
 	}
@@ -422,13 +463,13 @@ func (e *Engine) Retry() error {
 	}
 	idx := e.failed.ID - 1
 	// Retrying a give-up (--max-restarts reached) allows one more restart.
-	if f := e.failed; strings.HasPrefix(f.Name, "backoff/") {
+	if f := e.failed; f.Kind == KindBackoff {
 		e.rt.containers[f.Container].extra++
 	}
 	// A container that was created but failed to start, or whose hook
 	// failed, is not started again: the kubelet's next sync starts a new
 	// one (attempt+1) from the image step, and the old one stays until GC.
-	if f := e.failed; f.Container != "" && (f.Stage == StagePostStart || strings.HasPrefix(f.Name, "start/")) {
+	if f := e.failed; f.Kind == KindStart || f.Kind == KindPostStart {
 		c := e.rt.containers[f.Container]
 		if c.id != "" {
 			c.oldIDs = append(c.oldIDs, c.id)
@@ -437,7 +478,7 @@ func (e *Engine) Retry() error {
 		}
 		// The container's latest pull step (restarts plan more than one).
 		for i := idx; i >= 0; i-- {
-			if e.steps[i].Name == "pull/"+f.Container {
+			if s := e.steps[i]; s.Kind == KindPull && s.Container == f.Container {
 				idx = i
 				break
 			}

@@ -9,16 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podstep/podstep/internal/sim/simtest"
-
-	"github.com/podstep/podstep/internal/golden"
-
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/golden"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/sim"
+	"github.com/podstep/podstep/internal/sim/simtest"
 )
 
 // repoFile is a path relative to the repository root.
@@ -272,13 +271,13 @@ func TestFailures(t *testing.T) {
 		name, annotation, image, policy string
 		step, reason, display           string
 	}{
-		{"init exits 3", `sim.podstep.dev/exit-code.setup: "3"`, busybox, "IfNotPresent", "wait/setup", "Error", "Init:Error"},
-		{"sandbox refused", `sim.podstep.dev/sandbox-error: "no IPs left"`, busybox, "IfNotPresent", "run-sandbox", "CreatePodSandboxError", "Init:0/1"},
-		{"create refused", `sim.podstep.dev/create-error.app: "bad mount"`, busybox, "IfNotPresent", "create/app", "CreateContainerError", "CreateContainerError"},
-		{"start refused", `sim.podstep.dev/start-error.app: "exec: not found"`, busybox, "IfNotPresent", "start/app", "RunContainerError", "RunContainerError"},
-		{"pull fails", `sim.podstep.dev/pull-error: "docker.io/library/nginx:1=401 Unauthorized"`, "docker.io/library/nginx:1", "IfNotPresent", "pull/app", "ErrImagePull", "ErrImagePull"},
-		{"never pull", `sim.podstep.dev/x: "y"`, "docker.io/library/absent:1", "Never", "pull/app", "ErrImageNeverPull", "ErrImageNeverPull"},
-		{"hook fails", `sim.podstep.dev/exec-exit-code.app: "7"`, busybox, "IfNotPresent", "post-start/app", "PostStartHookError", ""},
+		{"init exits 3", `sim.podstep.dev/exit-code.setup: "3"`, busybox, "IfNotPresent", "wait/setup", reason.Error, "Init:Error"},
+		{"sandbox refused", `sim.podstep.dev/sandbox-error: "no IPs left"`, busybox, "IfNotPresent", "run-sandbox", reason.ErrCreatePodSandbox, "Init:0/1"},
+		{"create refused", `sim.podstep.dev/create-error.app: "bad mount"`, busybox, "IfNotPresent", "create/app", reason.ErrCreateContainer, "CreateContainerError"},
+		{"start refused", `sim.podstep.dev/start-error.app: "exec: not found"`, busybox, "IfNotPresent", "start/app", reason.ErrRunContainer, "RunContainerError"},
+		{"pull fails", `sim.podstep.dev/pull-error: "docker.io/library/nginx:1=401 Unauthorized"`, "docker.io/library/nginx:1", "IfNotPresent", "pull/app", reason.ErrImagePull, "ErrImagePull"},
+		{"never pull", `sim.podstep.dev/x: "y"`, "docker.io/library/absent:1", "Never", "pull/app", reason.ErrImageNeverPull, "ErrImageNeverPull"},
+		{"hook fails", `sim.podstep.dev/exec-exit-code.app: "7"`, busybox, "IfNotPresent", "post-start/app", reason.ErrPostStartHook, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -516,7 +515,7 @@ func TestSecondRunLeavesKeptPodAlone(t *testing.T) {
 	ready := filepath.Join(o.Config.RootDir, "pods", string(first.Pod().UID), "etc-hosts")
 	second := runAll(t, load(t, repoFile("testdata/pods/init.yaml")), c, o)
 	f, failed := second.Failed()
-	if !failed || f.Name != "dirs" || f.Result.Reason != "PodAlreadyExists" {
+	if !failed || f.Name != "dirs" || f.Result.Reason != reason.PodAlreadyExists {
 		t.Fatalf("second run: failed=%v at %s %s, want dirs PodAlreadyExists", failed, f.Name, f.Result.Reason)
 	}
 	if err := second.Teardown(context.Background()); err != nil {

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // pullStep mirrors imageManager.EnsureImageExists
@@ -66,51 +68,57 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 		// A retry within the pull back-off: the kubelet does not pull, it
 		// reports ImagePullBackOff; the pull is tried once the back-off is over.
 		msg := fmt.Sprintf("Back-off pulling image %q", img)
-		e.tracker.Record("Normal", "BackOff", obj, msg)
-		e.tracker.Record("Warning", "Failed", obj, "Error: ImagePullBackOff")
-		e.tracker.Waiting(s.name, "ImagePullBackOff", msg+": ErrImagePull: "+e.rt.pullErr[img])
+		e.tracker.Record(corev1.EventTypeNormal, reason.BackOffPullImage, obj, msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToCreateContainer, obj, "Error: "+reason.ErrImagePullBackOff)
+		e.tracker.Waiting(s.name, reason.ErrImagePullBackOff, msg+": "+reason.ErrImagePull+": "+e.rt.pullErr[img])
 		wait := e.scaled(pb.delay - e.now().Sub(pb.lastUpdate))
-		details = append(details, kv("ImagePullBackOff", fmt.Sprintf("back-off %s; waited %s%s", pb.delay, wait.Round(time.Millisecond), scaleNote(e))))
+		details = append(details, kv(reason.ErrImagePullBackOff, fmt.Sprintf("back-off %s; waited %s%s", pb.delay, wait.Round(time.Millisecond), scaleNote(e))))
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return fail("ImagePullBackOff", ctx.Err(), "interrupted during the image pull back-off")
+			return fail(reason.ErrImagePullBackOff, ctx.Err(), "interrupted during the image pull back-off")
 		}
 	}
 	st, err := e.client.ImageStatus(ctx, s.imageSpec(e))
 	if err != nil {
-		e.tracker.Waiting(s.name, "ErrImageInspect", unwrapCRIMessage(err))
-		return fail("ErrImageInspect", err, "ImageStatus failed")
+		// imagePullPrecheck: GetImageRef failed, so the image ref it
+		// quotes is empty.
+		msg := fmt.Sprintf("Failed to inspect image %q: %s", "", unwrapCRIMessage(err))
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToInspectImage, obj, msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToCreateContainer, obj, "Error: "+reason.ErrImageInspect)
+		e.tracker.Waiting(s.name, reason.ErrImageInspect, msg)
+		return fail(reason.ErrImageInspect, err, "ImageStatus failed")
 	}
 	present := st.GetImage() != nil
 	if present && policy != corev1.PullAlways {
 		c.imageRef = st.GetImage().GetId()
 		msg := fmt.Sprintf("Container image %q already present on machine", img)
-		e.tracker.Record("Normal", "Pulled", obj, msg)
+		e.tracker.Record(corev1.EventTypeNormal, reason.PulledImage, obj, msg)
 		details = append(details, kv("image", c.imageRef))
 		return ok("image present: "+shortImageID(c.imageRef), details...)
 	}
 	if policy == corev1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", img)
-		e.tracker.Record("Warning", "ErrImageNeverPull", obj, msg)
-		e.tracker.Waiting(s.name, "ErrImageNeverPull", msg)
-		r := fail("ErrImageNeverPull", fmt.Errorf("%s", msg), msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.ErrImageNeverPullPolicy, obj, msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToCreateContainer, obj, "Error: "+reason.ErrImageNeverPull)
+		e.tracker.Waiting(s.name, reason.ErrImageNeverPull, msg)
+		r := fail(reason.ErrImageNeverPull, fmt.Errorf("%s", msg), msg)
 		r.Details = details
 		return r
 	}
-	e.tracker.Record("Normal", "Pulling", obj, fmt.Sprintf("Pulling image %q", img))
+	e.tracker.Record(corev1.EventTypeNormal, reason.PullingImage, obj, fmt.Sprintf("Pulling image %q", img))
 	cfg, _, _ := e.sandboxConfig()
 	start := time.Now()
 	resp, err := e.pullWithEach(ctx, s.imageSpec(e), e.rt.auth[img], cfg)
 	if err != nil {
 		msg := fmt.Sprintf("Failed to pull image %q: %s", img, unwrapCRIMessage(err))
-		e.tracker.Record("Warning", "Failed", obj, msg)
-		e.tracker.Record("Warning", "Failed", obj, "Error: ErrImagePull")
-		e.tracker.Waiting(s.name, "ErrImagePull", msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToPullImage, obj, msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToCreateContainer, obj, "Error: "+reason.ErrImagePull)
+		e.tracker.Waiting(s.name, reason.ErrImagePull, msg)
 		e.rt.pullBackOff[img] = pb.next(e.now())
 		e.rt.pullErr[img] = unwrapCRIMessage(err)
 		details = append(details, kv("pull back-off", e.rt.pullBackOff[img].delay.String()+" (a retry within it is ImagePullBackOff)"))
-		r := fail("ErrImagePull", err, "PullImage failed")
+		r := fail(reason.ErrImagePull, err, "PullImage failed")
 		r.Details = details
 		return r
 	}
@@ -120,7 +128,7 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	if st2, err := e.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: resp.ImageRef}); err == nil && st2.GetImage() != nil {
 		size = st2.GetImage().GetSize()
 	}
-	e.tracker.Record("Normal", "Pulled", obj, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
+	e.tracker.Record(corev1.EventTypeNormal, reason.PulledImage, obj, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
 		img, took.Round(time.Millisecond), took.Round(time.Millisecond), size))
 	details = append(details, kv("image", resp.ImageRef))
 	return ok("pulled "+img+" → "+shortImageID(resp.ImageRef), details...)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // waitInitStep mirrors how the kubelet notices an init container finished:
@@ -52,7 +54,7 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 		relists++
 		list, err := e.client.ListContainers(ctx, e.podFilter())
 		if err != nil {
-			return fail("Error", err, "ListContainers failed")
+			return fail(reason.Error, err, "ListContainers failed")
 		}
 		state := last
 		for _, ctr := range list.Containers {
@@ -64,11 +66,11 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 			// A change: the pod worker reads the pod's status again (GetPodStatus).
 			last = state
 			if _, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID); err != nil {
-				return fail("Error", err, "PodSandboxStatus failed")
+				return fail(reason.Error, err, "PodSandboxStatus failed")
 			}
 			st, err := e.client.ContainerStatus(ctx, c.id)
 			if err != nil {
-				return fail("Error", err, "ContainerStatus failed")
+				return fail(reason.Error, err, "ContainerStatus failed")
 			}
 			if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 				return s.exited(e, c, cs, relists)
@@ -76,7 +78,7 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 		}
 		select {
 		case <-ctx.Done():
-			return fail("Error", ctx.Err(), fmt.Sprintf("init container %q did not exit", s.name))
+			return fail(reason.Error, ctx.Err(), fmt.Sprintf("init container %q did not exit", s.name))
 		case <-tick.C:
 		}
 	}
@@ -101,7 +103,7 @@ func (s waitInitStep) exited(e *Engine, c *containerRuntime, cs *runtimeapi.Cont
 		e.scheduleRestart(s.name)
 		err = fmt.Errorf("%w; the kubelet restarts it (restartPolicy %s)", err, e.pod.Spec.RestartPolicy)
 	}
-	r := fail(reasonOr(cs.Reason, "Error"), err, err.Error())
+	r := fail(reasonOr(cs.Reason, reason.Error), err, err.Error())
 	r.Details = details
 	return r
 }

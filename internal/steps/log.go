@@ -19,9 +19,11 @@ type LogLine struct {
 	Text string
 }
 
-// containerLogPath returns the host path of a container's current log
-// file, once the container was created ("" before).
-func (e *Engine) containerLogPath(name string) string {
+// ContainerLogPath returns the host path of a container's current log
+// file, once the container was created ("" before): for a frontend that
+// follows the file (the recorder reads what was added after each step),
+// which masks what it shows as ContainerLog does.
+func (e *Engine) ContainerLogPath(name string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	c := e.rt.containers[name]
@@ -38,7 +40,7 @@ func (e *Engine) containerLogPath(name string) string {
 // before the container was created, and an error wrapping os.ErrNotExist
 // while the runtime has not made the file yet.
 func (e *Engine) ContainerLog(name string, max int) ([]LogLine, error) {
-	path := e.containerLogPath(name)
+	path := e.ContainerLogPath(name)
 	if path == "" {
 		return nil, ErrNoContainer
 	}

@@ -11,20 +11,16 @@ import (
 // once it exits, the next), then start every container in spec order, each
 // with its postStart hook before the next one starts.
 func (e *Engine) plan() {
-	add := func(stage Stage, name, title, container string, a action) {
-		m, x := describe(a)
-		e.steps = append(e.steps, &Step{
-			ID: len(e.steps) + 1, Stage: stage, Name: name, Title: title, Container: container,
-			Mirrors: m, Explain: x, State: Pending, act: a,
-		})
+	add := func(stage Stage, title, container string, a action) {
+		e.steps = append(e.steps, newStep(len(e.steps)+1, stage, title, container, a))
 	}
-	add(StageAdmit, "admit", "admit the pod to the node", "", admitStep{})
-	add(StageDirs, "dirs", "make the pod's data directories", "", dirsStep{})
-	add(StageVolumes, "volumes", "set up the pod's volumes", "", volumesStep{})
-	add(StagePullSecrets, "pull-secrets", "resolve the pod's image pull secrets", "", pullSecretsStep{})
-	add(StageSandbox, "runtime-status", "check the runtime is ready", "", runtimeStatusStep{})
-	add(StageSandbox, "run-sandbox", "create the pod sandbox", "", runSandboxStep{})
-	add(StageSandbox, "sandbox-status", "read the sandbox's IP", "", sandboxStatusStep{})
+	add(StageAdmit, "admit the pod to the node", "", admitStep{})
+	add(StageDirs, "make the pod's data directories", "", dirsStep{})
+	add(StageVolumes, "set up the pod's volumes", "", volumesStep{})
+	add(StagePullSecrets, "resolve the pod's image pull secrets", "", pullSecretsStep{})
+	add(StageSandbox, "check the runtime is ready", "", runtimeStatusStep{})
+	add(StageSandbox, "create the pod sandbox", "", runSandboxStep{})
+	add(StageSandbox, "read the sandbox's IP", "", sandboxStatusStep{})
 	for i := range e.pod.Spec.InitContainers {
 		c := &e.pod.Spec.InitContainers[i]
 		e.planContainer(add, StageInit, c, isSidecar(c))
@@ -33,16 +29,24 @@ func (e *Engine) plan() {
 		e.planContainer(add, StageContainers, &e.pod.Spec.Containers[i], false)
 	}
 	if e.opts.Settle > 0 {
-		add(StageContainers, "relist", relistTitle, "", relistStep{})
+		add(StageContainers, relistTitle, "", relistStep{})
 	}
 	if e.opts.WaitReady {
-		add(StageReady, "ready", readyTitle, "", readyStep{})
+		add(StageReady, readyTitle, "", readyStep{})
 	}
 }
 
 const readyTitle = "probe until the pod is Ready"
 
-type addFunc func(stage Stage, name, title, container string, a action)
+// newStep makes a pending step: its kind and name come from its action.
+func newStep(id int, stage Stage, title, container string, a action) *Step {
+	m, x := describe(a)
+	k := a.kind()
+	return &Step{ID: id, Stage: stage, Kind: k, Name: k.stepName(container), Title: title, Container: container,
+		Mirrors: m, Explain: x, State: Pending, act: a}
+}
+
+type addFunc func(stage Stage, title, container string, a action)
 
 func (e *Engine) planContainer(add addFunc, stage Stage, c *corev1.Container, sidecar bool) {
 	kind := "container"
@@ -53,17 +57,17 @@ func (e *Engine) planContainer(add addFunc, stage Stage, c *corev1.Container, si
 		}
 	}
 	n := c.Name
-	add(stage, "pull/"+n, fmt.Sprintf("ensure image %s for %s %q", c.Image, kind, n), n, pullStep{name: n})
-	add(stage, "create/"+n, fmt.Sprintf("create %s %q", kind, n), n, createStep{name: n})
-	add(stage, "start/"+n, fmt.Sprintf("start %s %q", kind, n), n, startStep{name: n})
+	add(stage, fmt.Sprintf("ensure image %s for %s %q", c.Image, kind, n), n, pullStep{name: n})
+	add(stage, fmt.Sprintf("create %s %q", kind, n), n, createStep{name: n})
+	add(stage, fmt.Sprintf("start %s %q", kind, n), n, startStep{name: n})
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
-		add(StagePostStart, "post-start/"+n, fmt.Sprintf("run the postStart hook of %q", n), n, postStartStep{name: n})
+		add(StagePostStart, fmt.Sprintf("run the postStart hook of %q", n), n, postStartStep{name: n})
 	}
 	if stage == StageInit && !sidecar {
-		add(stage, "wait/"+n, fmt.Sprintf("wait for init container %q to exit", n), n, waitInitStep{name: n})
+		add(stage, fmt.Sprintf("wait for init container %q to exit", n), n, waitInitStep{name: n})
 	}
 	if sidecar && c.StartupProbe != nil {
-		add(stage, "startup/"+n, fmt.Sprintf("wait for sidecar %q to pass its startup probe", n), n, startupStep{name: n})
+		add(stage, fmt.Sprintf("wait for sidecar %q to pass its startup probe", n), n, startupStep{name: n})
 	}
 }
 
@@ -87,16 +91,14 @@ func (e *Engine) PlanTeardown() {
 		}
 	}
 	e.next = len(e.steps)
-	add := func(name, title string, a action) {
-		m, x := describe(a)
-		e.steps = append(e.steps, &Step{ID: len(e.steps) + 1, Stage: StageTeardown, Name: name, Title: title,
-			Mirrors: m, Explain: x, State: Pending, act: a})
+	add := func(title string, a action) {
+		e.steps = append(e.steps, newStep(len(e.steps)+1, StageTeardown, title, "", a))
 	}
-	add("stop-containers", "stop the pod's containers", stopContainersStep{})
-	add("stop-sandbox", "stop the pod sandbox", stopSandboxStep{})
-	add("remove-containers", "remove the pod's containers", removeContainersStep{})
-	add("remove-sandbox", "remove the pod sandbox", removeSandboxStep{})
-	add("remove-dirs", "remove the pod's directories", removeDirsStep{})
+	add("stop the pod's containers", stopContainersStep{})
+	add("stop the pod sandbox", stopSandboxStep{})
+	add("remove the pod's containers", removeContainersStep{})
+	add("remove the pod sandbox", removeSandboxStep{})
+	add("remove the pod's directories", removeDirsStep{})
 }
 
 // describer is implemented by every action: the kubelet function it

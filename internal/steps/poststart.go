@@ -6,9 +6,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/probe"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // postStartStep mirrors startContainer step 4: the postStart hook runs right
@@ -63,7 +65,7 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 		details = append(details, kv("output", quoteOut([]byte(hr.Output))))
 	}
 	if hr.FallbackEvent != "" {
-		e.tracker.Record("Warning", probe.ReasonLifecycleHTTPFallback, "", hr.FallbackEvent)
+		e.tracker.Record(corev1.EventTypeWarning, reason.LifecycleHTTPFallback, "", hr.FallbackEvent)
 	}
 	if hr.Err == nil {
 		return ok("postStart hook succeeded", details...)
@@ -72,10 +74,10 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	obj := containerObject(c)
 	// The event does not carry the hook's message (it could hold secrets);
 	// the message is the container's waiting message instead.
-	e.tracker.Record("Warning", "FailedPostStartHook", obj, "PostStartHook failed")
+	e.tracker.Record(corev1.EventTypeWarning, reason.FailedPostStartHook, obj, probe.MessagePostStartHookFailed)
 	// The kubelet kills the container whose hook failed.
 	var x *exit
-	if ex, killed := e.killContainer(ctx, c, "FailedPostStartHook"); killed {
+	if ex, killed := e.killContainer(ctx, c, reason.FailedPostStartHook); killed {
 		x = &ex
 	}
 	summary := "postStart hook failed; container killed"
@@ -93,7 +95,7 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 			summary += "; the kubelet restarts it"
 		}
 	}
-	r := fail("PostStartHookError", herr, summary)
+	r := fail(reason.ErrPostStartHook, herr, summary)
 	r.Details = details
 	return r
 }

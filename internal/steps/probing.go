@@ -12,6 +12,7 @@ import (
 
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/probe"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // probeWorker is one of the kubelet's probe workers (pkg/kubelet/prober/worker.go):
@@ -79,8 +80,8 @@ func (e *Engine) runProbe(ctx context.Context, w *probeWorker) probe.Result {
 func (e *Engine) probeOnce(ctx context.Context, w *probeWorker) (probe.Result, probe.Outcome, bool) {
 	r := e.runProbe(ctx, w)
 	w.probes++
-	if reason := probe.EventReason(r); reason != "" {
-		e.tracker.Record("Warning", reason, containerObject(w.c), probe.EventMessage(w.kind, r))
+	if why := probe.EventReason(r); why != "" {
+		e.tracker.Record(corev1.EventTypeWarning, why, containerObject(w.c), probe.EventMessage(w.kind, r))
 	}
 	out, stored := w.tr.Observe(r)
 	return r, out, stored
@@ -187,13 +188,13 @@ func (s startupStep) run(ctx context.Context, e *Engine) Result {
 				if x, killed := e.killForProbe(ctx, c); killed {
 					details = append(details, kv("next", e.restartReason(c, x.code)))
 				}
-				r := fail("Unhealthy", errors.New(msg), msg+": the kubelet kills the sidecar")
+				r := fail(reason.ContainerUnhealthy, errors.New(msg), msg+": the kubelet kills the sidecar")
 				r.Details = keepLast(details, 10)
 				return r
 			}
 		}
 		if err := e.sleepUntilDue(ctx, []*probeWorker{w}); err != nil {
-			r := fail("Unhealthy", err, fmt.Sprintf("sidecar %q did not start (startup probe) within %s", s.name, e.opts.InitTimeout))
+			r := fail(reason.ContainerUnhealthy, err, fmt.Sprintf("sidecar %q did not start (startup probe) within %s", s.name, e.opts.InitTimeout))
 			r.Details = keepLast(details, 10)
 			return r
 		}
@@ -287,14 +288,14 @@ func (readyStep) run(ctx context.Context, e *Engine) Result {
 				if killed {
 					details = append(details, kv("next", e.restartReason(w.c, x.code)))
 				}
-				r := fail("Unhealthy", errors.New(msg), msg)
+				r := fail(reason.ContainerUnhealthy, errors.New(msg), msg)
 				r.Details = keepLast(details, 12)
 				return r
 			}
 		}
 		if err := e.sleepUntilDue(ctx, ws); err != nil {
 			msg := fmt.Sprintf("the pod is not Ready after %s: %s", e.opts.ReadyTimeout, unready(e.tracker.Snapshot()))
-			r := fail("ContainersNotReady", errors.New(msg), msg)
+			r := fail(reason.ContainersNotReady, errors.New(msg), msg)
 			r.Details = keepLast(details, 12)
 			return r
 		}

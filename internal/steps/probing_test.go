@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // TestReadyStage runs the ready stage (--wait-ready) with each probe type
@@ -58,7 +60,7 @@ spec:
       exec:
         command: ["cat", "/tmp/ready"]
       periodSeconds: 1
-`, "ready", "ContainersNotReady", "0/1", "Readiness probe failed: "},
+`, "ready", reason.ContainersNotReady, "0/1", "Readiness probe failed: "},
 		{"httpGet passes", 0, fmt.Sprintf(`    readinessProbe:
       httpGet:
         host: %s
@@ -72,7 +74,7 @@ spec:
         port: %s
         path: /other
       periodSeconds: 1
-`, host, port), "ready", "ContainersNotReady", "0/1", "Readiness probe failed: HTTP probe failed with statuscode: 503"},
+`, host, port), "ready", reason.ContainersNotReady, "0/1", "Readiness probe failed: HTTP probe failed with statuscode: 503"},
 		{"tcpSocket passes", 0, fmt.Sprintf(`    readinessProbe:
       tcpSocket:
         host: %s
@@ -84,7 +86,7 @@ spec:
         host: 127.0.0.1
         port: %s
       periodSeconds: 1
-`, closed), "ready", "ContainersNotReady", "0/1", "connection refused"},
+`, closed), "ready", reason.ContainersNotReady, "0/1", "connection refused"},
 		{"startup then readiness", 0, `    startupProbe:
       exec:
         command: ["true"]
@@ -99,7 +101,7 @@ spec:
         command: ["false"]
       periodSeconds: 1
       failureThreshold: 1
-`, "backoff/app", "CrashLoopBackOff", "0/1", "Container app failed startup probe, will be restarted"},
+`, "backoff/app", reason.ErrCrashLoopBackOff, "0/1", "Container app failed startup probe, will be restarted"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

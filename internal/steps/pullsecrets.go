@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/credential"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // pullSecretsStep mirrors Kubelet.getPullSecretsForPod (pkg/kubelet/kubelet_pods.go):
@@ -36,7 +38,7 @@ func (pullSecretsStep) run(_ context.Context, e *Engine) Result {
 	if len(missing) > 0 {
 		msg := fmt.Sprintf("Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
 		warnings = append(warnings, msg)
-		e.tracker.Record("Warning", "FailedToRetrieveImagePullSecret", "", msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToRetrieveImagePullSecret, "", msg)
 	}
 	for _, c := range e.rt.order {
 		img := e.rt.containers[c].spec.Image

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 const relistTitle = "relist: are the containers still running?"
@@ -38,8 +40,6 @@ func (relistStep) requests(e *Engine) []Request {
 // watched lists the containers a relist looks at: started regular
 // containers and sidecars that have not been seen to exit.
 func (e *Engine) watched() []*containerRuntime {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	var out []*containerRuntime
 	for _, n := range e.rt.order {
 		c := e.rt.containers[n]
@@ -68,7 +68,7 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 		relists++
 		list, err := e.client.ListContainers(ctx, e.podFilter())
 		if err != nil {
-			return fail("Error", err, "ListContainers failed")
+			return fail(reason.Error, err, "ListContainers failed")
 		}
 		var changed []*containerRuntime
 		for _, c := range watch {
@@ -80,13 +80,13 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 		}
 		if len(changed) > 0 {
 			if _, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID); err != nil {
-				return fail("Error", err, "PodSandboxStatus failed")
+				return fail(reason.Error, err, "PodSandboxStatus failed")
 			}
 			var exits []exit
 			for _, c := range changed {
 				st, err := e.client.ContainerStatus(ctx, c.id)
 				if err != nil {
-					return fail("Error", err, "ContainerStatus failed")
+					return fail(reason.Error, err, "ContainerStatus failed")
 				}
 				if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 					exits = append(exits, e.containerExited(c, cs))
@@ -102,7 +102,7 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 		}
 		select {
 		case <-ctx.Done():
-			return fail("Error", ctx.Err(), "interrupted while relisting")
+			return fail(reason.Error, ctx.Err(), "interrupted while relisting")
 		case <-tick.C:
 		}
 	}
@@ -128,11 +128,7 @@ type exit struct {
 // containerExited records an exit the PLEG saw.
 func (e *Engine) containerExited(c *containerRuntime, cs *runtimeapi.ContainerStatus) exit {
 	started, finished := time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt)
-	e.mu.Lock()
-	c.exited = true
-	c.exitCode = cs.ExitCode
-	c.finishedAt = finished
-	e.mu.Unlock()
+	c.exited, c.exitCode, c.finishedAt = true, cs.ExitCode, finished
 	e.tracker.Terminated(c.spec.Name, cs.ExitCode, cs.Reason, cs.Message, started, finished)
 	return exit{c: c, code: cs.ExitCode, reason: cs.Reason, restart: e.shouldRestart(c, cs.ExitCode)}
 }
@@ -169,11 +165,11 @@ func (e *Engine) afterExits(exits []exit, relists int) Result {
 	if failedExit != nil || anyNonZero(exits) {
 		// A crash: the step shows the failure. When the kubelet restarts the
 		// container, the run goes on with the restart (scheduleRestart).
-		reason := failedExit
-		if reason == nil {
-			reason = &exits[0]
+		why := failedExit
+		if why == nil {
+			why = &exits[0]
 		}
-		r := fail(reasonOr(reason.reason, "Error"), fmt.Errorf("%s", summary), summary)
+		r := fail(reasonOr(why.reason, reason.Error), fmt.Errorf("%s", summary), summary)
 		r.Details = details
 		return r
 	}

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // shouldRestart mirrors kubecontainer.ShouldContainerBeRestarted
@@ -51,7 +53,7 @@ func (e *Engine) restartReason(c *containerRuntime, exitCode int32) string {
 // the grace period, then the exit as ContainerStatus reports it. It reports
 // false when the container could not be stopped or did not exit.
 func (e *Engine) killContainer(ctx context.Context, c *containerRuntime, message string) (exit, bool) {
-	e.tracker.Record("Normal", "Killing", containerObject(c), message)
+	e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(c), message)
 	if _, err := e.client.StopContainer(ctx, c.id, e.gracePeriod()); err != nil {
 		return exit{}, false
 	}
@@ -71,28 +73,26 @@ func (e *Engine) scheduleRestart(name string) {
 	defer e.mu.Unlock()
 	c := e.rt.containers[name]
 	var added []*Step
-	add := func(stage Stage, n, title, container string, a action) {
-		m, x := describe(a)
-		added = append(added, &Step{Stage: stage, Name: n, Title: title, Container: container,
-			Mirrors: m, Explain: x, State: Pending, act: a})
+	add := func(stage Stage, title, container string, a action) {
+		added = append(added, newStep(0, stage, title, container, a)) // numbered below
 	}
 	stage := StageContainers
 	if c.init {
 		stage = StageInit
 	}
 	attempt := c.restarts + 1
-	add(stage, "backoff/"+name, fmt.Sprintf("check the restart back-off of %q", name), name, backoffStep{name: name})
+	add(stage, fmt.Sprintf("check the restart back-off of %q", name), name, backoffStep{name: name})
 	e.planContainer(add, stage, c.spec, c.init && isSidecar(c.spec))
 	for _, s := range added[1:] {
 		s.Title += fmt.Sprintf(" (restart %d)", attempt)
 	}
 	// A restarted regular container or sidecar is watched again, unless a
 	// relist is still to come.
-	if (!c.init || isSidecar(c.spec)) && e.opts.Settle > 0 && !e.pendingLocked("relist") {
-		add(StageContainers, "relist", relistTitle, "", relistStep{})
+	if (!c.init || isSidecar(c.spec)) && e.opts.Settle > 0 && !e.pendingLocked(KindRelist) {
+		add(StageContainers, relistTitle, "", relistStep{})
 	}
-	if e.opts.WaitReady && !e.pendingLocked("ready") {
-		add(StageReady, "ready", readyTitle, "", readyStep{})
+	if e.opts.WaitReady && !e.pendingLocked(KindReady) {
+		add(StageReady, readyTitle, "", readyStep{})
 	}
 	at := e.next + 1
 	rest := append(added, e.steps[at:]...)
@@ -103,11 +103,11 @@ func (e *Engine) scheduleRestart(name string) {
 	e.restarting = true
 }
 
-// pendingLocked says whether a step named name is still to come after the
+// pendingLocked says whether a step of kind k is still to come after the
 // running one. Must be called with e.mu held.
-func (e *Engine) pendingLocked(name string) bool {
+func (e *Engine) pendingLocked(k Kind) bool {
 	for _, s := range e.steps[e.next+1:] {
-		if s.Name == name && s.State == Pending {
+		if s.Kind == k && s.State == Pending {
 			return true
 		}
 	}
@@ -146,24 +146,24 @@ func (s backoffStep) run(ctx context.Context, e *Engine) Result {
 		next := "at once"
 		if inBackOff {
 			next = "after back-off " + delay.String()
-			e.tracker.Record("Warning", "BackOff", obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
-			e.tracker.Waiting(s.name, "CrashLoopBackOff", crashMsg(delay))
+			e.tracker.Record(corev1.EventTypeWarning, reason.BackOffStartContainer, obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
+			e.tracker.Waiting(s.name, reason.ErrCrashLoopBackOff, crashMsg(delay))
 		}
 		err := fmt.Errorf("gave up: container %q restarted %s (--max-restarts %d); the kubelet would restart it again %s, and keep doing so",
 			s.name, plural(c.restarts, "time", "times"), e.opts.MaxRestarts, next)
-		r := fail("CrashLoopBackOff", err, err.Error())
+		r := fail(reason.ErrCrashLoopBackOff, err, err.Error())
 		r.Details = details
 		return r
 	}
 	if inBackOff {
-		e.tracker.Record("Warning", "BackOff", obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
-		e.tracker.Waiting(s.name, "CrashLoopBackOff", crashMsg(delay))
+		e.tracker.Record(corev1.EventTypeWarning, reason.BackOffStartContainer, obj, fmt.Sprintf("Back-off restarting failed container %s in pod %s", s.name, podRef(e)))
+		e.tracker.Waiting(s.name, reason.ErrCrashLoopBackOff, crashMsg(delay))
 		wait := e.scaled(delay - now.Sub(c.finishedAt))
 		details = append(details, kv("back-off", delay.String()), kv("waited", wait.Round(time.Millisecond).String()+scaleNote(e)))
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return fail("CrashLoopBackOff", ctx.Err(), "interrupted during the back-off")
+			return fail(reason.ErrCrashLoopBackOff, ctx.Err(), "interrupted during the back-off")
 		}
 	}
 	c.crash = c.crash.next(e.now())

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // TestBackOffSequence checks the kubelet's back-off arithmetic: 10 s
@@ -121,7 +124,7 @@ spec:
 			}
 			w := cs.State.Waiting
 			wantMsg := fmt.Sprintf("back-off 20s restarting failed container=app pod=crash_default(%s)", e.Pod().UID)
-			if w == nil || w.Reason != "CrashLoopBackOff" || w.Message != wantMsg {
+			if w == nil || w.Reason != reason.ErrCrashLoopBackOff || w.Message != wantMsg {
 				t.Errorf("state %+v, want waiting CrashLoopBackOff %q", cs.State, wantMsg)
 			}
 			if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != int32(tc.code) {
@@ -129,7 +132,7 @@ spec:
 			}
 			backoffs := 0
 			for _, ev := range st.Events {
-				if ev.Reason == "BackOff" && ev.Type == "Warning" && ev.Message == "Back-off restarting failed container app in pod crash_default("+string(e.Pod().UID)+")" {
+				if ev.Reason == reason.BackOffStartContainer && ev.Type == corev1.EventTypeWarning && ev.Message == "Back-off restarting failed container app in pod crash_default("+string(e.Pod().UID)+")" {
 					backoffs++
 				}
 			}
@@ -137,7 +140,7 @@ spec:
 			if backoffs != 2 {
 				t.Errorf("%d BackOff events, want 2: %+v", backoffs, st.Events)
 			}
-			if !strings.Contains(f.Result.Message, "--max-restarts 2") || f.Result.Reason != "CrashLoopBackOff" {
+			if !strings.Contains(f.Result.Message, "--max-restarts 2") || f.Result.Reason != reason.ErrCrashLoopBackOff {
 				t.Errorf("give-up %s: %s", f.Result.Reason, f.Result.Message)
 			}
 		})
@@ -152,7 +155,7 @@ func TestImagePullBackOffOnRetry(t *testing.T) {
 	b := parse(t, fmt.Sprintf(faultPod, `sim.podstep.dev/pull-error: "docker.io/library/nginx:1=401 Unauthorized"`, "docker.io/library/nginx:1", "IfNotPresent"))
 	e := runAll(t, b, c, testOptions(t))
 	defer e.Teardown(context.Background())
-	if f, _ := e.Failed(); f.Name != "pull/app" || f.Result.Reason != "ErrImagePull" {
+	if f, _ := e.Failed(); f.Name != "pull/app" || f.Result.Reason != reason.ErrImagePull {
 		t.Fatalf("first failure %s %s", f.Name, f.Result.Reason)
 	}
 	if err := e.Retry(); err != nil {
@@ -162,16 +165,16 @@ func TestImagePullBackOffOnRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Name != "pull/app" || s.Result.Reason != "ErrImagePull" {
+	if s.Name != "pull/app" || s.Result.Reason != reason.ErrImagePull {
 		t.Fatalf("retry: %s %s", s.Name, s.Result.Reason)
 	}
 	var sawBackOff, sawDetail, sawError bool
 	for _, ev := range e.PodState().Events {
-		sawBackOff = sawBackOff || (ev.Type == "Normal" && ev.Reason == "BackOff" && ev.Message == `Back-off pulling image "docker.io/library/nginx:1"`)
-		sawError = sawError || (ev.Type == "Warning" && ev.Reason == "Failed" && ev.Message == "Error: ImagePullBackOff")
+		sawBackOff = sawBackOff || (ev.Type == corev1.EventTypeNormal && ev.Reason == reason.BackOffPullImage && ev.Message == `Back-off pulling image "docker.io/library/nginx:1"`)
+		sawError = sawError || (ev.Type == corev1.EventTypeWarning && ev.Reason == reason.FailedToCreateContainer && ev.Message == "Error: "+reason.ErrImagePullBackOff)
 	}
 	for _, d := range s.Result.Details {
-		sawDetail = sawDetail || (d.Key == "ImagePullBackOff" && strings.HasPrefix(d.Value, "back-off 10s"))
+		sawDetail = sawDetail || (d.Key == reason.ErrImagePullBackOff && strings.HasPrefix(d.Value, "back-off 10s"))
 		if d.Key == "pull back-off" && !strings.HasPrefix(d.Value, "20s") {
 			t.Errorf("second failure: pull back-off %s, want 20s", d.Value)
 		}
@@ -240,7 +243,7 @@ spec:
 		e := runAll(t, parse(t, fmt.Sprintf(pod, "127.0.0.1", closed)), newSim(t), testOptions(t))
 		defer e.Teardown(context.Background())
 		f, failed := e.Failed()
-		if !failed || f.Name != "post-start/app" || f.Result.Reason != "PostStartHookError" {
+		if !failed || f.Name != "post-start/app" || f.Result.Reason != reason.ErrPostStartHook {
 			t.Fatalf("want a PostStartHookError at post-start/app, got %v %s %s", failed, f.Name, f.Result.Reason)
 		}
 		want := fmt.Sprintf(`HTTP lifecycle hook (/started) for Container "app" in Pod "http-hook_default(%s)" failed - error: `, e.Pod().UID)

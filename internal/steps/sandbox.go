@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // runtimeStatusStep mirrors the kubelet's runtime health check: its sync
@@ -37,12 +39,12 @@ func (runtimeStatusStep) requests(*Engine) []Request {
 func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	v, err := e.client.Version(ctx)
 	if err != nil {
-		return fail("RuntimeUnavailable", err, "the runtime does not answer Version")
+		return fail(reason.RuntimeUnavailable, err, "the runtime does not answer Version")
 	}
 	e.rt.runtimeName = v.RuntimeName + " " + v.RuntimeVersion
 	st, err := e.client.Status(ctx, false)
 	if err != nil {
-		return fail("RuntimeUnavailable", err, "the runtime does not answer Status")
+		return fail(reason.RuntimeUnavailable, err, "the runtime does not answer Status")
 	}
 	details := []Detail{kv("runtime", fmt.Sprintf("%s %s (CRI %s)", v.RuntimeName, v.RuntimeVersion, v.RuntimeApiVersion))}
 	var conds []string
@@ -66,12 +68,12 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	}
 	if !runtimeReady {
 		err := fmt.Errorf("container runtime is down: RuntimeReady=false")
-		return fail("RuntimeNotReady", err, "the runtime is not ready")
+		return fail(reason.RuntimeNotReady, err, "the runtime is not ready")
 	}
 	hostNet := e.pod.Spec.HostNetwork
 	if !e.rt.networkReady && !hostNet {
 		err := fmt.Errorf("container runtime network not ready: NetworkReady=false")
-		return fail("NetworkNotReady", err, "the runtime's network is not ready")
+		return fail(reason.NetworkNotReady, err, "the runtime's network is not ready")
 	}
 	// Cgroup driver: ask the runtime, else keep the configured one.
 	driver := e.opts.Config.CgroupDriver
@@ -104,7 +106,7 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 			if sb.Labels[mark.ManagedLabel] == "true" && sb.GetMetadata().GetUid() == string(e.pod.UID) {
 				msg := fmt.Sprintf("pod %s/%s (uid %s) already has sandbox %s (%s) on this runtime, kept by an earlier podstep run; remove it with `podstep cleanup`, or give this pod another name or uid",
 					e.pod.Namespace, e.pod.Name, e.pod.UID, shortID(sb.Id), sb.State)
-				r := fail("PodAlreadyExists", fmt.Errorf("%s", msg), "the pod already exists on this runtime")
+				r := fail(reason.PodAlreadyExists, fmt.Errorf("%s", msg), "the pod already exists on this runtime")
 				r.Details = details
 				return r
 			}
@@ -187,16 +189,20 @@ func (e *Engine) runtimeHandler() string {
 func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 	cfg, warns, err := e.sandboxConfig()
 	if err != nil {
-		return fail("CreatePodSandboxConfigError", err, "cannot build the sandbox config")
+		// createPodSandbox returns the error; SyncPod records it as it
+		// records a refused RunPodSandbox.
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedCreatePodSandBox, "", "Failed to create pod sandbox: "+err.Error())
+		return fail(reason.ErrCreatePodSandbox, err, "cannot build the sandbox config")
 	}
 	var warnings []string
 	for _, w := range warns {
 		warnings = append(warnings, w.Reason+": "+w.Message)
-		e.tracker.Record("Warning", w.Reason, "", w.Message)
+		e.tracker.Record(corev1.EventTypeWarning, w.Reason, "", w.Message)
 	}
 	if cfg.LogDirectory != "" {
 		if err := e.makeLogDir(cfg.LogDirectory); err != nil {
-			return fail("CreatePodSandboxError", err, "cannot make the pod log directory")
+			e.tracker.Record(corev1.EventTypeWarning, reason.FailedCreatePodSandBox, "", "Failed to create pod sandbox: "+err.Error())
+			return fail(reason.ErrCreatePodSandbox, err, "cannot make the pod log directory")
 		}
 	}
 	// The kubelet never abandons a RunPodSandbox: a runtime keeps creating
@@ -208,12 +214,12 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 		e.rt.sandboxConfig = cfg
 		e.rt.sandboxID = resp.PodSandboxId
 		e.mu.Unlock()
-		return fail("CreatePodSandboxError", ctx.Err(), "interrupted; the sandbox the runtime made will be torn down")
+		return fail(reason.ErrCreatePodSandbox, ctx.Err(), "interrupted; the sandbox the runtime made will be torn down")
 	}
 	if err != nil {
 		msg := fmt.Sprintf("Failed to create pod sandbox: %s", unwrapCRIMessage(err))
-		e.tracker.Record("Warning", "FailedCreatePodSandBox", "", msg)
-		r := fail("CreatePodSandboxError", err, "RunPodSandbox failed")
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedCreatePodSandBox, "", msg)
+		r := fail(reason.ErrCreatePodSandbox, err, "RunPodSandbox failed")
 		r.Warnings = warnings
 		return r
 	}
@@ -260,7 +266,7 @@ func (e *Engine) placeholderSandbox() string {
 func (sandboxStatusStep) run(ctx context.Context, e *Engine) Result {
 	st, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID)
 	if err != nil {
-		return fail("CreatePodSandboxError", err, "PodSandboxStatus failed")
+		return fail(reason.ErrCreatePodSandbox, err, "PodSandboxStatus failed")
 	}
 	var ips []string
 	if n := st.GetStatus().GetNetwork(); n != nil {

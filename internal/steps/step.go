@@ -20,7 +20,10 @@ type Step struct {
 	ID int `json:"id"`
 	// Stage is the stage the step belongs to.
 	Stage Stage `json:"stage"`
-	// Name is a short stable name, e.g. "run-sandbox" or "create/app".
+	// Kind says what the step does; its name is made from it.
+	Kind Kind `json:"-"`
+	// Name is a short stable name, e.g. "run-sandbox" or "create/app":
+	// Kind.String(), then "/<container>" for a per-container kind.
 	Name string `json:"name"`
 	// Title is one line for humans.
 	Title string `json:"title"`
@@ -92,6 +95,8 @@ type Detail struct {
 
 // action is a step's behaviour.
 type action interface {
+	// kind is the kind of the steps that run this action.
+	kind() Kind
 	// requests builds the CRI requests the step will send, from what the
 	// engine knows now. It has no side effects.
 	requests(e *Engine) []Request

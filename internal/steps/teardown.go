@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/volume"
 )
 
@@ -102,7 +103,7 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 		// (pkg/kubelet/container/helpers.go), which keeps the running
 		// containers only, and killContainer records Killing for each.
 		if in.id == in.c.id && running[in.c.spec.Name] {
-			e.tracker.Record("Normal", "Killing", containerObject(in.c), "Stopping container "+in.c.spec.Name)
+			e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "Stopping container "+in.c.spec.Name)
 		}
 		wg.Add(1)
 		go func() {
@@ -114,7 +115,7 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fail("KillContainerError", err, "some containers did not stop")
+		return fail(reason.ErrKillContainer, err, "some containers did not stop")
 	}
 	return ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
 }
@@ -159,7 +160,7 @@ func (stopSandboxStep) run(ctx context.Context, e *Engine) Result {
 		return ok("no sandbox to stop")
 	}
 	if _, err := e.client.StopPodSandbox(ctx, e.SandboxID()); err != nil {
-		return fail("KillPodSandboxError", err, "StopPodSandbox failed")
+		return fail(reason.ErrKillPodSandbox, err, "StopPodSandbox failed")
 	}
 	e.tracker.SandboxGone()
 	return ok("sandbox " + shortID(e.SandboxID()) + " stopped")
@@ -197,7 +198,7 @@ func (removeContainersStep) run(ctx context.Context, e *Engine) Result {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fail("RemoveContainerError", err, "some containers were not removed")
+		return fail(reason.ErrRemoveContainer, err, "some containers were not removed")
 	}
 	return ok(fmt.Sprintf("removed %s", plural(len(cs), "container", "containers")))
 }
@@ -265,7 +266,7 @@ func (removeSandboxStep) run(ctx context.Context, e *Engine) Result {
 		return ok("no sandbox to remove")
 	}
 	if _, err := e.client.RemovePodSandbox(ctx, id); err != nil && !notFound(err) {
-		return fail("RemovePodSandboxError", err, "RemovePodSandbox failed")
+		return fail(reason.RemovePodSandboxError, err, "RemovePodSandbox failed")
 	}
 	// The runtime removes a sandbox's containers with it (CRI
 	// RemovePodSandbox), so they are gone too.
@@ -310,7 +311,7 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 		// its containers are gone: they may still use the volumes, and the
 		// runtime still writes their logs.
 		err := fmt.Errorf("the runtime did not confirm that the pod's containers are gone (%s): they may still use its volumes and write its logs", strings.Join(inUse, ", "))
-		r := fail("PodDirsKept", err, "pod directories kept")
+		r := fail(reason.PodDirsKept, err, "pod directories kept")
 		for _, d := range []string{podDir, logDir} {
 			if d != "" {
 				r.Details = append(r.Details, kv("kept", d))
@@ -350,7 +351,7 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 	}
 	e.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
-		r := fail("RemoveDirsError", err, "pod directories not removed")
+		r := fail(reason.RemoveDirsError, err, "pod directories not removed")
 		r.Details = details
 		return r
 	}

@@ -16,6 +16,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/sim"
 )
 
@@ -64,7 +65,7 @@ func TestTeardownWhenRuntimeGone(t *testing.T) {
 			dirs = s
 		}
 	}
-	if dirs.Result.Reason != "PodDirsKept" || !strings.Contains(dirs.Result.Message, "container hello") {
+	if dirs.Result.Reason != reason.PodDirsKept || !strings.Contains(dirs.Result.Message, "container hello") {
 		t.Errorf("remove-dirs: %s %q, want PodDirsKept naming container hello", dirs.Result.Reason, dirs.Result.Message)
 	}
 	podDir := filepath.Join(o.Config.RootDir, "pods", string(e.Pod().UID))

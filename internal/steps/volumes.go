@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/volume"
 )
 
@@ -48,7 +49,7 @@ func (volumesStep) run(ctx context.Context, e *Engine) Result {
 	for i, v := range vols {
 		p, err := host.Prepare(pod, v, planned[v.Name])
 		if err != nil {
-			e.tracker.Record("Warning", volume.ReasonFailedMount, "", err.Error())
+			e.tracker.Record(corev1.EventTypeWarning, reason.FailedMountVolume, "", err.Error())
 			failed = append(failed, v.Name)
 			details = append(details, kv(v.Name, err.Error()))
 			if firstErr == nil {
@@ -72,7 +73,7 @@ func (volumesStep) run(ctx context.Context, e *Engine) Result {
 			made = append(made, r.Path)
 		}
 		if err != nil {
-			e.tracker.Record("Warning", volume.ReasonFailedMount, "", err.Error())
+			e.tracker.Record(corev1.EventTypeWarning, reason.FailedMountVolume, "", err.Error())
 			details = append(details, kv(v.Name, err.Error()))
 			return volumesFailed(e, []string{v.Name}, err, details, made)
 		}
@@ -98,7 +99,7 @@ func volumesFailed(e *Engine, failed []string, err error, details []Detail, crea
 	if errors.As(err, &ue) {
 		summary += ": podstep cannot set up " + ue.Kind
 	}
-	r := fail(volume.ReasonFailedMount, err, summary)
+	r := fail(reason.FailedMountVolume, err, summary)
 	r.Details = details
 	return r
 }

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/volume"
 )
 
@@ -218,7 +220,7 @@ spec:
 			if !failed || f.Name != "volumes" {
 				t.Fatalf("failed step %+v, want volumes", f)
 			}
-			if f.Result.Reason != "FailedMount" || !strings.Contains(f.Result.Message, c.want) {
+			if f.Result.Reason != reason.FailedMountVolume || !strings.Contains(f.Result.Message, c.want) {
 				t.Errorf("reason %q message %q, want FailedMount %q", f.Result.Reason, f.Result.Message, c.want)
 			}
 			if !strings.HasPrefix(f.Result.Summary, "unmounted volumes=[b]") {
@@ -226,7 +228,7 @@ spec:
 			}
 			found := false
 			for _, ev := range e.PodState().Events {
-				if ev.Reason == "FailedMount" && ev.Type == "Warning" && strings.Contains(ev.Message, c.want) {
+				if ev.Reason == reason.FailedMountVolume && ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Message, c.want) {
 					found = true
 				}
 			}

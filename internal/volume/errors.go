@@ -5,11 +5,9 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-)
 
-// ReasonFailedMount is the kubelet's event reason for a volume that could
-// not be set up (kevents.FailedMountVolume).
-const ReasonFailedMount = "FailedMount"
+	"github.com/podstep/podstep/internal/reason"
+)
 
 // Error is a volume that could not be set up. Its text is the kubelet's
 // FailedMount event message, from operation_generator.go
@@ -26,8 +24,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Reason is the event reason, FailedMount.
-func (e *Error) Reason() string { return ReasonFailedMount }
+// Reason is the event reason, FailedMount (reason.FailedMountVolume).
+func (e *Error) Reason() string { return reason.FailedMountVolume }
 
 // NotFoundError is a ConfigMap or Secret that does not exist, worded as the
 // kubelet's cache-based managers word it (apierrors.NewNotFound with the

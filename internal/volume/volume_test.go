@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podstep/podstep/internal/golden"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/golden"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // fakeSource holds ConfigMaps and Secrets of namespace "default".
@@ -279,7 +280,7 @@ func TestErrors(t *testing.T) {
 			if !errors.As(err, &ve) {
 				t.Fatalf("err %v (%T), want *Error", err, err)
 			}
-			if ve.Reason() != "FailedMount" || ve.Volume != "v" {
+			if ve.Reason() != reason.FailedMountVolume || ve.Volume != "v" {
 				t.Errorf("reason %q volume %q", ve.Reason(), ve.Volume)
 			}
 			if strings.HasPrefix(c.want, "MountVolume") {

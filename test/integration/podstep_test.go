@@ -603,43 +603,7 @@ func TestAllPods(t *testing.T) {
 // step as it arrives; it returns the finished result.
 func (e *env) runStreaming(t *testing.T, d dirs, file string, onStep func(cmd *exec.Cmd, s stepEvent)) *result {
 	t.Helper()
-	args := []string{"run", "--auto", "-o", "json", "-f", file, "-r", e.endpoint,
-		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}
-	cmd := exec.Command(e.bin, args...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kill := time.AfterFunc(runTimeout, func() { cmd.Process.Kill() })
-	defer kill.Stop()
-	r := &result{args: args}
-	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		n := len(r.steps)
-		if err := r.parseLine(sc.Bytes()); err != nil {
-			t.Errorf("JSON line %q: %v", sc.Text(), err)
-		}
-		if len(r.steps) > n {
-			onStep(cmd, r.steps[n])
-		}
-	}
-	err = cmd.Wait()
-	r.stdout, r.stderr = out.String(), stderr.String()
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("wait: %v\n%s", err, r)
-	}
-	return r
+	return e.stream(t, d, file, nil, onStep)
 }
 
 // TestInterruptDuringSandbox: SIGINT while RunPodSandbox is in flight (0, 50

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/report"
+)
+
+// replayOptions are the flags of `podstep replay`.
+type replayOptions struct {
+	auto   bool
+	output string
+}
+
+func newReplayCmd() *cobra.Command {
+	o := &replayOptions{}
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Replay a recording made with run --record: no runtime, no root, no network",
+		Long: `replay reads a recording made with podstep run --record FILE (plain or .gz) and
+prints what the run printed: with --auto, the start line, one line or JSON object per
+step and the summary, exactly as run --auto [-o json] did. It contacts no runtime.
+
+Exit codes: 0 when the recording was read to its summary, whatever the recorded run's
+own outcome (its exit code is the summary's exit_code); 2 when the file is not a
+recording, of a newer format, or damaged or cut off (what was readable is printed
+first, then where and why it stopped).`,
+		Example: `  podstep run --auto -f pod.yaml --record run.rec.gz
+  podstep replay run.rec.gz --auto
+  podstep replay run.rec.gz --auto -o json | jq .`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("replay takes one recording FILE, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return replay(cmd, args[0], o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.auto, "auto", false, "print every step without stopping, as run --auto did")
+	f.StringVarP(&o.output, "output", "o", "text", "output of --auto: text or json")
+	return cmd
+}
+
+// replay prints the recording at path through the printer of run --auto.
+func replay(cmd *cobra.Command, path string, o *replayOptions) error {
+	if o.output != "text" && o.output != "json" {
+		return usageErr("-o/--output %q: expected text or json", o.output)
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	switch {
+	case !o.auto && isTerminal(stdout):
+		fmt.Fprintln(stderr, "podstep: the interactive replay (step back, jump to a step) is not built yet: replaying as --auto")
+	case !o.auto:
+		fmt.Fprintln(stderr, "podstep: stdout is not a terminal: replaying as --auto")
+	}
+	if !isTerminal(stdout) {
+		noColor()
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return usageErr("replay %s: %v", path, err)
+	}
+	defer f.Close()
+	rd, err := record.NewReader(f)
+	if err != nil {
+		return usageErr("replay %s: %v", path, err)
+	}
+	h := rd.Header()
+	rt := h.Runtime.Endpoint
+	if h.Runtime.Name != "" {
+		rt = fmt.Sprintf("%s %s at %s", h.Runtime.Name, h.Runtime.Version, rt)
+	}
+	if h.Runtime.Simulated {
+		rt = "the SIMULATED runtime at " + h.Runtime.Endpoint
+	}
+	fmt.Fprintf(stderr, "podstep: REPLAY of %s: recorded %s on %s with podstep %s, %s (format v%d)\n",
+		path, h.Recorded.Format("2006-01-02 15:04:05 MST"), h.Host, h.Podstep, rt, h.Version)
+
+	printer := report.New(stdout, o.output)
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return usageErr("replay %s: %v", path, err)
+		}
+		switch {
+		case ev.Start != nil:
+			printer.Start(ev.Start.Runtime, ev.Start.Pod)
+		case ev.Step != nil:
+			printer.Step(*ev.Step)
+		case ev.Summary != nil:
+			printer.Finish(*ev.Summary)
+		}
+	}
+}

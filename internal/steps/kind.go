@@ -1,0 +1,117 @@
+package steps
+
+// Kind says what a step does; steps of one kind run the same action (for
+// different containers, or again after a restart). Code that treats steps
+// differently tests the Kind, never the step's name.
+type Kind int
+
+// The step kinds, in plan order. A kind's String is the step's name, or its
+// prefix followed by "/<container>" for the per-container kinds.
+const (
+	KindAdmit            Kind = iota + 1 // admit the pod to the node
+	KindDirs                             // make the pod's data directories
+	KindVolumes                          // set up the volumes
+	KindPullSecrets                      // resolve the image pull secrets
+	KindRuntimeStatus                    // check the runtime is ready
+	KindRunSandbox                       // RunPodSandbox
+	KindSandboxStatus                    // read the sandbox's IPs
+	KindBackoff                          // check a restart's back-off
+	KindPull                             // ensure a container's image
+	KindCreate                           // CreateContainer
+	KindStart                            // StartContainer
+	KindPostStart                        // run a postStart hook
+	KindWaitInit                         // wait for an init container to exit
+	KindStartup                          // wait for a sidecar's startup probe
+	KindRelist                           // watch the containers, as the PLEG does
+	KindReady                            // probe until the pod is Ready
+	KindStopContainers                   // teardown: StopContainer each
+	KindStopSandbox                      // teardown: StopPodSandbox
+	KindRemoveContainers                 // teardown: RemoveContainer each
+	KindRemoveSandbox                    // teardown: RemovePodSandbox
+	KindRemoveDirs                       // teardown: remove the pod's directories
+)
+
+var kindNames = [...]string{
+	KindAdmit:            "admit",
+	KindDirs:             "dirs",
+	KindVolumes:          "volumes",
+	KindPullSecrets:      "pull-secrets",
+	KindRuntimeStatus:    "runtime-status",
+	KindRunSandbox:       "run-sandbox",
+	KindSandboxStatus:    "sandbox-status",
+	KindBackoff:          "backoff",
+	KindPull:             "pull",
+	KindCreate:           "create",
+	KindStart:            "start",
+	KindPostStart:        "post-start",
+	KindWaitInit:         "wait",
+	KindStartup:          "startup",
+	KindRelist:           "relist",
+	KindReady:            "ready",
+	KindStopContainers:   "stop-containers",
+	KindStopSandbox:      "stop-sandbox",
+	KindRemoveContainers: "remove-containers",
+	KindRemoveSandbox:    "remove-sandbox",
+	KindRemoveDirs:       "remove-dirs",
+}
+
+// String is the kind's name: "pull", "run-sandbox", ...
+func (k Kind) String() string {
+	if k <= 0 || int(k) >= len(kindNames) {
+		return ""
+	}
+	return kindNames[k]
+}
+
+// PerContainer reports whether steps of this kind are about one container
+// (named "<kind>/<container>").
+func (k Kind) PerContainer() bool {
+	switch k {
+	case KindBackoff, KindPull, KindCreate, KindStart, KindPostStart, KindWaitInit, KindStartup:
+		return true
+	}
+	return false
+}
+
+// Waits reports whether a step of this kind mostly waits on purpose (for an
+// exit, a back-off or a probe) rather than working: its time outside CRI
+// calls is waiting, not overhead.
+func (k Kind) Waits() bool {
+	switch k {
+	case KindWaitInit, KindBackoff, KindStartup, KindRelist, KindReady:
+		return true
+	}
+	return false
+}
+
+// stepName is the name of the step of this kind for container ("" for the
+// pod-wide kinds): "pull/app", "relist".
+func (k Kind) stepName(container string) string {
+	if k.PerContainer() {
+		return k.String() + "/" + container
+	}
+	return k.String()
+}
+
+// Each action's kind.
+func (admitStep) kind() Kind            { return KindAdmit }
+func (dirsStep) kind() Kind             { return KindDirs }
+func (volumesStep) kind() Kind          { return KindVolumes }
+func (pullSecretsStep) kind() Kind      { return KindPullSecrets }
+func (runtimeStatusStep) kind() Kind    { return KindRuntimeStatus }
+func (runSandboxStep) kind() Kind       { return KindRunSandbox }
+func (sandboxStatusStep) kind() Kind    { return KindSandboxStatus }
+func (backoffStep) kind() Kind          { return KindBackoff }
+func (pullStep) kind() Kind             { return KindPull }
+func (createStep) kind() Kind           { return KindCreate }
+func (startStep) kind() Kind            { return KindStart }
+func (postStartStep) kind() Kind        { return KindPostStart }
+func (waitInitStep) kind() Kind         { return KindWaitInit }
+func (startupStep) kind() Kind          { return KindStartup }
+func (relistStep) kind() Kind           { return KindRelist }
+func (readyStep) kind() Kind            { return KindReady }
+func (stopContainersStep) kind() Kind   { return KindStopContainers }
+func (stopSandboxStep) kind() Kind      { return KindStopSandbox }
+func (removeContainersStep) kind() Kind { return KindRemoveContainers }
+func (removeSandboxStep) kind() Kind    { return KindRemoveSandbox }
+func (removeDirsStep) kind() Kind       { return KindRemoveDirs }
