@@ -136,7 +136,7 @@ func TestRetryClearsChanges(t *testing.T) {
 	b := parse(t, fmt.Sprintf(faultPod, `sim.podstep.dev/start-error.app: "exec: sleep: not found"`, "docker.io/library/busybox:1.35", "IfNotPresent"))
 	e := runAll(t, b, newSim(t), testOptions(t))
 	f, failed := e.Failed()
-	if !failed || f.Name != "start/app" || len(f.Events) == 0 {
+	if !failed || f.Kind != KindStart || len(f.Events) == 0 {
 		t.Fatalf("want a start failure with events, got %v %s %v", failed, f.Name, f.Events)
 	}
 	if err := e.Retry(); err != nil {
@@ -162,7 +162,7 @@ func TestRetryClearsChanges(t *testing.T) {
 	}
 	create := e.Steps()[f.ID-2]
 	want := podstate.Change{Field: "restarts", From: "0", To: "1"}
-	if create.Name != "create/app" || !slices.Contains(create.Changes, want) {
+	if create.Kind != KindCreate || !slices.Contains(create.Changes, want) {
 		t.Errorf("step %s after Retry: Changes %v, want %v among them", create.Name, create.Changes, want)
 	}
 	if err := e.Teardown(context.Background()); err != nil {
