@@ -53,7 +53,8 @@ func TestAutoTransitionsGolden(t *testing.T) {
 
 // TestShortOutput: -o short, and --quiet, keep one line per step: no
 // changes, no events; a warning the kubelet also recorded as an event is
-// printed as a warning line. --quiet with -o json is a usage error.
+// printed as a warning line. replay -o short prints a recording so (what
+// replay printed before). --quiet with -o json is a usage error.
 func TestShortOutput(t *testing.T) {
 	for _, flag := range [][]string{{"-o", "short"}, {"--quiet"}, {"-q"}} {
 		t.Run(strings.Join(flag, " "), func(t *testing.T) {
@@ -67,7 +68,14 @@ func TestShortOutput(t *testing.T) {
 			checkGolden(t, "auto-hello.short", normalize(out, root, logs))
 		})
 	}
-	code, _, errOut := run(t, "run", "--auto", "--sim", "-q", "-o", "json", "-f", "../../testdata/pods/hello.yaml")
+	// A replay, too: the hello recording as the run printed it before steps
+	// had their changes and events under them.
+	code, out, errOut := run(t, "replay", "../../testdata/recordings/hello.v1.rec", "--auto", "-o", "short", "--no-color")
+	if code != ExitOK {
+		t.Fatalf("replay -o short: exit %d: %s", code, errOut)
+	}
+	checkGolden(t, "replay-hello.short", out)
+	code, _, errOut = run(t, "run", "--auto", "--sim", "-q", "-o", "json", "-f", "../../testdata/pods/hello.yaml")
 	if code != ExitUsage || !strings.Contains(errOut, "--quiet") {
 		t.Errorf("--quiet -o json: exit %d, stderr %q; want 2 and an error naming --quiet", code, errOut)
 	}
