@@ -48,15 +48,15 @@ first, then where and why it stopped).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.auto, "auto", false, "print every step without stopping, as run --auto did")
-	f.StringVarP(&o.output, "output", "o", "text", "output of --auto: text or json")
+	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text, short (one line per step) or json")
 	f.StringVar(&o.html, "html", "", "write the recording as one self-contained HTML timeline page to this file (prints nothing else)")
 	return cmd
 }
 
 // replay prints the recording at path through the printer of run --auto.
 func replay(cmd *cobra.Command, path string, o *replayOptions) error {
-	if o.output != "text" && o.output != "json" {
-		return usageErr("-o/--output %q: expected text or json", o.output)
+	if o.output != report.Text && o.output != report.Short && o.output != report.JSON {
+		return usageErr("-o/--output %q: expected text, short or json", o.output)
 	}
 	if o.html != "" {
 		return replayHTML(cmd, path, o.html)
