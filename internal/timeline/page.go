@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"html/template"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,7 @@ type Page struct {
 
 	plan      map[int]report.PlanStepJSON // by step ID, the latest plan line's
 	explained map[string]int              // step name → first step showing its explanation
+	seen      map[int]int                 // step ID → step lines with it so far
 	logs      map[int][]record.Log
 }
 
@@ -56,6 +58,9 @@ type Step struct {
 	Explain     string
 	ExplainedAt int
 	Wait        bool
+	// Anchor is the id of the step's section: step-N, or step-N.2 for a
+	// step retried in the TUI (a later line with the same ID).
+	Anchor string
 	// PodSame is true when the pod's status is the previous step's.
 	PodSame bool
 	Logs    []record.Log
@@ -73,7 +78,7 @@ type CallBodies struct {
 // New returns an empty page for the recording source with header h.
 func New(source string, h record.Header) *Page {
 	return &Page{Source: source, Header: h, plan: map[int]report.PlanStepJSON{},
-		explained: map[string]int{}, logs: map[int][]record.Log{}}
+		explained: map[string]int{}, seen: map[int]int{}, logs: map[int][]record.Log{}}
 }
 
 // Add takes the next line of the recording.
@@ -95,7 +100,10 @@ func (p *Page) Add(ev record.Event) {
 }
 
 func (p *Page) addStep(sj report.StepJSON) {
-	s := &Step{StepJSON: sj, Wait: waitKinds[kind(sj.Name)]}
+	s := &Step{StepJSON: sj, Wait: waitKinds[kind(sj.Name)], Anchor: "step-" + strconv.Itoa(sj.ID)}
+	if p.seen[sj.ID]++; p.seen[sj.ID] > 1 {
+		s.Anchor += "." + strconv.Itoa(p.seen[sj.ID])
+	}
 	if pl, ok := p.plan[sj.ID]; ok && pl.Name == sj.Name {
 		s.Explain = pl.Explain
 	}

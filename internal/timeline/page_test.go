@@ -14,6 +14,7 @@ import (
 
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // load reads a recording into a page.
@@ -228,3 +229,25 @@ func TestPageOf1000StepsUnder2MB(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestPageRetriedStep: a step retried in the TUI has two step lines with
+// one ID; each gets a bar and a section, and the sections' ids differ.
+func TestPageRetriedStep(t *testing.T) {
+	p := New("retry.rec", record.Header{})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, state := range []string{"failed", "done"} {
+		p.Add(record.Event{Step: &report.StepJSON{ID: 3, Name: "create/app", Stage: "containers", State: steps.State(state),
+			Started: t0.Add(time.Duration(i) * time.Second), DurationMs: 10}})
+	}
+	_, doc := render(t, p)
+	if n := len(find(doc, "div", "bar", "step")); n != 2 {
+		t.Errorf("%d bars, want 2", n)
+	}
+	ids := map[string]bool{}
+	for _, s := range find(doc, "section", "step") {
+		ids[attr(s, "id")] = true
+	}
+	if !ids["step-3"] || !ids["step-3.2"] {
+		t.Errorf("section ids %v, want step-3 and step-3.2", ids)
+	}
+}
