@@ -171,6 +171,11 @@ if ! command -v tmux >/dev/null; then
 	apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; } ||
 		echo "hack/test.sh: could not install tmux; the TUI integration test will fail"
 fi
+# The timeline test renders the --html page in a real browser, headless.
+if ! command -v chromium >/dev/null; then
+	apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } ||
+		echo "hack/test.sh: could not install chromium; the timeline integration test will fail"
+fi
 
 # integration RUNTIME: its harness up, the suite against it, its harness down.
 integration() {

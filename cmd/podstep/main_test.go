@@ -125,6 +125,11 @@ func normalize(s, root, logs string) string {
 		{`containers/([a-z]+)/[0-9a-f]{8}`, "containers/$1/<hex>"},
 		{`"node(Name)?":"[^"]*"`, `"node$1":"<node>"`},
 		{`"hostIPs?":[^,]*,`, ``},
+		{`host IP [0-9a-f.:]+`, "host IP <host-ip>"},
+		{`("field":"status.hostIP","from":"[^"]*","to":)"[^"]*"`, `$1"<host-ip>"`},
+		// How often a relist ran before it saw an exit, and when, depend on timing.
+		{`relists: \d+`, "relists: <n>"},
+		{`at \d\d:\d\d:\d\d\.\d+`, "at <clock>"},
 		{`memory [0-9.]+[KMGT]i requested`, "memory <mem> requested"},
 		{`allocatable [0-9.]+[a-zA-Z]*`, "allocatable <alloc>"},
 		{`"(created_at|started_at|finished_at|timestamp)":"\d+"`, `"$1":"<ns>"`},

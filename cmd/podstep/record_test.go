@@ -371,7 +371,7 @@ func TestReplayFixtures(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			checkGolden(t, "replay-"+strings.SplitN(filepath.Base(f), ".", 2)[0]+".text", out)
+			checkGolden(t, "replay-"+strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".gz"), ".rec")+".text", out)
 		})
 	}
 }

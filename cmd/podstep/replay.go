@@ -16,6 +16,7 @@ import (
 type replayOptions struct {
 	auto   bool
 	output string
+	html   string // --html: write the timeline page here instead
 }
 
 func newReplayCmd() *cobra.Command {
@@ -41,7 +42,8 @@ first, then where and why it stopped).`,
 		Example: `  podstep run --auto -f pod.yaml --record run.rec.gz
   podstep replay run.rec.gz
   podstep replay run.rec.gz --auto
-  podstep replay run.rec.gz --auto -o json | jq .`,
+  podstep replay run.rec.gz --auto -o json | jq .
+  podstep replay run.rec.gz --html run.html`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("replay takes one recording FILE, got %d arguments", len(args))
@@ -54,14 +56,18 @@ first, then where and why it stopped).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.auto, "auto", false, "print every step without stopping, as run --auto did")
-	f.StringVarP(&o.output, "output", "o", "text", "output of --auto: text or json")
+	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text, short (one line per step) or json")
+	f.StringVar(&o.html, "html", "", "write the recording as one self-contained HTML timeline page to this file (prints nothing else)")
 	return cmd
 }
 
 // replay prints the recording at path through the printer of run --auto.
 func replay(cmd *cobra.Command, path string, o *replayOptions) error {
-	if o.output != "text" && o.output != "json" {
-		return usageErr("-o/--output %q: expected text or json", o.output)
+	if o.output != report.Text && o.output != report.Short && o.output != report.JSON {
+		return usageErr("-o/--output %q: expected text, short or json", o.output)
+	}
+	if o.html != "" {
+		return replayHTML(cmd, path, o.html)
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	switch {

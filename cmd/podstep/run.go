@@ -30,6 +30,7 @@ type runOptions struct {
 	gracePeriod   int64
 	breaks        []string
 	output        string
+	quiet         bool
 	clusterDNS    []string
 	clusterDomain string
 	cgroupDriver  string
@@ -70,7 +71,8 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		Use:   "run -f FILE",
 		Short: "Create the pod step by step against a CRI runtime (TUI on a terminal, --auto otherwise)",
 		Example: `  podstep run -f testdata/pods/hello.yaml                # interactive, one keypress per step
-  podstep run --auto -f testdata/pods/hello.yaml         # all steps, one line each
+  podstep run --auto -f testdata/pods/hello.yaml         # all steps, each with what it changed and its events
+  podstep run --auto -q -f testdata/pods/hello.yaml      # all steps, one line each
   podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -83,7 +85,8 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
 	f.Int64Var(&o.gracePeriod, "grace-period", -1, "seconds StopContainer waits before SIGKILL at teardown; -1 uses the pod's terminationGracePeriodSeconds")
 	f.StringSliceVar(&o.breaks, "break", nil, "stop before these stages in the TUI (e.g. sandbox,containers)")
-	f.StringVarP(&o.output, "output", "o", "text", "output of --auto: text or json")
+	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text (each step, what it changed in the pod, its kubelet events), short (one line per step) or json")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "one line per step, without what it changed or its events: -o short")
 	f.DurationVar(&o.pollInterval, "poll-interval", 100*time.Millisecond, "how often to relist containers while an init container runs (the kubelet's PLEG relists every 1s)")
 	f.DurationVar(&o.initTimeout, "init-timeout", 5*time.Minute, "how long to wait for one init container to exit")
 	f.IntVar(&o.maxRestarts, "max-restarts", 3, "restarts of one container (the kubelet's CrashLoopBackOff) before podstep gives up; -1: no limit, as the kubelet")
@@ -98,8 +101,14 @@ func (o *runOptions) validate() error {
 	if o.file == "" {
 		return usageErr("-f/--filename is required: the pod manifest to run")
 	}
-	if o.output != "text" && o.output != "json" {
-		return usageErr("-o/--output %q: expected text or json", o.output)
+	if o.output != report.Text && o.output != report.Short && o.output != report.JSON {
+		return usageErr("-o/--output %q: expected text, short or json", o.output)
+	}
+	if o.quiet {
+		if o.output == report.JSON {
+			return usageErr("--quiet is -o short, the short text form: it does not go with -o json")
+		}
+		o.output = report.Short
 	}
 	for _, b := range o.breaks {
 		if _, ok := steps.ParseStage(b); !ok {
@@ -269,7 +278,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	code, msg := settle(cmd.Context(), eng, &sum, !sum.Kept, wasInterrupted, stderr)
 	printer.Finish(sum)
 	rec.finish(sum, stderr)
-	if code == ExitPodFailed && o.output == "json" {
+	if code == ExitPodFailed && o.output == report.JSON {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)
 	}
 	if msg != "" {

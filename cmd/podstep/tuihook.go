@@ -42,7 +42,8 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	})
 
 	// The TUI is gone: from here on, plain lines.
-	printer := report.New(stdout, "text")
+	printer := report.New(stdout, report.Text)
+	printer.SetPod(podName(eng))
 	eng.Subscribe(printer.Observe)
 	var created time.Duration
 	for _, s := range eng.Steps() {

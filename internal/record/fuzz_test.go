@@ -153,7 +153,7 @@ func TestFixtures(t *testing.T) {
 					steps++
 				}
 			}
-			if steps < 10 || evs[len(evs)-1].Summary == nil {
+			if steps < 5 || evs[len(evs)-1].Summary == nil { // out-of-cpu: admit fails, 6 steps
 				t.Errorf("%d steps, last line %s", steps, evs[len(evs)-1].Type)
 			}
 		})

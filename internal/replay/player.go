@@ -150,7 +150,13 @@ func (p *Player) load(rd *record.Reader) {
 			}
 			started = nil
 			if pj := ev.Step.Pod; pj != nil {
+				prev := pod
 				pod = podstate.Snapshot{Status: pj.Status, Display: pj.Display, Ready: pj.Ready, Restarts: pj.Restarts}
+				if ev.Step.Changes == nil {
+					// A recording from before steps had Changes: the engine's
+					// own diff of the pod before and after.
+					rn.step.Changes = podstate.Diff(prev, pod)
+				}
 			}
 			p.events = append(p.events, ev.Step.Events...)
 			rn.pod, rn.events, rn.logs = pod, len(p.events), len(p.logs)
@@ -225,7 +231,7 @@ func (p *Player) applyPlan(pl *record.Plan) {
 // stepOf rebuilds a finished step from its JSON object.
 func stepOf(j *report.StepJSON) steps.Step {
 	s := steps.Step{ID: j.ID, Stage: j.Stage, Name: j.Name, Title: j.Title, Container: j.Container, Mirrors: j.Mirrors,
-		State: j.State, Started: j.Started, Duration: msDuration(j.DurationMs),
+		State: j.State, Started: j.Started, Duration: msDuration(j.DurationMs), Changes: j.Changes, Events: j.Events,
 		Result: steps.Result{Summary: j.Summary, Details: j.Details, Warnings: j.Warnings, Reason: j.Reason, Message: j.Message}}
 	if j.State == steps.Failed {
 		s.Result.Err = errors.New(j.Message)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
@@ -286,5 +287,39 @@ func TestDamaged(t *testing.T) {
 	p.Seek(5)
 	if s, ok := p.NextStep(); !ok || s.Name != "run-sandbox" {
 		t.Errorf("next after the damage: %v %s", ok, s.Name)
+	}
+}
+
+// TestChangesOfOldRecordings: a v1 recording made before steps had Changes
+// gets the engine's diff of the pod before and after each step.
+func TestChangesOfOldRecordings(t *testing.T) {
+	p := load(t, "crashloop.v1.rec.gz")
+	p.Seek(17)
+	s := p.Steps()[16]
+	if got := podstate.FormatChanges(s.Changes); !strings.Contains(got, "CrashLoopBackOff") {
+		t.Errorf("step 17 %s changed %q, want the pod's CrashLoopBackOff", s.Name, got)
+	}
+}
+
+// TestAllRecordings replays every recording under testdata/recordings
+// forward to its end and back to its start.
+func TestAllRecordings(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "recordings", "*.rec*"))
+	if len(files) < 2 {
+		t.Fatalf("%d recordings", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			want, started := recorded(t, filepath.Base(f))
+			p := load(t, filepath.Base(f))
+			for p.Position() < p.Len() {
+				p.Next(context.Background())
+				check(t, p, want, started, "forward")
+			}
+			for p.Position() > 0 {
+				p.Seek(p.Position() - 1)
+				check(t, p, want, started, "back")
+			}
+		})
 	}
 }

@@ -53,21 +53,43 @@ type Timing struct {
 	Calls      int     `json:"calls"`
 }
 
+// Output formats of a Printer.
+const (
+	// Text is a line per step, and under it what the step changed in the
+	// pod and the kubelet events it recorded.
+	Text = "text"
+	// Short is a line per step only (run --quiet, -o short).
+	Short = "short"
+	// JSON is a JSON object per line.
+	JSON = "json"
+)
+
 // Printer writes step events as text or JSON lines.
 type Printer struct {
 	w     io.Writer
 	json  bool
+	short bool
 	mu    sync.Mutex
+	pod   string // the pod's name, for the events' OBJECT column
 	steps StepBuilder
 }
 
-// New returns a printer; format is "text" or "json".
+// New returns a printer; format is Text, Short or JSON.
 func New(w io.Writer, format string) *Printer {
-	return &Printer{w: w, json: format == "json"}
+	return &Printer{w: w, json: format == JSON, short: format == Short}
+}
+
+// SetPod names the pod ("namespace/name" or "name") whose steps p prints:
+// events name it as `kubectl get events` does, pod/<name>. Start sets it.
+func (p *Printer) SetPod(pod string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pod = pod[strings.LastIndexByte(pod, '/')+1:]
 }
 
 // Start prints the first line: which runtime, and whether it is simulated.
 func (p *Printer) Start(rt render.Runtime, pod string) {
+	p.SetPod(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
@@ -114,6 +136,8 @@ var (
 	dim      = color.New(color.Faint)
 	warnCol  = color.New(color.FgYellow)
 	stageCol = color.New(color.FgCyan)
+	// changeCol marks what a step changed, as the TUI's Changed style does.
+	changeCol = color.New(color.FgYellow, color.Bold)
 )
 
 func (p *Printer) stepText(s StepJSON) {
@@ -131,6 +155,9 @@ func (p *Printer) stepText(s StepJSON) {
 	}
 	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Summary, callStr, dim.Sprint(render.Ms(s.DurationMs)))
 	for _, w := range s.Warnings {
+		if !p.short && recorded(w, s.Events) {
+			continue // printed below, as the event
+		}
 		fmt.Fprintf(p.w, "       %s %s\n", warnCol.Sprint("warning:"), w)
 	}
 	if s.State == steps.Failed {
@@ -142,6 +169,35 @@ func (p *Printer) stepText(s StepJSON) {
 		for _, d := range s.Details {
 			fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
 		}
+	}
+	if !p.short {
+		p.transitions(s.Changes, s.Events)
+	}
+}
+
+// recorded says whether a step's warning ("Reason: message") is one of
+// its events too, as the kubelet's warnings mostly are.
+func recorded(warning string, events []podstate.Event) bool {
+	for _, e := range events {
+		if e.Type == corev1.EventTypeWarning && strings.HasPrefix(warning, e.Reason) && strings.TrimPrefix(warning, e.Reason) == ": "+e.Message {
+			return true
+		}
+	}
+	return false
+}
+
+// transitions prints, under a step, what it changed in the pod on one line
+// (nothing when nothing changed), then the kubelet events it recorded as
+// `kubectl get events` lists them, warnings in the warning colour.
+func (p *Printer) transitions(changes []podstate.Change, events []podstate.Event) {
+	if line := podstate.FormatChanges(changes); line != "" {
+		fmt.Fprintf(p.w, "       %s %s\n", changeCol.Sprint("pod:"), line)
+	}
+	for i, line := range podstate.FormatEvents(p.pod, events) {
+		if events[i].Type == corev1.EventTypeWarning {
+			line = warnCol.Sprint(line)
+		}
+		fmt.Fprintf(p.w, "       %s\n", line)
 	}
 }
 
@@ -217,24 +273,30 @@ func (p *Printer) emit(v any) {
 
 // StepJSON is the JSON object of one finished step (documented in the README).
 type StepJSON struct {
-	Type       string           `json:"type"`
-	ID         int              `json:"id"`
-	Stage      steps.Stage      `json:"stage"`
-	Name       string           `json:"name"`
-	Title      string           `json:"title"`
-	Container  string           `json:"container,omitempty"`
-	Mirrors    string           `json:"mirrors"`
-	State      steps.State      `json:"state"`
-	Summary    string           `json:"summary"`
-	Details    []steps.Detail   `json:"details,omitempty"`
-	Warnings   []string         `json:"warnings,omitempty"`
-	Reason     string           `json:"reason,omitempty"`
-	Message    string           `json:"message,omitempty"`
-	Started    time.Time        `json:"started"`
-	DurationMs float64          `json:"duration_ms"`
-	Calls      []CallJSON       `json:"calls"`
-	Pod        *PodJSON         `json:"pod,omitempty"`
-	Events     []podstate.Event `json:"events,omitempty"`
+	Type       string         `json:"type"`
+	ID         int            `json:"id"`
+	Stage      steps.Stage    `json:"stage"`
+	Name       string         `json:"name"`
+	Title      string         `json:"title"`
+	Container  string         `json:"container,omitempty"`
+	Mirrors    string         `json:"mirrors"`
+	State      steps.State    `json:"state"`
+	Summary    string         `json:"summary"`
+	Details    []steps.Detail `json:"details,omitempty"`
+	Warnings   []string       `json:"warnings,omitempty"`
+	Reason     string         `json:"reason,omitempty"`
+	Message    string         `json:"message,omitempty"`
+	Started    time.Time      `json:"started"`
+	DurationMs float64        `json:"duration_ms"`
+	Calls      []CallJSON     `json:"calls"`
+	Pod        *PodJSON       `json:"pod,omitempty"`
+	// Changes are what the step changed in the pod (steps.Step.Changes);
+	// [] when nothing changed. Only nil is left out: the step objects of
+	// recordings made before podstep had them replay as they were.
+	Changes []podstate.Change `json:"changes,omitzero"`
+	// Events are the kubelet events recorded during the step
+	// (steps.Step.Events); [] when none, and left out when nil, as Changes.
+	Events []podstate.Event `json:"events,omitzero"`
 }
 
 // CallJSON is one CRI call in JSON output. Request and Response are the
@@ -258,14 +320,13 @@ type PodJSON struct {
 	Status   corev1.PodStatus `json:"status"`
 }
 
-// StepBuilder turns finished steps into their JSON objects. Each object
-// lists the kubelet events recorded since the previous one, so one builder
-// must see every StepDone of a run, in order.
+// StepBuilder turns finished steps into their JSON objects, with the
+// changes and events the engine found for each step (steps.Step.Changes,
+// Events).
 type StepBuilder struct {
 	// Call converts a step's calls (nil: CallToJSON); a recorder that has
 	// converted each call as it returned passes its copies.
-	Call   func(cri.Call) CallJSON
-	events int // pod events already listed
+	Call func(cri.Call) CallJSON
 }
 
 // Step returns the JSON object of a StepDone event.
@@ -274,7 +335,8 @@ func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 	out := StepJSON{Type: "step", ID: s.ID, Stage: s.Stage, Name: s.Name, Title: s.Title, Container: s.Container,
 		Mirrors: s.Mirrors, State: s.State, Summary: s.Result.Summary, Details: s.Result.Details,
 		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message,
-		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{}}
+		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{},
+		Changes: orEmpty(s.Changes), Events: orEmpty(s.Events)}
 	conv := b.Call
 	if conv == nil {
 		conv = CallToJSON
@@ -284,12 +346,17 @@ func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 	}
 	if ev.Pod != nil {
 		out.Pod = &PodJSON{Phase: ev.Pod.Status.Phase, Display: ev.Pod.Display, Ready: ev.Pod.Ready, Restarts: ev.Pod.Restarts, Status: ev.Pod.Status}
-		if len(ev.Pod.Events) > b.events {
-			out.Events = ev.Pod.Events[b.events:]
-			b.events = len(ev.Pod.Events)
-		}
 	}
 	return out
+}
+
+// orEmpty is s, or an empty slice for nil: JSON arrays that are always
+// there read more simply (`jq '.changes[]'`).
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // CallToJSON converts a recorded call.

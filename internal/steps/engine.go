@@ -96,6 +96,10 @@ type Engine struct {
 
 	// Tracker holds the pod's status.
 	tracker *podstate.Tracker
+	// lastPod is the pod after the last step that ran (at New, before the
+	// first): what the next step's Changes and Events are counted from.
+	// Only Next reads and writes it.
+	lastPod podstate.Snapshot
 
 	mu       sync.Mutex
 	steps    []*Step
@@ -214,6 +218,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	}
 	e.tracker = podstate.New(b.Pod, o.Now)
 	e.setupRedactor()
+	e.lastPod = e.tracker.Snapshot()
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
 	e.rt.containers = map[string]*containerRuntime{}
 	e.rt.removed = map[string]bool{}
@@ -372,11 +377,14 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 
 	res := e.redactResult(s.act.run(ctx, e))
 	pod := e.tracker.Snapshot()
+	changes, events := podstate.Diff(e.lastPod, pod), podstate.NewEvents(e.lastPod, pod)
+	e.lastPod = pod
 
 	e.mu.Lock()
 	s.Duration = e.now().Sub(s.Started)
 	s.Result = res
 	s.Pod = &pod
+	s.Changes, s.Events = changes, events
 	e.current = nil
 	recovered := e.restarting
 	e.restarting = false
@@ -480,7 +488,7 @@ func (e *Engine) Retry() error {
 		s.State = Pending
 		s.Calls = nil
 		s.Result = Result{}
-		s.Pod = nil
+		s.Pod, s.Changes, s.Events = nil, nil, nil
 	}
 	e.failed = nil
 	e.next = idx

@@ -48,6 +48,14 @@ type Step struct {
 	Duration time.Duration `json:"duration"`
 	// Pod is the pod's state after the step ran.
 	Pod *podstate.Snapshot `json:"-"`
+	// Changes are what the step changed in the pod's state
+	// (podstate.Diff of the pod before the step and Pod); nil when nothing
+	// changed. The engine computes them once, as the step finishes, so
+	// every frontend shows the same diff.
+	Changes []podstate.Change `json:"changes,omitempty"`
+	// Events are the kubelet events recorded while the step ran, oldest
+	// first (podstate.NewEvents of the same two snapshots); nil when none.
+	Events []podstate.Event `json:"events,omitempty"`
 
 	act action
 }

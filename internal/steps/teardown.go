@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/volume"
 )
@@ -92,10 +93,18 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 		return ok("no containers to stop")
 	}
 	grace := e.gracePeriod()
+	running := runningContainers(e.tracker.Snapshot())
 	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
 	for i, in := range cs {
-		e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "Stopping container "+in.c.spec.Name)
+		// Every container podstep made is stopped (stopping one that exited
+		// does nothing), but only a running one is killed as the kubelet
+		// kills: its killPod gets the pod from ConvertPodStatusToRunningPod
+		// (pkg/kubelet/container/helpers.go), which keeps the running
+		// containers only, and killContainer records Killing for each.
+		if in.id == in.c.id && running[in.c.spec.Name] {
+			e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "Stopping container "+in.c.spec.Name)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -109,6 +118,19 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 		return fail(reason.ErrKillContainer, err, "some containers did not stop")
 	}
 	return ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
+}
+
+// runningContainers names the containers the pod's status shows running.
+func runningContainers(pod podstate.Snapshot) map[string]bool {
+	out := map[string]bool{}
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, c := range list {
+			if c.State.Running != nil {
+				out[c.Name] = true
+			}
+		}
+	}
+	return out
 }
 
 // notFound reports a NotFound answer: the object is already gone, which

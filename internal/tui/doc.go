@@ -10,4 +10,9 @@
 // cancellable context, and subscribes to the engine's events: they go into
 // a channel that a re-armed command turns into messages, so the UI never
 // blocks on the runtime, nor the engine on the UI.
+//
+// What a step changed is the engine's diff (steps.Step.Changes and Events,
+// taken from its StepDone): the pod pane highlights it, the events pane
+// marks the step's events, and the step pane says it in words for a reader
+// who cannot see the colour. The TUI diffs nothing itself.
 package tui

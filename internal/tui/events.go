@@ -28,7 +28,7 @@ func (m *model) eventsView(w, h int) []string {
 	if m.mode == modeLog {
 		lines = m.logLines()
 	} else {
-		lines = m.eventLines(m.pod.Events, len(m.before.Events), h, w)
+		lines = m.eventLines(m.pod.Events, h, w)
 	}
 	// Show the end: the newest events and log lines.
 	top := len(lines) - h
@@ -40,9 +40,9 @@ func (m *model) eventsView(w, h int) []string {
 }
 
 // eventLines formats events as `kubectl describe pod` does (TYPE REASON
-// OBJECT MESSAGE); only the last h are formatted. Events from index seen
-// on are new in the last step.
-func (m *model) eventLines(evs []podstate.Event, seen, h, w int) []string {
+// OBJECT MESSAGE); only the last h are formatted. The last step's events
+// are marked.
+func (m *model) eventLines(evs []podstate.Event, h, w int) []string {
 	if len(evs) == 0 {
 		return []string{m.st.Dim.Render("no events yet")}
 	}
@@ -73,7 +73,7 @@ func (m *model) eventLines(evs []podstate.Event, seen, h, w int) []string {
 			typ = m.st.Warning.Render(typ)
 		}
 		l := typ + fit(e.Reason, rw+1) + m.st.Dim.Render(fit(obj(e), ow+1)) + e.Message
-		if i >= seen && len(m.before.Events) < len(m.pod.Events) {
+		if m.last.event(i) {
 			l = m.st.Changed.Render("•") + l
 		} else {
 			l = " " + l

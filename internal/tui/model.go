@@ -61,10 +61,10 @@ type model struct {
 	// step is changing.
 	steps  []steps.Step
 	pod    podstate.Snapshot
-	before podstate.Snapshot // the pod before the last step ran
-	lastID int               // the last step that ran
-	nextID int               // the step Next would run (0: none)
-	ver    int               // bumped whenever steps change (detail cache key)
+	last   lastChange // what the last step changed: highlighted until the next one starts
+	lastID int        // the last step that ran
+	nextID int        // the step Next would run (0: none)
+	ver    int        // bumped whenever steps change (detail cache key)
 
 	stageBreak map[steps.Stage]bool
 	stepBreak  map[int]bool
@@ -128,7 +128,6 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 	}
 	m.subscribe()
 	m.refresh()
-	m.before = m.pod
 	m.selectStep(m.nextID)
 	return m
 }
@@ -252,7 +251,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *model) event(ev steps.Event) {
 	switch ev.Kind {
 	case steps.StepStarted:
-		m.before = m.pod
+		m.last = lastChange{}
 		m.runningID = ev.Step.ID
 		m.method = ""
 		m.setStep(ev.Step)
@@ -268,6 +267,7 @@ func (m *model) event(ev steps.Event) {
 		m.setStep(ev.Step)
 		if ev.Pod != nil {
 			m.pod = *ev.Pod
+			m.last = newLastChange(ev.Step, len(ev.Pod.Events))
 		}
 		m.lastID = ev.Step.ID
 		m.runningID = 0

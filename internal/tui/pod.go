@@ -10,12 +10,12 @@ import (
 	"github.com/podstep/podstep/internal/podstate"
 )
 
-// podView renders the pod pane's content as lines of at most w cells:
+// podLines renders the pod pane's content as lines of at most w cells:
 // `kubectl get pod`, phase and conditions, then one line per container.
-// What changed in the last step is highlighted.
+// What the last step changed (its Changes) is highlighted.
 func (m *model) podLines(w int) []string {
 	st := m.st
-	now, was := m.pod, m.before
+	now, last := m.pod, m.last
 	hl := func(s string, changed bool) string {
 		if changed {
 			return st.Changed.Render(s)
@@ -26,20 +26,16 @@ func (m *model) podLines(w int) []string {
 	if ip == "" {
 		ip = "<none>"
 	}
-	wasIP := was.Status.PodIP
-	if wasIP == "" {
-		wasIP = "<none>"
-	}
 	name := m.eng.Pod().Name
 	cols := []struct {
 		head, val string
 		changed   bool
 	}{
 		{"NAME", name, false},
-		{"READY", now.Ready, now.Ready != was.Ready},
-		{"STATUS", now.Display, now.Display != was.Display},
-		{"RESTARTS", fmt.Sprint(now.Restarts), now.Restarts != was.Restarts},
-		{"IP", ip, ip != wasIP},
+		{"READY", now.Ready, last.field(podstate.FieldReady)},
+		{"STATUS", now.Display, last.field(podstate.FieldStatus)},
+		{"RESTARTS", fmt.Sprint(now.Restarts), last.field(podstate.FieldRestarts)},
+		{"IP", ip, last.field(podstate.FieldPodIP)},
 	}
 	// kubectl separates columns by 3 spaces; use fewer when the pane is narrow.
 	total := 0
@@ -62,11 +58,7 @@ func (m *model) podLines(w int) []string {
 	out := []string{st.Dim.Render(head.String()), vals.String()}
 
 	// Phase and conditions, as `kubectl describe pod` lists them.
-	toks := []string{st.Dim.Render("phase ") + hl(string(now.Status.Phase), now.Status.Phase != was.Status.Phase)}
-	wasCond := map[corev1.PodConditionType]corev1.ConditionStatus{}
-	for _, c := range was.Status.Conditions {
-		wasCond[c.Type] = c.Status
-	}
+	toks := []string{st.Dim.Render("phase ") + hl(string(now.Status.Phase), last.field(podstate.FieldPhase))}
 	for _, c := range now.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
 			continue // always true on a kubelet: the pod reached the node
@@ -75,19 +67,11 @@ func (m *model) podLines(w int) []string {
 		if c.Status == corev1.ConditionTrue {
 			mark = st.Done.Render("✓")
 		}
-		t := string(c.Type)
-		if wasCond[c.Type] != c.Status && len(was.Status.Conditions) > 0 {
-			t = st.Changed.Render(t)
-		}
-		toks = append(toks, t+" "+mark)
+		toks = append(toks, hl(string(c.Type), last.condition(string(c.Type)))+" "+mark)
 	}
 	out = append(out, wrapTokens(toks, w, "  ")...)
 
 	// Containers, init containers first.
-	prev := map[string]string{}
-	for _, c := range allStatuses(was) {
-		prev[c.Name] = m.containerState(c)
-	}
 	nw := 0
 	for _, c := range allStatuses(now) {
 		nw = max(nw, lipgloss.Width(c.Name)+5)
@@ -98,9 +82,7 @@ func (m *model) podLines(w int) []string {
 		if i < initN {
 			label = "init:" + c.Name
 		}
-		s := m.containerState(c)
-		p, seen := prev[c.Name]
-		out = append(out, fit(label, nw+1)+hl(s, seen && p != s))
+		out = append(out, fit(label, nw+1)+hl(m.containerState(c), last.container(c.Name, i < initN)))
 	}
 	return out
 }

@@ -8,8 +8,6 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
-
-	"github.com/podstep/podstep/internal/podstate"
 )
 
 // Replayer is an Engine over a recording (internal/replay's Player): its
@@ -23,8 +21,6 @@ type Replayer interface {
 	Len() int
 	Position() int
 	Seek(pos int)
-	// PodAt is the pod after the first pos steps.
-	PodAt(pos int) podstate.Snapshot
 	// RunID is the ID of the step that ran at position pos (0 if none);
 	// Find the position right after step id first ran.
 	RunID(pos int) int
@@ -212,11 +208,11 @@ func (m *model) gotoStep(id string) {
 func (m *model) moved() {
 	pos := m.rp.Position()
 	m.refresh()
-	m.before = m.pod
-	if pos > 0 {
-		m.before = m.rp.PodAt(pos - 1)
-	}
 	m.lastID = m.rp.RunID(pos)
+	m.last = lastChange{}
+	if s, ok := m.stepByID(m.lastID); ok && pos > 0 {
+		m.last = newLastChange(s, len(m.pod.Events))
+	}
 	if m.lastID > 0 {
 		m.selectStep(m.lastID)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -175,9 +176,17 @@ func TestReplayHelp(t *testing.T) {
 }
 
 // TestReplayFramesFit: every line of every frame fits the window, through
-// a whole replay forward and back, in every view.
+// a whole replay of each recording under testdata/recordings forward and
+// back, in every view.
 func TestReplayFramesFit(t *testing.T) {
-	h := newReplayHarness(t, "crashloop.v1.rec.gz")
+	files, _ := filepath.Glob(repoFile("testdata/recordings/*.rec*"))
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) { replayFits(t, filepath.Base(f)) })
+	}
+}
+
+func replayFits(t *testing.T, name string) {
+	h := newReplayHarness(t, name)
 	check := func(when string) {
 		for _, sz := range []struct{ w, h int }{{60, 16}, {80, 24}, {200, 60}} {
 			h.resize(sz.w, sz.h)

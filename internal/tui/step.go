@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -101,6 +102,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		for _, l := range render.Wrap(fmt.Sprintf("done in %s: %s", m.fmtDur(s.Duration), s.Result.Summary), w) {
 			add(st.Done.Render(l))
 		}
+		add(m.changeLines(s, w)...)
 	case steps.Failed:
 		msg := s.Result.Summary
 		if s.Result.Reason != "" {
@@ -109,6 +111,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		for _, l := range render.Wrap(fmt.Sprintf("failed after %s: %s", m.fmtDur(s.Duration), msg), w) {
 			add(st.Failed.Render(l))
 		}
+		add(m.changeLines(s, w)...)
 		if m.rp == nil {
 			add(st.Dim.Render("r retries this step, q quits"))
 		}
@@ -153,6 +156,24 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		explain()
 	}
 	return out
+}
+
+// changeLines say what step s changed in the pod, in the words of the
+// --auto text (podstate.FormatChanges of the engine's diff): what the pod
+// pane highlights after the last step, for a reader who cannot see colour.
+func (m *model) changeLines(s steps.Step, w int) []string {
+	if len(s.Changes) == 0 {
+		return []string{m.st.Dim.Render("pod: unchanged")}
+	}
+	lines := render.Wrap(podstate.FormatChanges(s.Changes), w-5)
+	for i, l := range lines {
+		if i == 0 {
+			lines[i] = m.st.Changed.Render("pod:") + " " + l
+		} else {
+			lines[i] = "     " + l
+		}
+	}
+	return lines
 }
 
 // callStatus is "OK 0.7ms" or "Unknown: message 0.3ms".

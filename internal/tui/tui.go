@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/podstep/podstep/internal/podstate"
@@ -60,6 +61,12 @@ func Run(ctx context.Context, eng Engine, o Options) (Result, error) {
 	}
 	if o.NoColor || os.Getenv("NO_COLOR") != "" {
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
+	} else if o.Out == nil || o.Out == io.Writer(os.Stdout) {
+		// lipgloss's package init already ran colorprofile.Detect on
+		// os.Stdout and the environment (lipgloss.Writer), as the program
+		// would again: reuse that. Inside tmux each Detect execs
+		// `tmux info`, 3-20 ms before the first frame (issue 14).
+		popts = append(popts, tea.WithColorProfile(lipgloss.Writer.Profile))
 	}
 	_, err := tea.NewProgram(m, popts...).Run()
 	m.close()

@@ -32,6 +32,11 @@ func TestTUIRunsPodOnContainerd(t *testing.T) {
 			t.Errorf("final frame lacks %q:\n%s", want, final)
 		}
 	}
+	// The step pane says in words what the selected step changed: start/hello, one up.
+	tui.key("Up")
+	tui.waitFor("start/hello's changes in words", func(f string) bool {
+		return strings.Contains(f, "[start/hello]") && strings.Contains(f, "pod: STATUS ContainerCreating → Running")
+	})
 	tui.quitWithTeardown()
 	if c := dialCRI(t, e.endpoint); len(c.managedSandboxes(t)) != 0 {
 		t.Errorf("sandboxes left after quitting the TUI with teardown")

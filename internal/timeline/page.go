@@ -1,0 +1,197 @@
+// Package timeline renders a recording (internal/record) as one
+// self-contained HTML page: a waterfall of the pod's creation on a time
+// axis, the steps with what the kubelet does and the function each mirrors,
+// their CRI requests and responses, the pod status after each step and the
+// kubelet events. The page loads nothing from elsewhere.
+package timeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/report"
+)
+
+// MaxPage is the size the page aims to stay under (the bar is 2 MB for a
+// 1,000-step recording): request and response bodies fill what the rest of
+// the page leaves, in step order; past that, a call says its bodies are in
+// the recording (replay --auto -o json).
+const MaxPage = 1_900_000
+
+// MaxBody bounds one request or response body on the page.
+const MaxBody = 16 << 10
+
+// waitKinds are the step kinds that wait on purpose (back-off, an init
+// container's exit, a startup probe, the PLEG's relist, readiness): their
+// time is the run's waiting, not the runtime's or podstep's.
+var waitKinds = map[string]bool{"backoff": true, "wait": true, "startup": true, "relist": true, "ready": true}
+
+// Page is what the page shows, built from a recording's lines in order.
+type Page struct {
+	// Source names the recording (its file name).
+	Source  string
+	Header  record.Header
+	Start   *record.Start
+	Steps   []*Step
+	Summary *report.Summary
+	// Damage says where and why the recording stopped being readable.
+	Damage string
+	// Hidden counts the calls whose bodies did not fit on the page.
+	Hidden int
+
+	plan      map[int]report.PlanStepJSON // by step ID, the latest plan line's
+	explained map[string]int              // step name → first step showing its explanation
+	seen      map[int]int                 // step ID → step lines with it so far
+	logs      map[int][]record.Log
+}
+
+// Step is one finished step and what the page shows of it.
+type Step struct {
+	report.StepJSON
+	// Explain is what the kubelet does here, from the plan; empty when an
+	// earlier step of the same name already said it (ExplainedAt).
+	Explain     string
+	ExplainedAt int
+	Wait        bool
+	// Anchor is the id of the step's section: step-N, or step-N.2 for a
+	// step retried in the TUI (a later line with the same ID).
+	Anchor string
+	// PodSame is true when the pod's status is the previous step's.
+	PodSame bool
+	Logs    []record.Log
+	Bodies  []CallBodies
+}
+
+// CallBodies are a call's request and response as shown: indented JSON,
+// escaped for an HTML element's text.
+type CallBodies struct {
+	Request, Response template.HTML
+	// Shown is false when the page had no room left for them.
+	Shown bool
+}
+
+// New returns an empty page for the recording source with header h.
+func New(source string, h record.Header) *Page {
+	return &Page{Source: source, Header: h, plan: map[int]report.PlanStepJSON{},
+		explained: map[string]int{}, seen: map[int]int{}, logs: map[int][]record.Log{}}
+}
+
+// Add takes the next line of the recording.
+func (p *Page) Add(ev record.Event) {
+	switch {
+	case ev.Start != nil:
+		p.Start = ev.Start
+	case ev.Plan != nil:
+		for _, s := range ev.Plan.Steps {
+			p.plan[s.ID] = s
+		}
+	case ev.Log != nil:
+		p.logs[ev.Log.Step] = append(p.logs[ev.Log.Step], *ev.Log)
+	case ev.Step != nil:
+		p.addStep(*ev.Step)
+	case ev.Summary != nil:
+		p.Summary = ev.Summary
+	}
+}
+
+func (p *Page) addStep(sj report.StepJSON) {
+	s := &Step{StepJSON: sj, Wait: waitKinds[kind(sj.Name)], Anchor: "step-" + strconv.Itoa(sj.ID)}
+	if p.seen[sj.ID]++; p.seen[sj.ID] > 1 {
+		s.Anchor += "." + strconv.Itoa(p.seen[sj.ID])
+	}
+	if pl, ok := p.plan[sj.ID]; ok && pl.Name == sj.Name {
+		s.Explain = pl.Explain
+	}
+	if first, ok := p.explained[sj.Name]; ok {
+		s.Explain, s.ExplainedAt = "", first
+	} else if s.Explain != "" {
+		p.explained[sj.Name] = sj.ID
+	}
+	if n := len(p.Steps); n > 0 && sj.Pod != nil && p.Steps[n-1].Pod != nil {
+		prev, _ := json.Marshal(p.Steps[n-1].Pod)
+		now, _ := json.Marshal(sj.Pod)
+		s.PodSame = bytes.Equal(prev, now)
+	}
+	p.Steps = append(p.Steps, s)
+}
+
+// attachLogs gives each step the log lines read after it.
+func (p *Page) attachLogs() {
+	for _, s := range p.Steps {
+		s.Logs = p.logs[s.ID]
+	}
+}
+
+// body indents a recorded JSON body and escapes it for a <pre>: in an
+// element's text, escaping &, < and > is all HTML needs (quotes stay as
+// they are, which keeps JSON readable and the page small).
+func body(raw json.RawMessage) template.HTML {
+	if len(raw) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		b.Reset()
+		b.Write(raw)
+	}
+	out := b.String()
+	if len(out) > MaxBody {
+		out = out[:MaxBody] + "\n… (cut here: podstep replay FILE --auto -o json shows all of it)"
+	}
+	return template.HTML(textEscaper.Replace(out))
+}
+
+var textEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// fillBodies gives calls their bodies, in step order, while they fit in
+// room bytes.
+func (p *Page) fillBodies(room int) {
+	p.Hidden = 0
+	for _, s := range p.Steps {
+		s.Bodies = make([]CallBodies, len(s.Calls))
+		for i, c := range s.Calls {
+			b := CallBodies{Request: body(c.Request), Response: body(c.Response)}
+			n := len(b.Request) + len(b.Response) + 160 // and the markup around them
+			if n > room {
+				p.Hidden++
+				continue
+			}
+			room -= n
+			b.Shown = true
+			s.Bodies[i] = b
+		}
+	}
+}
+
+// kind is the kind part of a step name: "create" of "create/app".
+func kind(name string) string {
+	k, _, _ := strings.Cut(name, "/")
+	return k
+}
+
+// span is the time from the first step's start to the last step's end.
+func (p *Page) span() (time.Time, time.Duration) {
+	if len(p.Steps) == 0 {
+		return time.Time{}, 0
+	}
+	t0 := p.Steps[0].Started
+	end := t0
+	for _, s := range p.Steps {
+		if e := s.Started.Add(msDur(s.DurationMs)); e.After(end) {
+			end = e
+		}
+		for _, c := range s.Calls {
+			if e := c.Started.Add(msDur(c.DurationMs)); e.After(end) {
+				end = e
+			}
+		}
+	}
+	return t0, end.Sub(t0)
+}
+
+func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
