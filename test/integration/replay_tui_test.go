@@ -12,7 +12,7 @@ import (
 
 // TestReplayTUIOnContainerd records a run of the init pod on the harness
 // containerd, then opens `podstep replay FILE` in a real terminal (tmux,
-// 100x30) as a user who is not root (nobody), with an empty environment
+// 120x50) as a user who is not root (nobody), with an empty environment
 // and no network at all: the header says REPLAY and containerd, space
 // steps forward, p and ← step back, g N goes to step N, c runs to the end,
 // and q quits at once with exit 0.
@@ -36,7 +36,7 @@ func TestReplayTUIOnContainerd(t *testing.T) {
 	}
 	n := len(r.steps)
 
-	tui := startTUI(t, "podstep-replay-it", 100, 30, "cd", share, "&&", "env", "-i", "PATH=/usr/bin:/bin", "TERM=xterm-256color",
+	tui := startTUI(t, "podstep-replay-it", 120, 50, "cd", share, "&&", "env", "-i", "PATH=/usr/bin:/bin", "TERM=xterm-256color",
 		"unshare", "--net", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin, "replay", rec)
 	at := func(pos int, more ...string) string {
 		t.Helper()
