@@ -24,15 +24,23 @@ func newReplayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "Replay a recording made with run --record: no runtime, no root, no network",
-		Long: `replay reads a recording made with podstep run --record FILE (plain or .gz) and
-prints what the run printed: with --auto, the start line, one line or JSON object per
-step and the summary, exactly as run --auto [-o json] did. It contacts no runtime.
+		Long: `replay reads a recording made with podstep run --record FILE (plain or .gz). It
+contacts no runtime, needs no root and no network.
+
+On a terminal it opens the TUI over the recording, with the run's panes and keys plus
+what only a replay can do: p or ← steps back, g N goes to step N (g 0: the start),
+c runs forward to a breakpoint and C back to one; r (retry) and teardown do nothing.
+
+With --auto (or when stdout is not a terminal) it prints what the run printed: the
+start line, one line or JSON object per step and the summary, exactly as
+run --auto [-o json] did.
 
 Exit codes: 0 when the recording was read to its summary, whatever the recorded run's
 own outcome (its exit code is the summary's exit_code); 2 when the file is not a
 recording, of a newer format, or damaged or cut off (what was readable is printed
 first, then where and why it stopped).`,
 		Example: `  podstep run --auto -f pod.yaml --record run.rec.gz
+  podstep replay run.rec.gz
   podstep replay run.rec.gz --auto
   podstep replay run.rec.gz --auto -o json | jq .
   podstep replay run.rec.gz --html run.html`,
@@ -64,7 +72,7 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	switch {
 	case !o.auto && isTerminal(stdout):
-		fmt.Fprintln(stderr, "podstep: the interactive replay (step back, jump to a step) is not built yet: replaying as --auto")
+		return replayInteractive(cmd, path)
 	case !o.auto:
 		fmt.Fprintln(stderr, "podstep: stdout is not a terminal: replaying as --auto")
 	}

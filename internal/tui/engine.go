@@ -46,6 +46,11 @@ var _ Engine = (*steps.Engine)(nil)
 // events are dropped, and the program re-reads the engine once the run ends.
 func (m *model) subscribe() {
 	ch := m.events
+	if _, ok := m.eng.(Replayer); ok {
+		// A replay moves between positions itself (replay.go).
+		m.unsubscribe = func() {}
+		return
+	}
 	m.unsubscribe = m.eng.Subscribe(func(ev steps.Event) {
 		select {
 		case ch <- engineEventMsg{ev}:

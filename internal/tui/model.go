@@ -90,6 +90,12 @@ type model struct {
 	decided  bool // the user chose how to quit
 	result   Result
 	flash    string
+
+	// A replay (replay.go): the engine as a Replayer, its keys, g's prompt.
+	rp      Replayer
+	rkeys   replayKeys
+	going   bool
+	gotoBuf string
 }
 
 // newModel builds the model and subscribes it to eng's events; close ends that.
@@ -113,6 +119,8 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 		stepBreak:  map[int]bool{},
 		run:        &runner{},
 	}
+	m.rp, _ = eng.(Replayer)
+	m.rkeys = newReplayKeys()
 	for _, s := range o.Breaks {
 		if !m.stageBreak[s] {
 			m.stageBreak[s] = eng.ToggleBreakStage(s)
@@ -125,7 +133,7 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 }
 
 // Init starts listening to the engine.
-func (m *model) Init() tea.Cmd { return m.waitEvent() }
+func (m *model) Init() tea.Cmd { return tea.Batch(m.waitEvent(), m.waitLoaded()) }
 
 // waitEvent delivers the next engine event; Update re-arms it.
 func (m *model) waitEvent() tea.Cmd {
@@ -352,6 +360,11 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	m.flash = ""
+	if m.rp != nil {
+		if cmd, ok := m.replayKey(k); ok {
+			return cmd
+		}
+	}
 	switch {
 	case key.Matches(k, m.keys.Help):
 		m.showHelp = true

@@ -112,7 +112,9 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 			add(st.Failed.Render(l))
 		}
 		add(m.changeLines(s, w)...)
-		add(st.Dim.Render("r retries this step, q quits"))
+		if m.rp == nil {
+			add(st.Dim.Render("r retries this step, q quits"))
+		}
 	}
 	for _, d := range s.Result.Details {
 		// One line each; long IDs and paths are cut (the JSON output has them whole).

@@ -32,6 +32,8 @@ type Options struct {
 	Out io.Writer
 	// Now is the clock for elapsed times (nil: time.Now).
 	Now func() time.Time
+	// Replay says what a Replayer engine replays, for the header.
+	Replay *ReplayInfo
 }
 
 // Result is how the TUI ended.

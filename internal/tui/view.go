@@ -77,12 +77,15 @@ func (m *model) render() string {
 		}
 	}
 	lines = append(lines, fit(m.statusView(l.w), l.w))
-	lines = append(lines, fit(m.help.ShortHelpView(m.keys.ShortHelp()), l.w))
+	lines = append(lines, fit(m.help.ShortHelpView(m.shortHelp()), l.w))
 	return strings.Join(lines, "\n")
 }
 
 // headerView names the pod and the runtime; a simulated runtime is said loudly.
 func (m *model) headerView(w int) string {
+	if m.rp != nil {
+		return m.replayHeader(w)
+	}
 	p := m.eng.Pod()
 	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(p.Namespace+"/"+p.Name)
 	rt := "runtime " + m.opts.Runtime.Endpoint
@@ -99,6 +102,9 @@ func (m *model) headerView(w int) string {
 // call, a message, or what comes next.
 func (m *model) statusView(w int) string {
 	st := m.st
+	if m.rp != nil {
+		return m.replayStatus()
+	}
 	switch {
 	case m.confirm:
 		q := "tear the pod down? [Y/n]"
@@ -155,11 +161,15 @@ func (m *model) helpScreen(w, h int) []string {
 		lines = append(lines, "  "+l)
 	}
 	lines = append(lines, "", st.Bold.Render("panes"))
+	last := "Each step sends real CRI calls; nothing runs until you press space, n or c."
+	if m.rp != nil {
+		last = "A replay: each screen is the recording's after N steps ran; nothing is sent to any runtime."
+	}
 	for _, t := range []string{
 		"step: what the kubelet does, the function it mirrors, and the CRI requests (tab: responses, container log).",
 		"pod: `kubectl get pod`, phase and conditions, each container's state; what the last step changed is highlighted.",
 		"events: the kubelet's events for the pod; in log mode, the selected container's log file.",
-		"Each step sends real CRI calls; nothing runs until you press space, n or c.",
+		last,
 	} {
 		for _, l := range render.Wrap(t, w-4) {
 			lines = append(lines, "  "+l)
@@ -177,7 +187,7 @@ func (m *model) helpScreen(w, h int) []string {
 // under the other.
 func (m *model) fullHelp(w int) []string {
 	var cols [][]string
-	for _, g := range m.keys.FullHelp() {
+	for _, g := range m.fullHelpGroups() {
 		kw := 0
 		for _, b := range g {
 			kw = max(kw, lipgloss.Width(b.Help().Key))

@@ -1,0 +1,279 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+)
+
+// Replayer is an Engine over a recording (internal/replay's Player): its
+// position is how many of the recorded steps have run, and it can move
+// anywhere, back as well as forward. The TUI detects it and offers the
+// replay keys; a live engine need not implement it.
+type Replayer interface {
+	Engine
+	// Len is the number of steps the recording ran; Position how many
+	// have run now; Seek moves to the state after the first pos ran.
+	Len() int
+	Position() int
+	Seek(pos int)
+	// RunID is the ID of the step that ran at position pos (0 if none);
+	// Find the position right after step id first ran.
+	RunID(pos int) int
+	Find(id int) (int, bool)
+	// ContinueBack moves back to the previous breakpoint, or the start.
+	ContinueBack()
+	// Loaded is closed once the whole recording is read (Len is final).
+	Loaded() <-chan struct{}
+	// Damage says why the recording ends before its summary (nil: whole).
+	Damage() error
+}
+
+// replayLoadedMsg says the recording is read: the status line redraws.
+type replayLoadedMsg struct{}
+
+// waitLoaded delivers replayLoadedMsg once the recording is read.
+func (m *model) waitLoaded() tea.Cmd {
+	if m.rp == nil {
+		return nil
+	}
+	ch := m.rp.Loaded()
+	return func() tea.Msg {
+		<-ch
+		return replayLoadedMsg{}
+	}
+}
+
+// ReplayInfo says, in the header, what is replayed.
+type ReplayInfo struct {
+	// File is the recording; Recorded when, Host where and with which podstep.
+	File     string
+	Recorded time.Time
+	Host     string
+	Podstep  string
+	// Runtime names the runtime recorded ("containerd v1.6.24"); Simulated
+	// says it was podstep's own.
+	Runtime   string
+	Simulated bool
+}
+
+// replayKeys are the keys only a replay has.
+type replayKeys struct {
+	Back     key.Binding
+	Goto     key.Binding
+	ContBack key.Binding
+}
+
+func newReplayKeys() replayKeys {
+	return replayKeys{
+		Back:     key.NewBinding(key.WithKeys("p", "left"), key.WithHelp("p/←", "back")),
+		Goto:     key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
+		ContBack: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "back to break")),
+	}
+}
+
+// replayHelp is the help bubble's KeyMap in a replay.
+type replayHelp struct {
+	k keyMap
+	r replayKeys
+}
+
+// ShortHelp is the one-line help bar of a replay.
+func (h replayHelp) ShortHelp() []key.Binding {
+	return []key.Binding{h.k.Next, h.r.Back, h.r.Goto, h.k.Continue, h.r.ContBack, h.k.Break, h.k.Tab, h.k.Help, h.k.Quit}
+}
+
+// FullHelp is the help screen of a replay.
+func (h replayHelp) FullHelp() [][]key.Binding {
+	long := func(b key.Binding, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+	}
+	return [][]key.Binding{
+		{long(h.k.Next, "step forward"), long(h.r.Back, "step back"), long(h.r.Goto, "go to step N (0: start)"),
+			long(h.k.Continue, "forward to breakpoint"), long(h.r.ContBack, "back to breakpoint")},
+		{h.k.Up, h.k.Down, h.k.PgUp, h.k.PgDown},
+		{long(h.k.Break, "toggle breakpoint"), long(h.k.Tab, "request/response/log"), h.k.Help, h.k.Quit},
+	}
+}
+
+// shortHelp and fullHelpGroups are the key help, the replay's in a replay.
+func (m *model) shortHelp() []key.Binding {
+	if m.rp != nil {
+		return replayHelp{m.keys, m.rkeys}.ShortHelp()
+	}
+	return m.keys.ShortHelp()
+}
+
+func (m *model) fullHelpGroups() [][]key.Binding {
+	if m.rp != nil {
+		return replayHelp{m.keys, m.rkeys}.FullHelp()
+	}
+	return m.keys.FullHelp()
+}
+
+// replayKey handles the keys that differ in a replay; false for the others
+// (cursor, breakpoints, view, help), which work as live.
+func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
+	if m.going {
+		m.gotoKey(k)
+		return nil, true
+	}
+	rp := m.rp
+	switch {
+	case key.Matches(k, m.keys.Quit):
+		// Nothing to tear down: a replay quits at once.
+		m.decided, m.result.Teardown = true, false
+		return tea.Quit, true
+	case key.Matches(k, m.keys.Next), k.String() == "right":
+		if rp.Position() >= rp.Len() {
+			m.flash = "end of the recording: p goes back, q quits"
+		} else {
+			rp.Seek(rp.Position() + 1)
+			m.moved()
+		}
+	case key.Matches(k, m.rkeys.Back):
+		if rp.Position() == 0 {
+			m.flash = "at the start of the recording: space goes forward"
+		} else {
+			rp.Seek(rp.Position() - 1)
+			m.moved()
+		}
+	case key.Matches(k, m.keys.Continue):
+		if rp.Position() >= rp.Len() {
+			m.flash = "end of the recording: C goes back to a breakpoint, q quits"
+		} else {
+			rp.Continue(m.ctx)
+			m.moved()
+		}
+	case key.Matches(k, m.rkeys.ContBack):
+		if rp.Position() == 0 {
+			m.flash = "at the start of the recording: c goes forward to a breakpoint"
+		} else {
+			rp.ContinueBack()
+			m.moved()
+		}
+	case key.Matches(k, m.rkeys.Goto):
+		m.going, m.gotoBuf = true, ""
+	case key.Matches(k, m.keys.Retry):
+		m.flash = rp.Retry().Error()
+	case key.Matches(k, m.keys.Cancel):
+	default:
+		return nil, false
+	}
+	return nil, true
+}
+
+// gotoKey edits the step number of g's prompt.
+func (m *model) gotoKey(k tea.KeyPressMsg) {
+	switch s := k.String(); {
+	case s == "esc":
+		m.going = false
+	case s == "backspace":
+		if n := len(m.gotoBuf); n > 0 {
+			m.gotoBuf = m.gotoBuf[:n-1]
+		}
+	case s == "enter":
+		m.going = false
+		m.gotoStep(m.gotoBuf)
+	case len(s) == 1 && s[0] >= '0' && s[0] <= '9' && len(m.gotoBuf) < 7:
+		m.gotoBuf += s
+	}
+}
+
+// gotoStep moves to right after step id ran (0: the start).
+func (m *model) gotoStep(id string) {
+	n, err := strconv.Atoi(id)
+	switch {
+	case err != nil:
+		return
+	case n == 0:
+		m.rp.Seek(0)
+	default:
+		pos, ok := m.rp.Find(n)
+		if !ok {
+			m.flash = fmt.Sprintf("step %d never ran in this recording", n)
+			return
+		}
+		m.rp.Seek(pos)
+	}
+	m.moved()
+}
+
+// moved shows the state at the replay's new position: the screen after
+// step N ran is the same whether reached forward or back.
+func (m *model) moved() {
+	pos := m.rp.Position()
+	m.refresh()
+	m.lastID = m.rp.RunID(pos)
+	m.last = lastChange{}
+	if s, ok := m.stepByID(m.lastID); ok && pos > 0 {
+		m.last = newLastChange(s, len(m.pod.Events))
+	}
+	if m.lastID > 0 {
+		m.selectStep(m.lastID)
+	} else {
+		m.selectStep(m.nextID)
+	}
+	m.scroll = 0
+	m.loadLog()
+}
+
+// replayHeader is the header line of a replay: what, when, where, on which runtime.
+func (m *model) replayHeader(w int) string {
+	p := m.eng.Pod()
+	left := m.st.Header.Render("podstep") + " " + m.st.Sim.Render("REPLAY") + " pod " + m.st.Bold.Render(p.Namespace+"/"+p.Name)
+	ri := m.opts.Replay
+	if ri == nil {
+		return fit(left, w)
+	}
+	when := ri.Recorded.UTC().Format("2006-01-02 15:04 UTC")
+	rt, short := ri.Runtime, ri.Runtime
+	if ri.Simulated {
+		rt = m.st.Sim.Render("SIMULATED") + " " + rt
+		short = m.st.Sim.Render("SIMULATED")
+	}
+	// Narrow windows drop words before the runtime (a simulated one above all).
+	for _, l := range []string{
+		left + m.st.Dim.Render(" · recorded "+when+" on "+ri.Host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + short,
+	} {
+		if lipgloss.Width(l) <= w {
+			return l
+		}
+	}
+	return fit(left+" "+short+m.st.Dim.Render(" · "+when+" on "+ri.Host), w)
+}
+
+// replayStatus is the status line of a replay: the g prompt, or where
+// the replay is and what comes next.
+func (m *model) replayStatus() string {
+	st := m.st
+	if m.going {
+		return st.Prompt.Render("go to step: "+m.gotoBuf+"▏") + st.Dim.Render("  (enter goes there, 0: the start, esc: back)")
+	}
+	total := fmt.Sprint(m.rp.Len())
+	select {
+	case <-m.rp.Loaded():
+	default:
+		total += "+" // still reading the recording
+	}
+	at := st.Sim.Render(fmt.Sprintf("REPLAY %d/%s", m.rp.Position(), total)) + " "
+	if m.flash != "" {
+		return at + st.Warning.Render(m.flash)
+	}
+	if err := m.rp.Damage(); err != nil && m.rp.Position() == m.rp.Len() {
+		return at + st.Failed.Render("the recording ends here: "+err.Error())
+	}
+	if f, ok := m.eng.Failed(); ok {
+		return at + st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, f.Name, f.Result.Reason)) + st.Dim.Render(" · space goes on, p back")
+	}
+	if s, ok := m.stepByID(m.nextID); ok {
+		return at + st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space, p back")
+	}
+	return at + st.Done.Render("✓ end of the recording: pod "+m.pod.Display) + st.Dim.Render(" · p back, q quits")
+}
