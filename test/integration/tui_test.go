@@ -63,6 +63,9 @@ func startTUI(t *testing.T, session string, cols, rows int, args ...string) *tui
 	if err != nil {
 		t.Fatalf("tmux is needed to drive the TUI in a terminal (hack/test.sh installs it): %v", err)
 	}
+	// One tmux server serves every suite on the machine (two runtimes' suites, a developer's
+	// beside CI's): the pid keeps this process's session names its own.
+	session = fmt.Sprintf("%s-%d", session, os.Getpid())
 	s := &tuiSession{t: t, tmux: tmux, session: session, done: filepath.Join(t.TempDir(), "exit-code")}
 	exec.Command(tmux, "kill-session", "-t", session).Run()
 	cmdline := strings.Join(args, " ") + "; echo $? > " + s.done + "; sleep 60"
