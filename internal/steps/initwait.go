@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/reason"
@@ -29,11 +30,15 @@ func (s waitInitStep) requests(e *Engine) []Request {
 	if id == "" {
 		id = "<container id from CreateContainer>"
 	}
-	return []Request{
+	reqs := []Request{
 		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}},
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}},
 		{Method: "ContainerStatus", Message: &runtimeapi.ContainerStatusRequest{ContainerId: id}},
 	}
+	if e.pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !isSidecar(e.rt.containers[s.name].spec) {
+		reqs = append(reqs, e.terminalStopRequest("if it exits non-zero (restartPolicy Never: the pod is Failed)"))
+	}
+	return reqs
 }
 
 // podFilter selects the pod's containers by the kubelet's pod UID label.
@@ -73,7 +78,7 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 				return fail(reason.Error, err, "ContainerStatus failed")
 			}
 			if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-				return s.exited(e, c, cs, relists)
+				return s.exited(ctx, e, c, cs, relists)
 			}
 		}
 		select {
@@ -84,7 +89,7 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 	}
 }
 
-func (s waitInitStep) exited(e *Engine, c *containerRuntime, cs *runtimeapi.ContainerStatus, relists int) Result {
+func (s waitInitStep) exited(ctx context.Context, e *Engine, c *containerRuntime, cs *runtimeapi.ContainerStatus, relists int) Result {
 	x := e.containerExited(c, cs)
 	started, finished := time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt)
 	details := []Detail{kv("exit code", fmt.Sprint(cs.ExitCode)), kv("reason", cs.Reason),
@@ -103,6 +108,7 @@ func (s waitInitStep) exited(e *Engine, c *containerRuntime, cs *runtimeapi.Cont
 		e.scheduleRestart(s.name)
 		err = fmt.Errorf("%w; the kubelet restarts it (restartPolicy %s)", err, e.pod.Spec.RestartPolicy)
 	}
+	details = append(details, e.stopTerminalPod(ctx)...)
 	r := fail(reasonOr(cs.Reason, reason.Error), err, err.Error())
 	r.Details = details
 	return r

@@ -30,11 +30,15 @@ func (relistStep) explain() string {
 }
 
 func (relistStep) requests(e *Engine) []Request {
-	return []Request{
+	reqs := []Request{
 		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}, Note: fmt.Sprintf("every %s for %s", e.opts.PollInterval, e.opts.Settle)},
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}, Note: "only when a container changed state"},
 		{Method: "ContainerStatus", Note: "for each container that changed state"},
 	}
+	if e.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		reqs = append(reqs, e.terminalStopRequest("if every container has terminated for good (the pod is Succeeded or Failed)"))
+	}
+	return reqs
 }
 
 // watched lists the containers a relist looks at: started regular
@@ -93,7 +97,7 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 				}
 			}
 			if len(exits) > 0 {
-				return e.afterExits(exits, relists)
+				return e.afterExits(ctx, exits, relists)
 			}
 		}
 		if relists >= want {
@@ -135,7 +139,7 @@ func (e *Engine) containerExited(c *containerRuntime, cs *runtimeapi.ContainerSt
 
 // afterExits ends a relist that saw containers exit: restarts are planned;
 // a pod whose containers all terminated for good is Succeeded or Failed.
-func (e *Engine) afterExits(exits []exit, relists int) Result {
+func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Result {
 	var details []Detail
 	var failedExit *exit
 	var said []string
@@ -162,6 +166,7 @@ func (e *Engine) afterExits(exits []exit, relists int) Result {
 	case corev1.PodFailed:
 		summary += "; the pod is Failed"
 	}
+	details = append(details, e.stopTerminalPod(ctx)...)
 	if failedExit != nil || anyNonZero(exits) {
 		// A crash: the step shows the failure. When the kubelet restarts the
 		// container, the run goes on with the restart (scheduleRestart).
