@@ -31,7 +31,9 @@ func (s waitInitStep) requests(e *Engine) []Request {
 		id = "<container id from CreateContainer>"
 	}
 	reqs := []Request{
-		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}},
+		{Method: "ListPodSandbox", Message: &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: e.podFilter().LabelSelector}},
+			Note: "first, the relist SyncPod asks for: the pod's sandboxes, then its containers and the status of each"},
+		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}, Note: "then every " + e.opts.PollInterval.String()},
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}},
 		{Method: "ContainerStatus", Message: &runtimeapi.ContainerStatusRequest{ContainerId: id}},
 	}
@@ -52,9 +54,27 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 	defer cancel()
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
-	relists := 0
+	// The first relist is the one SyncPod asks for once it started the
+	// container (podRelist); the later ones are the PLEG's periodic relist.
+	relists := 1
+	statuses, err := e.podRelist(ctx)
+	if err != nil {
+		return fail(reason.Error, err, err.Error())
+	}
+	first := statuses[c.id]
+	if first.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+		return s.exited(ctx, e, c, first, relists)
+	}
 	last := runtimeapi.ContainerState(-1)
+	if first != nil {
+		last = first.GetState()
+	}
 	for {
+		select {
+		case <-ctx.Done():
+			return fail(reason.Error, ctx.Err(), fmt.Sprintf("init container %q did not exit", s.name))
+		case <-tick.C:
+		}
 		// PLEG relist: what state is the container in now?
 		relists++
 		list, err := e.client.ListContainers(ctx, e.podFilter())
@@ -80,11 +100,6 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 			if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
 				return s.exited(ctx, e, c, cs, relists)
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return fail(reason.Error, ctx.Err(), fmt.Sprintf("init container %q did not exit", s.name))
-		case <-tick.C:
 		}
 	}
 }
