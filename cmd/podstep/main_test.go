@@ -134,8 +134,9 @@ func normalize(s, root, logs string) string {
 		{`allocatable [0-9.]+[a-zA-Z]*`, "allocatable <alloc>"},
 		{`"(created_at|started_at|finished_at|timestamp)":"\d+"`, `"$1":"<ns>"`},
 		{`"key":"node","value":"[^"]*"`, `"key":"node","value":"<node>"`},
-		// How often the init wait relists depends on timing.
-		{`\[ListContainers[^\]]*\]`, "[<relists>]"},
+		// How often the init wait and the relist poll depends on timing;
+		// the relist's first calls (SyncPod's relist) do not.
+		{`\[((?:ListPodSandbox, ListContainers, PodSandboxStatus, ContainerStatus(?: ×\d+)?, )?)ListContainers[^\]]*\]`, "[${1}<relists>]"},
 	} {
 		s = regexp.MustCompile(r.re).ReplaceAllString(s, r.with)
 	}

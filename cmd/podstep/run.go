@@ -151,7 +151,7 @@ func loadManifest(cmd *cobra.Command, file string) (*manifest.Bundle, error) {
 // the node (steps.Options.Node).
 func (o *runOptions) configOptions(g *globalOptions) podcfg.Options {
 	return podcfg.Options{
-		RootDir: g.rootDir, LogDir: g.logDir, HugePageSizes: node.HugePageSizes(),
+		RootDir: g.rootDir, LogDir: g.logDir, HugePageSizes: node.HugePageSizes(), Swap: node.SwapController(),
 		CgroupDriver: o.cgroupDriver, CgroupsPerQOS: o.cgroupsPerQOS,
 		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain,
 	}

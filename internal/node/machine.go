@@ -3,6 +3,9 @@ package node
 import (
 	"bufio"
 	"os"
+	"path/filepath"
+
+	"github.com/podstep/podstep/internal/podcfg"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,3 +76,36 @@ func HugePageSizes() []int64 {
 	}
 	return out
 }
+
+// SwapController mirrors kuberuntime_container_linux.go
+// checkSwapControllerAvailability: on cgroup v1, whether
+// /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes exists; on cgroup v2,
+// whether memory.swap.max exists in this process's own cgroup.
+func SwapController() podcfg.SwapController {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/sys/fs/cgroup", &st); err != nil {
+		return podcfg.SwapNone
+	}
+	if st.Type != cgroup2SuperMagic {
+		if _, err := os.Stat("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"); err == nil {
+			return podcfg.SwapCgroupV1
+		}
+		return podcfg.SwapNone
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return podcfg.SwapNone
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", p, "memory.swap.max")); err == nil {
+				return podcfg.SwapCgroupV2
+			}
+		}
+	}
+	return podcfg.SwapNone
+}
+
+// cgroup2SuperMagic is the statfs type of a cgroup v2 mount (libcontainer's
+// IsCgroup2UnifiedMode checks it on /sys/fs/cgroup).
+const cgroup2SuperMagic = 0x63677270

@@ -48,7 +48,7 @@ func fieldRefValue(fs *corev1.ObjectFieldSelector, pod *corev1.Pod, in Container
 	meta := &pod.ObjectMeta
 	if strings.HasPrefix(path, "metadata.annotations") {
 		withConfig := *meta
-		withConfig.Annotations = podAnnotations(pod, o)
+		withConfig.Annotations = PodAnnotations(pod, o)
 		meta = &withConfig
 	}
 	v, err := fieldpath.ExtractFieldPathAsString(meta, path)

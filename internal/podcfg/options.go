@@ -25,6 +25,9 @@ type Options struct {
 	// libcontainer's order (node.HugePageSizes reads them); the kubelet
 	// sends a hugepage_limits entry for each.
 	HugePageSizes []int64
+	// Swap is the machine's swap controller (node.SwapController reads
+	// it); it decides the containers' swap limits (configureSwap).
+	Swap SwapController
 
 	RootDir       string            // kubelet root dir (pods/<uid>/... lives here)
 	LogDir        string            // pod logs root, e.g. /var/log/pods

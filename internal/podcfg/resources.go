@@ -72,7 +72,7 @@ func linuxResources(cpuRequest *resource.Quantity, cpuLimit, memLimit resource.Q
 // containerResources mirrors generateLinuxContainerResources: cpu/memory from
 // the container (pod-level limits when the container has none), oom_score_adj
 // from the QoS policy and the node's memory capacity, hugepage limits for
-// every page size of the machine.
+// every page size of the machine, then the swap limit (configureSwap).
 func containerResources(pod *corev1.Pod, c *corev1.Container, o Options) *runtimeapi.LinuxContainerResources {
 	var cpuReq *resource.Quantity
 	if q, ok := c.Resources.Requests[corev1.ResourceCPU]; ok {
@@ -91,6 +91,7 @@ func containerResources(pod *corev1.Pod, c *corev1.Container, o Options) *runtim
 	r := linuxResources(cpuReq, cpuLim, memLim)
 	r.OomScoreAdj = oomScoreAdj(pod, c, o.nodeMemoryCapacity())
 	r.HugepageLimits = hugepageLimits(c.Resources, o.HugePageSizes)
+	configureSwap(r, o.Swap)
 	return r
 }
 

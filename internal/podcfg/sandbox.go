@@ -52,7 +52,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, o Options) (*runtimeapi.PodS
 			Attempt:   attempt,
 		},
 		Labels:      podLabels(pod, o),
-		Annotations: podAnnotations(pod, o),
+		Annotations: PodAnnotations(pod, o),
 	}
 	dns, warnings, err := podDNS(pod, o)
 	if err != nil {
@@ -185,10 +185,11 @@ func podLabels(pod *corev1.Pod, o Options) map[string]string {
 	return l
 }
 
-// podAnnotations are the pod's annotations plus what the kubelet's file
-// config source adds to a static pod: config.hash (the UID), config.seen and
-// config.source "file".
-func podAnnotations(pod *corev1.Pod, o Options) map[string]string {
+// PodAnnotations are the pod's annotations as the kubelet holds them: the
+// manifest's plus what its file config source adds to a static pod
+// (config.hash, the UID; config.seen; config.source "file"). The sandbox
+// config, the downward API and the image manager's ImageSpec carry them.
+func PodAnnotations(pod *corev1.Pod, o Options) map[string]string {
 	a := map[string]string{}
 	for k, v := range pod.Annotations {
 		a[k] = v

@@ -10,7 +10,9 @@ import (
 )
 
 // ProtoJSON renders a CRI message as JSON with api.proto field names (as
-// crictl's -o json does); nil for a nil message.
+// crictl's -o json does); nil for a nil message. Unlike protojson, env
+// values (KeyValue.value, proto bytes since cri-api v0.37) are their text,
+// not base64; see envValuesAsText.
 func ProtoJSON(m proto.Message) json.RawMessage {
 	if m == nil {
 		return nil
@@ -19,7 +21,7 @@ func ProtoJSON(m proto.Message) json.RawMessage {
 	if err != nil {
 		return nil
 	}
-	return b
+	return envValuesAsText(b)
 }
 
 // ProtoYAML renders a CRI message as YAML lines (no trailing newline),

@@ -1,6 +1,9 @@
 package render
 
 import (
+	"bytes"
+	"encoding/json"
+	"google.golang.org/protobuf/proto"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,5 +79,44 @@ func TestDuration(t *testing.T) {
 		if got := Duration(tc.d); got != tc.want {
 			t.Errorf("Duration(%s) = %q, want %q", tc.d, got, tc.want)
 		}
+	}
+}
+
+func TestProtoJSONEnvValuesAsText(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msg  proto.Message
+		want string
+	}{
+		{"config", &runtimeapi.ContainerConfig{Envs: []*runtimeapi.KeyValue{
+			{Key: "GREETING", Value: []byte(`hello "world" <b> ünïcode`)},
+			{Key: "EMPTY"},
+		}}, `{"envs":[{"key":"GREETING","value":"hello \"world\" <b> ünïcode"},{"key":"EMPTY"}]}`},
+		{"request", &runtimeapi.CreateContainerRequest{PodSandboxId: "s1", Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			Envs:     []*runtimeapi.KeyValue{{Key: "A", Value: []byte("1")}},
+		}}, `{"pod_sandbox_id":"s1","config":{"metadata":{"name":"app"},"envs":[{"key":"A","value":"1"}]}}`},
+		{"not UTF-8 stays base64, marked", &runtimeapi.ContainerConfig{Envs: []*runtimeapi.KeyValue{
+			{Key: "BIN", Value: []byte{0xff, 0xfe}},
+		}}, `{"envs":[{"key":"BIN","value":"//4=","value_encoding":"base64"}]}`},
+		{"other value fields untouched", &runtimeapi.ContainerConfig{
+			Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{RunAsUser: &runtimeapi.Int64Value{Value: 1000}}},
+			Envs:  []*runtimeapi.KeyValue{{Key: "A", Value: []byte("x")}},
+		}, `{"envs":[{"key":"A","value":"x"}],"linux":{"security_context":{"run_as_user":{"value":"1000"}}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := string(ProtoJSON(tc.msg))
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, []byte(got)); err != nil {
+				t.Fatalf("ProtoJSON is not JSON: %v: %s", err, got)
+			}
+			if compact.String() != tc.want {
+				t.Errorf("ProtoJSON =\n %s\nwant\n %s", compact.String(), tc.want)
+			}
+		})
+	}
+	y := strings.Join(ProtoYAML(&runtimeapi.ContainerConfig{Envs: []*runtimeapi.KeyValue{{Key: "A", Value: []byte("plain text")}}}), "\n")
+	if !strings.Contains(y, "value: plain text") {
+		t.Errorf("ProtoYAML env value is not text:\n%s", y)
 	}
 }

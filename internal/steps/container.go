@@ -29,7 +29,7 @@ func (createStep) explain() string {
 
 func (s createStep) requests(e *Engine) []Request {
 	c := e.rt.containers[s.name]
-	status := Request{Method: "ImageStatus", Message: &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image}},
+	status := Request{Method: "ImageStatus", Message: &runtimeapi.ImageStatusRequest{Image: imageUserSpec(c.spec.Image)},
 		Note: "looks up the image's user for the config"}
 	cfg, err := e.containerConfig(c, e.plannedSubPath(c))
 	if err != nil {
@@ -92,7 +92,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		// until the new container runs, as the kubelet's status does.
 		e.tracker.Waiting(s.name, reason.ContainerCreating, "")
 	}
-	st, err := e.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: c.spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: c.spec.Image})
+	st, err := e.client.ImageStatus(ctx, imageUserSpec(c.spec.Image))
 	if err != nil {
 		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "ImageStatus failed")
 	}
@@ -214,4 +214,11 @@ func (s startStep) run(ctx context.Context, e *Engine) Result {
 	e.tracker.Running(s.name, c.startedAt)
 	e.tracker.Record(corev1.EventTypeNormal, reason.StartedContainer, obj, "Started container "+s.name)
 	return ok("container " + shortID(c.id) + " started")
+}
+
+// imageUserSpec is the ImageSpec of kuberuntime/helpers.go getImageUser,
+// which generateContainerConfig calls with container.Image: the image
+// alone, no annotations.
+func imageUserSpec(image string) *runtimeapi.ImageSpec {
+	return &runtimeapi.ImageSpec{Image: image}
 }

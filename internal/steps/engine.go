@@ -115,6 +115,10 @@ type Engine struct {
 
 	rt podRuntime // the runner's; see the rule above
 
+	// imageAnnotations are podcfg.PodAnnotations of the pod, which the image
+	// manager's ImageSpec carries (pullStep.imageSpec); set by New.
+	imageAnnotations map[string]string
+
 	redactor *cri.Redactor
 
 	keyringOnce sync.Once
@@ -220,6 +224,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	e.setupRedactor()
 	e.lastPod = e.tracker.Snapshot()
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
+	e.imageAnnotations = podcfg.PodAnnotations(b.Pod, o.Config)
 	e.rt.containers = map[string]*containerRuntime{}
 	e.rt.removed = map[string]bool{}
 	e.rt.dirsRemoved = map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,29 @@ func runAll(t *testing.T, b *manifest.Bundle, c *cri.Client, o Options) *Engine 
 	return e
 }
 
+// nth is the index of the k-th (from 1) m in ms, -1 when there are fewer.
+func nth(ms []string, m string, k int) int {
+	for i, x := range ms {
+		if x == m {
+			if k--; k == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// without drops the methods in skip from ms.
+func without(ms []string, skip ...string) []string {
+	var out []string
+	for _, m := range ms {
+		if !slices.Contains(skip, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // methods lists the CRI methods of calls, dropping the ones in skip.
 func methods(calls []cri.Call, skip ...string) []string {
 	var out []string
@@ -163,14 +187,15 @@ func TestCallOrderMatchesKubeletTrace(t *testing.T) {
 	periodic := []string{"Version", "Status", "RuntimeConfig", "ListPodSandbox", "ListContainers", "ContainerStatus"}
 	for _, name := range []string{"simple", "init"} {
 		t.Run(name, func(t *testing.T) {
-			want := traceMethods(t, name, periodic...)
-			// After the last StartContainer the kubelet only polls.
-			for i := len(want) - 1; i >= 0; i-- {
-				if want[i] == "StartContainer" {
-					want = want[:i+1]
-					break
-				}
+			// After the last StartContainer comes the relist SyncPod asks
+			// for (up to the next Version); then the kubelet only polls.
+			full := traceMethods(t, name)
+			start := len(full) - 1
+			for full[start] != "StartContainer" {
+				start--
 			}
+			last := start + 1 + slices.Index(full[start+1:], "Version")
+			want := without(full[:last], periodic...)
 			c := newSim(t)
 			e := runAll(t, load(t, repoFile("testdata/kubelet-traces/"+name+".yaml")), c, testOptions(t))
 			if f, failed := e.Failed(); failed {
@@ -179,6 +204,25 @@ func TestCallOrderMatchesKubeletTrace(t *testing.T) {
 			got := methods(c.Calls(), periodic...)
 			if strings.Join(got, " ") != strings.Join(want, " ") {
 				t.Errorf("call order differs from the kubelet trace\n kubelet: %v\n podstep: %v", want, got)
+			}
+			// After each StartContainer, the relist SyncPod asks for, periodic
+			// methods included: ListPodSandbox, ListContainers (both
+			// pod-filtered), PodSandboxStatus, a ContainerStatus per container.
+			all := methods(c.Calls())
+			k := 0
+			for i, m := range full {
+				if m != "StartContainer" {
+					continue
+				}
+				k++
+				want := full[i+1 : i+1+slices.Index(full[i+1:], "Version")]
+				j := nth(all, "StartContainer", k)
+				if j < 0 {
+					t.Fatalf("podstep sent fewer than %d StartContainer", k)
+				}
+				if got := all[j+1 : min(len(all), j+1+len(want))]; strings.Join(got, " ") != strings.Join(want, " ") {
+					t.Errorf("after StartContainer #%d\n kubelet: %v\n podstep: %v", k, want, got)
+				}
 			}
 		})
 	}

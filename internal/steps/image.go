@@ -24,8 +24,14 @@ func (pullStep) explain() string {
 	return "Before creating a container the kubelet makes sure its image is on the node, by the pull policy: Never uses only a present image (else ErrImageNeverPull); IfNotPresent asks ImageStatus and pulls only when absent; Always pulls every time. A pull sends the credentials matched from the pod's pull secrets. A failed pull is ErrImagePull, and ImagePullBackOff on the retries."
 }
 
+// imageSpec is the ImageSpec of the image manager's calls (the presence
+// check, PullImage and the size lookup after a pull): images/image_manager.go
+// EnsureImageExists builds it from the image and the pod's annotations
+// (config.* of a static pod included), and kuberuntime/convert.go
+// ToRuntimeAPIImageSpec sends it without user_specified_image and, with
+// RuntimeClassInImageCriAPI off (its default), without a runtime handler.
 func (s pullStep) imageSpec(e *Engine) *runtimeapi.ImageSpec {
-	return &runtimeapi.ImageSpec{Image: e.rt.containers[s.name].spec.Image, Annotations: e.pod.Annotations, UserSpecifiedImage: e.rt.containers[s.name].spec.Image}
+	return &runtimeapi.ImageSpec{Image: e.rt.containers[s.name].spec.Image, Annotations: e.imageAnnotations}
 }
 
 func (s pullStep) requests(e *Engine) []Request {
@@ -125,7 +131,8 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	took := time.Since(start)
 	c.imageRef = resp.ImageRef
 	var size uint64
-	if st2, err := e.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: resp.ImageRef}); err == nil && st2.GetImage() != nil {
+	// The puller's GetImageSize: ImageStatus of the same spec (images/puller.go).
+	if st2, err := e.client.ImageStatus(ctx, s.imageSpec(e)); err == nil && st2.GetImage() != nil {
 		size = st2.GetImage().GetSize()
 	}
 	e.tracker.Record(corev1.EventTypeNormal, reason.PulledImage, obj, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",

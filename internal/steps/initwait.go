@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/reason"
@@ -29,11 +30,17 @@ func (s waitInitStep) requests(e *Engine) []Request {
 	if id == "" {
 		id = "<container id from CreateContainer>"
 	}
-	return []Request{
-		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}},
+	reqs := []Request{
+		{Method: "ListPodSandbox", Message: &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: e.podFilter().LabelSelector}},
+			Note: "first, the relist SyncPod asks for: the pod's sandboxes, then its containers and the status of each"},
+		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}, Note: "then every " + e.opts.PollInterval.String()},
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}},
 		{Method: "ContainerStatus", Message: &runtimeapi.ContainerStatusRequest{ContainerId: id}},
 	}
+	if e.pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !isSidecar(e.rt.containers[s.name].spec) {
+		reqs = append(reqs, e.terminalStopRequest("if it exits non-zero (restartPolicy Never: the pod is Failed)"))
+	}
+	return reqs
 }
 
 // podFilter selects the pod's containers by the kubelet's pod UID label.
@@ -47,9 +54,27 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 	defer cancel()
 	tick := time.NewTicker(e.opts.PollInterval)
 	defer tick.Stop()
-	relists := 0
+	// The first relist is the one SyncPod asks for once it started the
+	// container (podRelist); the later ones are the PLEG's periodic relist.
+	relists := 1
+	statuses, err := e.podRelist(ctx)
+	if err != nil {
+		return fail(reason.Error, err, err.Error())
+	}
+	first := statuses[c.id]
+	if first.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+		return s.exited(ctx, e, c, first, relists)
+	}
 	last := runtimeapi.ContainerState(-1)
+	if first != nil {
+		last = first.GetState()
+	}
 	for {
+		select {
+		case <-ctx.Done():
+			return fail(reason.Error, ctx.Err(), fmt.Sprintf("init container %q did not exit", s.name))
+		case <-tick.C:
+		}
 		// PLEG relist: what state is the container in now?
 		relists++
 		list, err := e.client.ListContainers(ctx, e.podFilter())
@@ -73,18 +98,13 @@ func (s waitInitStep) run(ctx context.Context, e *Engine) Result {
 				return fail(reason.Error, err, "ContainerStatus failed")
 			}
 			if cs := st.GetStatus(); cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
-				return s.exited(e, c, cs, relists)
+				return s.exited(ctx, e, c, cs, relists)
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return fail(reason.Error, ctx.Err(), fmt.Sprintf("init container %q did not exit", s.name))
-		case <-tick.C:
 		}
 	}
 }
 
-func (s waitInitStep) exited(e *Engine, c *containerRuntime, cs *runtimeapi.ContainerStatus, relists int) Result {
+func (s waitInitStep) exited(ctx context.Context, e *Engine, c *containerRuntime, cs *runtimeapi.ContainerStatus, relists int) Result {
 	x := e.containerExited(c, cs)
 	started, finished := time.Unix(0, cs.StartedAt), time.Unix(0, cs.FinishedAt)
 	details := []Detail{kv("exit code", fmt.Sprint(cs.ExitCode)), kv("reason", cs.Reason),
@@ -103,6 +123,7 @@ func (s waitInitStep) exited(e *Engine, c *containerRuntime, cs *runtimeapi.Cont
 		e.scheduleRestart(s.name)
 		err = fmt.Errorf("%w; the kubelet restarts it (restartPolicy %s)", err, e.pod.Spec.RestartPolicy)
 	}
+	details = append(details, e.stopTerminalPod(ctx)...)
 	r := fail(reasonOr(cs.Reason, reason.Error), err, err.Error())
 	r.Details = details
 	return r

@@ -30,11 +30,17 @@ func (relistStep) explain() string {
 }
 
 func (relistStep) requests(e *Engine) []Request {
-	return []Request{
-		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}, Note: fmt.Sprintf("every %s for %s", e.opts.PollInterval, e.opts.Settle)},
+	reqs := []Request{
+		{Method: "ListPodSandbox", Message: &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: e.podFilter().LabelSelector}},
+			Note: "first, the relist SyncPod asks for: the pod's sandboxes, then its containers and the status of each"},
+		{Method: "ListContainers", Message: &runtimeapi.ListContainersRequest{Filter: e.podFilter()}, Note: fmt.Sprintf("then every %s for %s", e.opts.PollInterval, e.opts.Settle)},
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}, Note: "only when a container changed state"},
 		{Method: "ContainerStatus", Note: "for each container that changed state"},
 	}
+	if e.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+		reqs = append(reqs, e.terminalStopRequest("if every container has terminated for good (the pod is Succeeded or Failed)"))
+	}
+	return reqs
 }
 
 // watched lists the containers a relist looks at: started regular
@@ -62,9 +68,33 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 	want := relistsIn(e.opts.Settle, e.opts.PollInterval)
 	tick := time.NewTicker(max(e.opts.PollInterval, time.Millisecond))
 	defer tick.Stop()
-	relists := 0
+	// The first relist is the one SyncPod asks for once its sync started
+	// containers (podRelist); the later ones are the PLEG's periodic relist.
+	relists := 1
+	statuses, err := e.podRelist(ctx)
+	if err != nil {
+		return fail(reason.Error, err, err.Error())
+	}
+	var first []exit
+	for _, c := range watch {
+		if cs := statuses[c.id]; cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			first = append(first, e.containerExited(c, cs))
+		}
+	}
+	if len(first) > 0 {
+		return e.afterExits(ctx, first, relists)
+	}
 	var details []Detail
 	for {
+		if relists >= want {
+			details = append(details, kv("relists", fmt.Sprint(relists)), kv("watched", names(watch)))
+			return ok(fmt.Sprintf("all %s still running after %s", plural(len(watch), "container", "containers"), e.opts.Settle), details...)
+		}
+		select {
+		case <-ctx.Done():
+			return fail(reason.Error, ctx.Err(), "interrupted while relisting")
+		case <-tick.C:
+		}
 		relists++
 		list, err := e.client.ListContainers(ctx, e.podFilter())
 		if err != nil {
@@ -93,19 +123,40 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 				}
 			}
 			if len(exits) > 0 {
-				return e.afterExits(exits, relists)
+				return e.afterExits(ctx, exits, relists)
 			}
 		}
-		if relists >= want {
-			details = append(details, kv("relists", fmt.Sprint(relists)), kv("watched", names(watch)))
-			return ok(fmt.Sprintf("all %s still running after %s", plural(len(watch), "container", "containers"), e.opts.Settle), details...)
-		}
-		select {
-		case <-ctx.Done():
-			return fail(reason.Error, ctx.Err(), "interrupted while relisting")
-		case <-tick.C:
-		}
 	}
+}
+
+// podRelist mirrors the relist SyncPod asks for when its sync did
+// something (SyncPod's postSync → RequestPodRelist, pkg/kubelet/kubelet.go;
+// GenericPLEG.relistPod, pkg/kubelet/pleg/generic.go): GetPod lists the
+// pod's sandboxes and containers by its UID label (ListPodSandbox,
+// ListContainers), and updateCache → GetPodStatus reads the sandbox's
+// status and each listed container's (PodSandboxStatus, ContainerStatus).
+// It returns the container statuses by ID.
+func (e *Engine) podRelist(ctx context.Context) (map[string]*runtimeapi.ContainerStatus, error) {
+	uid := map[string]string{"io.kubernetes.pod.uid": string(e.pod.UID)}
+	if _, err := e.client.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: uid}); err != nil {
+		return nil, fmt.Errorf("ListPodSandbox failed: %w", err)
+	}
+	list, err := e.client.ListContainers(ctx, e.podFilter())
+	if err != nil {
+		return nil, fmt.Errorf("ListContainers failed: %w", err)
+	}
+	if _, err := e.client.PodSandboxStatus(ctx, e.rt.sandboxID); err != nil {
+		return nil, fmt.Errorf("PodSandboxStatus failed: %w", err)
+	}
+	out := map[string]*runtimeapi.ContainerStatus{}
+	for _, ctr := range list.Containers {
+		st, err := e.client.ContainerStatus(ctx, ctr.Id)
+		if err != nil {
+			return nil, fmt.Errorf("ContainerStatus failed: %w", err)
+		}
+		out[ctr.Id] = st.GetStatus()
+	}
+	return out, nil
 }
 
 // relistsIn is how many relists a window of settle holds at one per poll
@@ -135,7 +186,7 @@ func (e *Engine) containerExited(c *containerRuntime, cs *runtimeapi.ContainerSt
 
 // afterExits ends a relist that saw containers exit: restarts are planned;
 // a pod whose containers all terminated for good is Succeeded or Failed.
-func (e *Engine) afterExits(exits []exit, relists int) Result {
+func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Result {
 	var details []Detail
 	var failedExit *exit
 	var said []string
@@ -162,6 +213,7 @@ func (e *Engine) afterExits(exits []exit, relists int) Result {
 	case corev1.PodFailed:
 		summary += "; the pod is Failed"
 	}
+	details = append(details, e.stopTerminalPod(ctx)...)
 	if failedExit != nil || anyNonZero(exits) {
 		// A crash: the step shows the failure. When the kubelet restarts the
 		// container, the run goes on with the restart (scheduleRestart).

@@ -56,7 +56,7 @@ func TestSecretsExpansionOnContainerd(t *testing.T) {
 				Args []string `json:"args"`
 				Envs []struct {
 					Key   string `json:"key"`
-					Value []byte `json:"value"` // protobuf JSON bytes: base64
+					Value string `json:"value"` // podstep renders env values as text
 				} `json:"envs"`
 				Mounts []struct {
 					ContainerPath string `json:"container_path"`
