@@ -269,6 +269,27 @@ write_config() {
 	cni_config
 }
 
+# common_config: the sockets, debug, metrics and opt settings both config versions share.
+common_config() {
+	cat <<EOF
+[grpc]
+  address = "$SOCK"
+
+[ttrpc]
+  address = "$DIR/run/containerd.sock.ttrpc"
+
+[debug]
+  address = "$DIR/run/debug.sock"
+  level = "info"
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$DIR/opt"
+EOF
+}
+
 # containerd 1.6: config version 2, the CRI plugin's settings all under io.containerd.grpc.v1.cri.
 containerd16_config() {
 	cat <<EOF
@@ -287,21 +308,7 @@ disabled_plugins = [
   "io.containerd.internal.v1.tracing",
 ]
 
-[grpc]
-  address = "$SOCK"
-
-[ttrpc]
-  address = "$DIR/run/containerd.sock.ttrpc"
-
-[debug]
-  address = "$DIR/run/debug.sock"
-  level = "info"
-
-[metrics]
-  address = ""
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$DIR/opt"
+$(common_config)
 
 [plugins."io.containerd.grpc.v1.cri"]
   restrict_oom_score_adj = true
@@ -350,21 +357,7 @@ disabled_plugins = [
   "io.containerd.nri.v1.nri",
 ]
 
-[grpc]
-  address = "$SOCK"
-
-[ttrpc]
-  address = "$DIR/run/containerd.sock.ttrpc"
-
-[debug]
-  address = "$DIR/run/debug.sock"
-  level = "info"
-
-[metrics]
-  address = ""
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$DIR/opt"
+$(common_config)
 
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
