@@ -24,14 +24,7 @@ import (
 // recording names containerd in its header and holds the app's log line.
 func TestRecordReplayOnContainerd(t *testing.T) {
 	e := setup(t)
-	d := newDirs(t)
-	share := sharedDir(t)
-	rec := filepath.Join(share, "init.rec.gz")
-	r := e.mustRun(t, d, e.pod("init"), "--record", rec)
-	e.assertNothingLeft(t, d, "default", "init-demo", r.summary.UID)
-	if err := os.Chmod(rec, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	share, rec, r := e.recordInit(t)
 
 	text := gunzip(t, rec)
 	var h struct {
@@ -171,22 +164,47 @@ func sharedDir(t *testing.T) string {
 	return dir
 }
 
+// recordInit runs the init pod on the harness containerd with --record into
+// a fresh dir that user nobody can read, checks nothing is left, and
+// returns the dir, the recording (.gz) and the run.
+func (e *env) recordInit(t *testing.T) (share, rec string, r *result) {
+	t.Helper()
+	d := newDirs(t)
+	share = sharedDir(t)
+	rec = filepath.Join(share, "init.rec.gz")
+	r = e.mustRun(t, d, e.pod("init"), "--record", rec)
+	e.assertNothingLeft(t, d, "default", "init-demo", r.summary.UID)
+	if err := os.Chmod(rec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return share, rec, r
+}
+
+// nobodyBinary copies the podstep binary under test into dir (once), where
+// user nobody can run it, and returns its path.
+func nobodyBinary(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "podstep")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	data, err := os.ReadFile(os.Getenv("PODSTEP_BIN"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
 // asNobody runs a copy of the podstep binary (in dir) as user and group
 // 65534 with no supplementary groups, an empty environment (no
 // CONTAINER_RUNTIME_ENDPOINT) and a network namespace of its own (no
 // network at all).
 func asNobody(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	bin := filepath.Join(dir, "podstep")
-	if _, err := os.Stat(bin); err != nil {
-		data, err := os.ReadFile(os.Getenv("PODSTEP_BIN"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := nobodyBinary(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmdline := append([]string{"--net", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin}, args...)

@@ -4,7 +4,6 @@ package integration
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,22 +17,8 @@ import (
 // and q quits at once with exit 0.
 func TestReplayTUIOnContainerd(t *testing.T) {
 	e := setup(t)
-	d := newDirs(t)
-	share := sharedDir(t)
-	rec := filepath.Join(share, "init.rec.gz")
-	r := e.mustRun(t, d, e.pod("init"), "--record", rec)
-	e.assertNothingLeft(t, d, "default", "init-demo", r.summary.UID)
-	if err := os.Chmod(rec, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(share, "podstep")
-	data, err := os.ReadFile(e.bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	share, rec, r := e.recordInit(t)
+	bin := nobodyBinary(t, share)
 	n := len(r.steps)
 
 	tui := startTUI(t, "podstep-replay-it", 120, 50, "cd", share, "&&", "env", "-i", "PATH=/usr/bin:/bin", "TERM=xterm-256color",
