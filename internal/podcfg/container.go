@@ -61,7 +61,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 	var ns *runtimeapi.NamespaceOption
 	if sc := sandbox.GetLinux().GetSecurityContext(); sc != nil && sc.NamespaceOptions != nil {
 		ns = cloneNamespaceOptions(sc.NamespaceOptions)
-	} else if ns, err = namespaceOptions(pod); err != nil {
+	} else if ns, err = namespaceOptions(pod, o); err != nil {
 		return nil, err
 	}
 	lsc, err := containerSecurityContext(pod, c, uid, username, ns, o.rootDir())
@@ -72,6 +72,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 		Resources:       containerResources(pod, c, o),
 		SecurityContext: lsc,
 	}
+	idMappedMounts(cfg.Mounts, ns)
 	for _, v := range env.vars {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: v.name, Value: []byte(v.value)})
 	}

@@ -139,6 +139,9 @@ type podRuntime struct {
 	authSource    map[string]string                   // by image: "secret X, registry Y"
 	runtimeName   string
 	handlers      []string
+	handlerUserns map[string]bool // by handler name: RuntimeStatus features.user_namespaces
+	statusSeen    bool            // runtime-status read the runtime's Status
+	userns        usernsState     // the pod's user namespace (hostUsers: false)
 	networkReady  bool
 	cgroupDriver  string
 	sandboxConfig *runtimeapi.PodSandboxConfig // published: as sent, once RunPodSandbox succeeded

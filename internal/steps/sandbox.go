@@ -59,9 +59,13 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 		}
 	}
 	details = append(details, kv("conditions", strings.Join(conds, ", ")))
+	e.rt.handlerUserns = map[string]bool{}
 	for _, h := range st.RuntimeHandlers {
 		e.rt.handlers = append(e.rt.handlers, h.Name)
+		e.rt.handlerUserns[h.Name] = h.GetFeatures().GetUserNamespaces()
 	}
+	e.rt.statusSeen = true
+	details = append(details, usernsSupportDetails(e)...)
 	var warnings []string
 	if h := e.runtimeHandler(); h != "" && len(e.rt.handlers) > 0 && !slices.Contains(e.rt.handlers, h) {
 		warnings = append(warnings, fmt.Sprintf("runtime handler %q (from runtimeClassName) is not among the handlers the runtime reports (%s): RunPodSandbox will likely fail", h, strings.Join(quoteAll(e.rt.handlers), ", ")))
@@ -159,6 +163,11 @@ func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning
 	if e.rt.sandboxConfig != nil {
 		return e.rt.sandboxConfig, nil, nil
 	}
+	userns, err := e.podUserNamespace()
+	if err != nil {
+		return nil, nil, err
+	}
+	e.opts.Config.UserNamespace = userns
 	if p := e.rt.planned; p != nil && p.driver == e.opts.Config.CgroupDriver {
 		return p.cfg, p.warns, nil
 	}
@@ -199,6 +208,11 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 		warnings = append(warnings, w.Reason+": "+w.Message)
 		e.tracker.Record(corev1.EventTypeWarning, w.Reason, "", w.Message)
 	}
+	usernsDetails, err := e.writeUserNamespace()
+	if err != nil {
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedCreatePodSandBox, "", "Failed to create pod sandbox: "+err.Error())
+		return fail(reason.ErrCreatePodSandbox, err, "cannot record the pod's user namespace")
+	}
 	if cfg.LogDirectory != "" {
 		if err := e.makeLogDir(cfg.LogDirectory); err != nil {
 			e.tracker.Record(corev1.EventTypeWarning, reason.FailedCreatePodSandBox, "", "Failed to create pod sandbox: "+err.Error())
@@ -228,7 +242,7 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 	e.rt.sandboxID = resp.PodSandboxId
 	e.mu.Unlock()
 	r := ok("sandbox "+shortID(resp.PodSandboxId)+" running",
-		kv("sandbox", resp.PodSandboxId), kv("log dir", cfg.LogDirectory), kv("cgroup parent", orNone(cfg.GetLinux().GetCgroupParent())))
+		append([]Detail{kv("sandbox", resp.PodSandboxId), kv("log dir", cfg.LogDirectory), kv("cgroup parent", orNone(cfg.GetLinux().GetCgroupParent()))}, usernsDetails...)...)
 	r.Warnings = warnings
 	return r
 }
