@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/utils/ptr"
 )
 
 func TestFirstFreeUserNamespace(t *testing.T) {
@@ -61,6 +60,7 @@ func TestParseUserNamespace(t *testing.T) {
 // container mount, for hostUsers unset, true and false (with mappings).
 func TestUserNamespaceConfigs(t *testing.T) {
 	mapped := NewUserNamespace(131072).CRI()
+	yes, no := true, false
 	for _, tc := range []struct {
 		name      string
 		hostUsers *bool
@@ -70,9 +70,9 @@ func TestUserNamespaceConfigs(t *testing.T) {
 		wantErr   string
 	}{
 		{name: "hostUsers unset: the node's (NODE, sent to every pod in v1.37)", wantMode: runtimeapi.NamespaceMode_NODE},
-		{name: "hostUsers true", hostUsers: ptr.To(true), opt: mapped, wantMode: runtimeapi.NamespaceMode_NODE},
-		{name: "hostUsers false: POD with the mappings", hostUsers: ptr.To(false), opt: mapped, wantMode: runtimeapi.NamespaceMode_POD, wantHost: 131072},
-		{name: "hostUsers false without mappings", hostUsers: ptr.To(false), wantErr: "no user namespace mappings"},
+		{name: "hostUsers true", hostUsers: &yes, opt: mapped, wantMode: runtimeapi.NamespaceMode_NODE},
+		{name: "hostUsers false: POD with the mappings", hostUsers: &no, opt: mapped, wantMode: runtimeapi.NamespaceMode_POD, wantHost: 131072},
+		{name: "hostUsers false without mappings", hostUsers: &no, wantErr: "no user namespace mappings"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{}
