@@ -135,6 +135,10 @@ type ContainerInput struct {
 	// volume-subpaths). Its error is the kubelet's message, returned as a
 	// *ConfigError. nil sends <volume host path>/<subPath>.
 	PrepareSubPath func(SubPath) (string, error)
+	// ImageVolumes are the pod's image volumes the kubelet pulled, by
+	// volume name (kubecontainer.ImageVolumes, from getImageVolumes): a
+	// mount of one sends this ImageSpec and no host path.
+	ImageVolumes map[string]*runtimeapi.ImageSpec
 }
 
 // SubPath is a volumeMount with a subPath, as makeMounts has it when it

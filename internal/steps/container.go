@@ -65,6 +65,7 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser,
 		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
 		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle, PrepareSubPath: prepare,
+		ImageVolumes: e.plannedImageVolumes(),
 	}, e.opts.Config)
 }
 

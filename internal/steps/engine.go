@@ -139,9 +139,10 @@ type podRuntime struct {
 	authSource    map[string]string                   // by image: "secret X, registry Y"
 	runtimeName   string
 	handlers      []string
-	handlerUserns map[string]bool // by handler name: RuntimeStatus features.user_namespaces
-	statusSeen    bool            // runtime-status read the runtime's Status
-	userns        usernsState     // the pod's user namespace (hostUsers: false)
+	handlerUserns map[string]bool                  // by handler name: RuntimeStatus features.user_namespaces
+	statusSeen    bool                             // runtime-status read the runtime's Status
+	userns        usernsState                      // the pod's user namespace (hostUsers: false)
+	imageVolumes  map[string]*runtimeapi.ImageSpec // by volume name, once the image-volumes step ensured them
 	networkReady  bool
 	cgroupDriver  string
 	sandboxConfig *runtimeapi.PodSandboxConfig // published: as sent, once RunPodSandbox succeeded
