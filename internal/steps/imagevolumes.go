@@ -178,3 +178,16 @@ func hasImageVolumes(pod *corev1.Pod) bool {
 	}
 	return false
 }
+
+// imageMountHint explains a refused CreateContainer whose config mounts an
+// image volume: the kubelet sends such a mount with no host path, which a
+// runtime that predates CRI Mount.image (containerd 1.x and 2.0, CRI-O
+// before 1.31) reads as a bind mount of "".
+func imageMountHint(cfg *runtimeapi.ContainerConfig) []Detail {
+	for _, m := range cfg.GetMounts() {
+		if m.GetImage() != nil {
+			return []Detail{kv("image volumes", "the mounts of image volumes carry the image and no host_path; a runtime that predates CRI Mount.image (containerd before 2.1, CRI-O before 1.31) takes them for bind mounts of \"\" and fails (containerd 1.6: failed to mkdir \"\")")}
+		}
+	}
+	return nil
+}
