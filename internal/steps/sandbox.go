@@ -32,6 +32,7 @@ func (runtimeStatusStep) requests(*Engine) []Request {
 		{Method: "Version", Message: &runtimeapi.VersionRequest{Version: "0.1.0"}},
 		{Method: "Status", Message: &runtimeapi.StatusRequest{}},
 		{Method: "RuntimeConfig", Message: &runtimeapi.RuntimeConfigRequest{}},
+		{Method: "Status", Message: &runtimeapi.StatusRequest{Verbose: true}, Note: "podstep's own check, not the kubelet's, only if RuntimeConfig is Unimplemented: the runtime's cgroup driver from its config, against --cgroup-driver"},
 		{Method: "ListPodSandbox", Message: &runtimeapi.ListPodSandboxRequest{}, Note: "podstep's own check, not the kubelet's: does a kubelet share this runtime?"},
 	}
 }
@@ -79,22 +80,15 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 		err := fmt.Errorf("container runtime network not ready: NetworkReady=false")
 		return fail(reason.NetworkNotReady, err, "the runtime's network is not ready")
 	}
-	// Cgroup driver: ask the runtime, else keep the configured one.
-	driver := e.opts.Config.CgroupDriver
-	src := "--cgroup-driver"
-	if rc, err := e.client.RuntimeConfig(ctx); err == nil && rc.GetLinux() != nil {
-		switch rc.GetLinux().GetCgroupDriver() {
-		case runtimeapi.CgroupDriver_SYSTEMD:
-			driver, src = "systemd", "RuntimeConfig"
-		case runtimeapi.CgroupDriver_CGROUPFS:
-			driver, src = "cgroupfs", "RuntimeConfig"
-		}
-	} else if err != nil {
-		src = "--cgroup-driver (RuntimeConfig: " + unwrapMsg(err) + ")"
+	// Cgroup driver: the runtime's, else the configured one (cgroupdriver.go).
+	cgDetails, cgWarnings, refusal := e.cgroupDriver(ctx)
+	if refusal != nil {
+		refusal.Details = append(details, refusal.Details...)
+		refusal.Warnings = append(warnings, refusal.Warnings...)
+		return *refusal
 	}
-	e.rt.cgroupDriver = driver
-	e.opts.Config.CgroupDriver = driver
-	details = append(details, kv("cgroup driver", driver+" from "+src))
+	details = append(details, cgDetails...)
+	warnings = append(warnings, cgWarnings...)
 	r := ok(fmt.Sprintf("%s %s ready", v.RuntimeName, v.RuntimeVersion), details...)
 	r.Warnings = warnings
 	// podstep's own check: a kubelet on this runtime garbage-collects pods it
