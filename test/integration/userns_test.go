@@ -13,6 +13,14 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// needsContainerd2 are the pods of testdata/pods a containerd 1.x cannot
+// run, and why; TestAllPods asserts their failure there (their own tests
+// assert which).
+var needsContainerd2 = map[string]string{
+	"image-volume": "no CRI Mount.image before containerd 2.1",
+	"userns":       "no runtime handler reports user namespaces",
+}
+
 // TestUserNamespaces runs testdata/pods/userns.yaml (hostUsers: false)
 // through the binary. On containerd 2.x (runc >= 1.2, whose handler reports
 // features.user_namespaces) the pod runs in its own user namespace: the
