@@ -153,6 +153,24 @@ ensure_containerd2() {
 	containerd2_works || die "$C2_CACHE/bin: containerd, ctr or containerd-shim-runc-v2 missing, or not $CONTAINERD2_VERSION (build log: $C2_CACHE/build.log)"
 }
 
+# ensure_runc: the containerd 2 harness runs its pods with runc built from the Go module proxy
+# (hack/runc-build.sh, cached): user namespaces need runc >= 1.2 (idmapped mounts), Debian's is
+# 1.1.5. Sets RUNC_BIN, and OCI_RUNTIME to what `runc --version` says. 1.6 keeps Debian's runc.
+RUNC_BIN=
+OCI_RUNTIME=
+ensure_runc() {
+	if [ "$RUNTIME" != 2 ]; then
+		OCI_RUNTIME="runc $(runc --version 2>/dev/null | sed -n 's/^runc version //p' | head -n 1)"
+		return 0
+	fi
+	local out
+	out=$(bash "$REPO_ROOT/hack/runc-build.sh") || die "hack/runc-build.sh failed"
+	printf '%s\n' "$out" | sed '$d'
+	RUNC_BIN=$(printf '%s\n' "$out" | tail -n 1)
+	[ -x "$RUNC_BIN" ] || die "hack/runc-build.sh did not print a runc binary (got '$RUNC_BIN')"
+	OCI_RUNTIME="runc $("$RUNC_BIN" --version | sed -n 's/^runc version //p' | head -n 1)"
+}
+
 # --- health -------------------------------------------------------------------------------------
 ctr_() { "$CTR_BIN" -a "$SOCK" "$@"; }
 
@@ -254,6 +272,7 @@ print_endpoint() {
 	log "PODSTEP_REGISTRY_PASSWORD=$REG_PASSWORD"
 	log "PODSTEP_REGISTRY_IMAGE=$PRIVATE_IMAGE"
 	log "PODSTEP_RUNTIME=containerd $RUNNING_VERSION"
+	log "PODSTEP_OCI_RUNTIME=$OCI_RUNTIME"
 	log "CONTAINER_RUNTIME_ENDPOINT=$ENDPOINT"
 }
 
@@ -376,6 +395,8 @@ $(common_config)
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "$DIR/runc"
+        # runc >= 1.2 (idmapped mounts, for hostUsers: false), built by hack/runc-build.sh
+        BinaryName = "$RUNC_BIN"
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$DIR/cni"
@@ -641,6 +662,7 @@ ensure_registry() {
 main() {
 	ensure_packages
 	ensure_containerd2
+	ensure_runc
 	if pid=$(running_pid) && socket_answers; then
 		log "containerd already running (pid $pid, dir $DIR)"
 		check_version

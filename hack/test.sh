@@ -96,6 +96,8 @@ record "go test -race (concurrent packages)" $?
 # The suite runs once per runtime of the matrix (hack/harness-env.sh):
 #   1.6  Debian's containerd 1.6 (the package)
 #   2    containerd v2.4.2, built from the Go module proxy once (cached in ~/.cache/podstep)
+#        with runc 1.3.6, built from the Go module proxy once too (hack/runc-build.sh, run by
+#        containerd-up.sh; cached in ~/.cache/podstep/runc-v1.3.6): user namespaces need it
 # one after the other, each  containerd-up.sh → go test → containerd-down.sh. (Not both at once:
 # the suites would share the host's port 18080 (TestHostPort) and the machine's 2 cores.)
 # Each harness takes its per-runtime defaults: its own folder, socket, CNI network and registry.
@@ -200,7 +202,7 @@ integration() {
 		harness_down "$rt"
 		return
 	fi
-	record "PODSTEP_CONTAINERD=$rt hack/containerd-up.sh: $name ($((SECONDS - start)) s)" 0
+	record "PODSTEP_CONTAINERD=$rt hack/containerd-up.sh: $name, $(harness_value PODSTEP_OCI_RUNTIME) ($((SECONDS - start)) s)" 0
 
 	section "go test -count=1 -tags integration ./test/integration/ -v  on $name  (PODSTEP_ENDPOINT=$endpoint PODSTEP_REGISTRY=$registry)"
 	start=$SECONDS

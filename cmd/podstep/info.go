@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
 )
@@ -65,7 +66,7 @@ func showInfo(cmd *cobra.Command, g *globalOptions) error {
 		if name == "" {
 			name = `"" (default)`
 		}
-		fmt.Fprintf(w, "handler:       %s\n", name)
+		fmt.Fprintf(w, "handler:       %s%s\n", name, handlerFeatures(h))
 	}
 	driver := info.CgroupDriver
 	if driver == "" {
@@ -80,4 +81,15 @@ func showInfo(cmd *cobra.Command, g *globalOptions) error {
 		return silentExit(ExitRuntime)
 	}
 	return nil
+}
+
+// handlerFeatures lists the features a runtime handler reports in
+// RuntimeStatus (the kubelet reads user_namespaces before it sends
+// hostUsers: false, and recursive_read_only before a recursive read-only mount).
+func handlerFeatures(h *runtimeapi.RuntimeHandler) string {
+	f := h.GetFeatures()
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (user_namespaces=%t, recursive_read_only=%t)", f.UserNamespaces, f.RecursiveReadOnlyMounts)
 }

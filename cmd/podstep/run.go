@@ -34,18 +34,20 @@ type runOptions struct {
 	clusterDNS    []string
 	clusterDomain string
 	cgroupDriver  string
-	cgroupsPerQOS bool
-	pollInterval  time.Duration
-	initTimeout   time.Duration
-	nodeFile      string
-	unsafeSysctls []string
-	maxPods       int64
-	maxRestarts   int
-	backoffScale  float64
-	settle        time.Duration
-	waitReady     bool
-	readyTimeout  time.Duration
-	record        string
+	// cgroupDriverSet: --cgroup-driver was given (else it is the default).
+	cgroupDriverSet bool
+	cgroupsPerQOS   bool
+	pollInterval    time.Duration
+	initTimeout     time.Duration
+	nodeFile        string
+	unsafeSysctls   []string
+	maxPods         int64
+	maxRestarts     int
+	backoffScale    float64
+	settle          time.Duration
+	waitReady       bool
+	readyTimeout    time.Duration
+	record          string
 
 	// node is the node chosen for admission (set by runPod from the flags).
 	node *node.Node
@@ -192,7 +194,8 @@ func (o *runOptions) nodeFor(b *manifest.Bundle) (*node.Node, error) {
 // Simulated from the runtime it connected to.
 func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
 	eo := steps.Options{Config: o.configOptions(g), PollInterval: o.pollInterval, InitTimeout: o.initTimeout, Node: o.node,
-		MaxRestarts: o.maxRestarts, BackoffScale: o.backoffScale, Settle: o.settle, WaitReady: o.waitReady, ReadyTimeout: o.readyTimeout}
+		MaxRestarts: o.maxRestarts, BackoffScale: o.backoffScale, Settle: o.settle, WaitReady: o.waitReady, ReadyTimeout: o.readyTimeout,
+		CgroupDriverSet: o.cgroupDriverSet}
 	if o.gracePeriod >= 0 {
 		gp := o.gracePeriod
 		eo.GracePeriod = &gp
@@ -206,6 +209,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
+	o.cgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
 	if err := o.validate(); err != nil {
 		return err
 	}

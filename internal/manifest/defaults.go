@@ -178,6 +178,14 @@ func setVolumeDefaults(v *corev1.Volume) {
 	if countSources(&v.VolumeSource) == 0 {
 		v.EmptyDir = &corev1.EmptyDirVolumeSource{}
 	}
+	// SetDefaults_Volume: an image volume's pull policy defaults as a
+	// container's imagePullPolicy does (Always for :latest).
+	if s := v.Image; s != nil && s.PullPolicy == "" {
+		s.PullPolicy = corev1.PullIfNotPresent
+		if imageTag(s.Reference) == "latest" {
+			s.PullPolicy = corev1.PullAlways
+		}
+	}
 	if s := v.ConfigMap; s != nil && s.DefaultMode == nil {
 		s.DefaultMode = ptrTo(defaultVolumeMode)
 	}

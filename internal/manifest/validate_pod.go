@@ -60,6 +60,9 @@ func validatePodSpecExtras(s *corev1.PodSpec) *fieldErr {
 			return e
 		}
 	}
+	if e := validateHostUsers(s); e != nil {
+		return e
+	}
 	if sc := s.SecurityContext; sc != nil {
 		if e := validateSysctls(sc.Sysctls, s); e != nil {
 			return e

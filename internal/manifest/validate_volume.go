@@ -161,6 +161,8 @@ func validateVolumeDetails(v *corev1.Volume, f string) *fieldErr {
 		}
 	case s.Projected != nil:
 		return validateProjected(s.Projected, f+".projected")
+	case s.Image != nil:
+		return validateImageVolume(s.Image, f+".image")
 	}
 	return nil
 }

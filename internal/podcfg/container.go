@@ -61,7 +61,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 	var ns *runtimeapi.NamespaceOption
 	if sc := sandbox.GetLinux().GetSecurityContext(); sc != nil && sc.NamespaceOptions != nil {
 		ns = cloneNamespaceOptions(sc.NamespaceOptions)
-	} else if ns, err = namespaceOptions(pod); err != nil {
+	} else if ns, err = namespaceOptions(pod, o); err != nil {
 		return nil, err
 	}
 	lsc, err := containerSecurityContext(pod, c, uid, username, ns, o.rootDir())
@@ -72,6 +72,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 		Resources:       containerResources(pod, c, o),
 		SecurityContext: lsc,
 	}
+	idMappedMounts(cfg.Mounts, ns)
 	for _, v := range env.vars {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: v.name, Value: []byte(v.value)})
 	}
@@ -171,6 +172,25 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, in ContainerInput, en
 			if !filepath.IsLocal(sub) {
 				return nil, &ConfigError{Msg: fmt.Sprintf("unable to provision SubPath `%s`: must not contain '..'", sub)}
 			}
+		}
+		// An image volume: the runtime mounts the image (its sub path, for
+		// a subPath) read-only; the kubelet sends no host path.
+		if img := in.ImageVolumes[vm.Name]; img != nil {
+			prop, err := mountPropagation(vm.MountPropagation)
+			if err != nil {
+				return nil, &ConfigError{Msg: err.Error()}
+			}
+			mounts = append(mounts, &runtimeapi.Mount{
+				ContainerPath:     vm.MountPath,
+				Image:             img,
+				ImageSubPath:      sub,
+				Readonly:          true,
+				Propagation:       prop,
+				RecursiveReadOnly: vm.ReadOnly && vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == corev1.RecursiveReadOnlyEnabled,
+			})
+			continue
+		}
+		if sub != "" {
 			if in.PrepareSubPath == nil {
 				host = filepath.Join(host, sub)
 			} else {
@@ -221,11 +241,12 @@ func mountPropagation(p *corev1.MountPropagationMode) (runtimeapi.MountPropagati
 // mustMountRO mirrors makeMounts' `mount.ReadOnly || mustMountRO`
 // (pkg/kubelet/kubelet_pods.go): the configMap, secret, downwardAPI and
 // projected plugins report their volumes read-only (Mounter.GetAttributes),
-// so the kubelet mounts them read-only whatever the volumeMount says.
+// so the kubelet mounts them read-only whatever the volumeMount says; so
+// does the image plugin (pkg/volume/image/image.go GetAttributes).
 func mustMountRO(pod *corev1.Pod, name string) bool {
 	for _, v := range pod.Spec.Volumes {
 		if v.Name == name {
-			return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+			return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil || v.Image != nil
 		}
 	}
 	return false

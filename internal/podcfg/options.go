@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Options are the node/kubelet settings that shape the configs. They stand for
@@ -39,6 +40,11 @@ type Options struct {
 	ResolvConf    string            // host resolv.conf path, default /etc/resolv.conf
 	ExtraLabels   map[string]string // added to sandbox and container labels (podstep adds "podstep.dev/managed": "true")
 	Seen          time.Time         // kubernetes.io/config.seen; the zero time means now
+	// UserNamespace is the pod's user namespace (mode POD and its uid/gid
+	// mappings) for a pod with hostUsers: false, as the kubelet's userns
+	// manager allocated it; the caller allocates it (FirstFreeUserNamespace).
+	// Unused for other pods.
+	UserNamespace *runtimeapi.UserNamespace
 }
 
 func (o Options) nodeName() string {
@@ -129,6 +135,10 @@ type ContainerInput struct {
 	// volume-subpaths). Its error is the kubelet's message, returned as a
 	// *ConfigError. nil sends <volume host path>/<subPath>.
 	PrepareSubPath func(SubPath) (string, error)
+	// ImageVolumes are the pod's image volumes the kubelet pulled, by
+	// volume name (kubecontainer.ImageVolumes, from getImageVolumes): a
+	// mount of one sends this ImageSpec and no host path.
+	ImageVolumes map[string]*runtimeapi.ImageSpec
 }
 
 // SubPath is a volumeMount with a subPath, as makeMounts has it when it

@@ -74,7 +74,7 @@ func SandboxConfig(pod *corev1.Pod, attempt uint32, o Options) (*runtimeapi.PodS
 	cfg.LogDirectory = SandboxLogDir(pod, o)
 	cfg.PortMappings = portMappings(pod)
 
-	ns, err := namespaceOptions(pod)
+	ns, err := namespaceOptions(pod, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -294,14 +294,18 @@ func runtimeProtocol(p corev1.Protocol) runtimeapi.Protocol {
 
 // namespaceOptions mirrors kuberuntime/util NamespacesForPod: network/ipc NODE
 // for hostNetwork/hostIPC else POD; pid NODE for hostPID, POD with
-// shareProcessNamespace, else CONTAINER; user namespace NODE (hostUsers unset
-// or true).
-func namespaceOptions(pod *corev1.Pod) (*runtimeapi.NamespaceOption, error) {
+// shareProcessNamespace, else CONTAINER; the user namespace as userNamespace
+// says (NODE, or POD with the pod's mappings for hostUsers: false).
+func namespaceOptions(pod *corev1.Pod, o Options) (*runtimeapi.NamespaceOption, error) {
+	userns, err := userNamespace(pod, o)
+	if err != nil {
+		return nil, err
+	}
 	ns := &runtimeapi.NamespaceOption{
 		Network:       runtimeapi.NamespaceMode_POD,
 		Ipc:           runtimeapi.NamespaceMode_POD,
 		Pid:           runtimeapi.NamespaceMode_CONTAINER,
-		UsernsOptions: &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE},
+		UsernsOptions: userns,
 	}
 	if pod.Spec.HostNetwork {
 		ns.Network = runtimeapi.NamespaceMode_NODE
@@ -314,9 +318,6 @@ func namespaceOptions(pod *corev1.Pod) (*runtimeapi.NamespaceOption, error) {
 		ns.Pid = runtimeapi.NamespaceMode_NODE
 	case pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace:
 		ns.Pid = runtimeapi.NamespaceMode_POD
-	}
-	if pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers {
-		return nil, fmt.Errorf("pod %s: hostUsers: false (user namespaces) is not supported by podstep", formatPod(pod))
 	}
 	return ns, nil
 }

@@ -426,7 +426,7 @@ func TestSecurityContexts(t *testing.T) {
 
 	share := podWith(ctr("a", nil, nil))
 	share.Spec.ShareProcessNamespace = ptrTo(true)
-	ns, _ := namespaceOptions(share)
+	ns, _ := namespaceOptions(share, Options{})
 	eq(t, "shareProcessNamespace", ns.Pid, runtimeapi.NamespaceMode_POD)
 }
 

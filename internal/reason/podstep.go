@@ -27,3 +27,10 @@ const (
 	// TeardownFailed: the run's summary when teardown left something behind.
 	TeardownFailed = "TeardownFailed"
 )
+
+// CgroupDriverMismatch: the runtime does not report its cgroup driver
+// (RuntimeConfig Unimplemented), its own config says systemd, and
+// --cgroup-driver says cgroupfs: the kubelet would send cgroupfs paths and
+// runc would refuse RunPodSandbox ("expected cgroupsPath to be of format
+// "slice:prefix:name" for systemd cgroups"). podstep refuses first.
+const CgroupDriverMismatch = "CgroupDriverMismatch"

@@ -65,6 +65,7 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser,
 		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
 		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle, PrepareSubPath: prepare,
+		ImageVolumes: e.plannedImageVolumes(),
 	}, e.opts.Config)
 }
 
@@ -140,7 +141,9 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	// container must be known to be torn down.
 	resp, err := e.client.CreateContainer(context.WithoutCancel(ctx), &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
 	if err != nil {
-		return e.createFailed(c, reason.ErrCreateContainer, err, "CreateContainer failed")
+		r := e.createFailed(c, reason.ErrCreateContainer, err, "CreateContainer failed")
+		r.Details = append(r.Details, imageMountHint(cfg)...)
+		return r
 	}
 	e.mu.Lock()
 	c.config = cfg

@@ -43,6 +43,10 @@ type Options struct {
 	Settle time.Duration
 	// WaitReady adds the ready stage: probes run until the pod is Ready.
 	WaitReady bool
+	// CgroupDriverSet says Config.CgroupDriver was given (--cgroup-driver),
+	// not defaulted: a runtime that reports another driver then gets a
+	// warning that the flag is not used.
+	CgroupDriverSet bool
 	// ReadyTimeout bounds the ready stage (0 = 2 minutes).
 	ReadyTimeout time.Duration
 	// Node is the node the pod runs on, chosen by the caller (podstep run:
@@ -139,8 +143,13 @@ type podRuntime struct {
 	authSource    map[string]string                   // by image: "secret X, registry Y"
 	runtimeName   string
 	handlers      []string
+	handlerUserns map[string]bool                  // by handler name: RuntimeStatus features.user_namespaces
+	statusSeen    bool                             // runtime-status read the runtime's Status
+	userns        usernsState                      // the pod's user namespace (hostUsers: false)
+	imageVolumes  map[string]*runtimeapi.ImageSpec // by volume name, once the image-volumes step ensured them
 	networkReady  bool
 	cgroupDriver  string
+	flagDriver    string                       // --cgroup-driver, before the runtime's answer replaced it
 	sandboxConfig *runtimeapi.PodSandboxConfig // published: as sent, once RunPodSandbox succeeded
 	planned       *plannedSandbox              // before that, the cached plan
 	sandboxID     string                       // published

@@ -383,7 +383,7 @@ func TestBreakpointsAndNext(t *testing.T) {
 		t.Fatalf("%d CRI calls before the sandbox stage, want 0", len(c.Calls()))
 	}
 	// The pending step's requests are what will be sent.
-	if len(next.Requests) != 4 || next.Requests[0].Method != "Version" {
+	if len(next.Requests) != 5 || next.Requests[0].Method != "Version" {
 		t.Fatalf("runtime-status requests = %v", next.Requests)
 	}
 	if err := e.Continue(ctx); err != nil {

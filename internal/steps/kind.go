@@ -15,6 +15,7 @@ const (
 	KindRuntimeStatus                    // check the runtime is ready
 	KindRunSandbox                       // RunPodSandbox
 	KindSandboxStatus                    // read the sandbox's IPs
+	KindImageVolumes                     // ensure the images of image volumes
 	KindBackoff                          // check a restart's back-off
 	KindPull                             // ensure a container's image
 	KindCreate                           // CreateContainer
@@ -39,6 +40,7 @@ var kindNames = [...]string{
 	KindRuntimeStatus:    "runtime-status",
 	KindRunSandbox:       "run-sandbox",
 	KindSandboxStatus:    "sandbox-status",
+	KindImageVolumes:     "image-volumes",
 	KindBackoff:          "backoff",
 	KindPull:             "pull",
 	KindCreate:           "create",
@@ -101,6 +103,7 @@ func (pullSecretsStep) kind() Kind      { return KindPullSecrets }
 func (runtimeStatusStep) kind() Kind    { return KindRuntimeStatus }
 func (runSandboxStep) kind() Kind       { return KindRunSandbox }
 func (sandboxStatusStep) kind() Kind    { return KindSandboxStatus }
+func (imageVolumesStep) kind() Kind     { return KindImageVolumes }
 func (backoffStep) kind() Kind          { return KindBackoff }
 func (pullStep) kind() Kind             { return KindPull }
 func (createStep) kind() Kind           { return KindCreate }

@@ -32,7 +32,7 @@ func TestKinds(t *testing.T) {
 	o := testOptions(t)
 	o.WaitReady = true
 	planned := map[Kind]bool{}
-	for _, file := range []string{"testdata/pods/init.yaml", "testdata/pods/hooks.yaml", "testdata/scenarios/sidecar-startup-probe.yaml", "testdata/scenarios/crashloop.yaml"} {
+	for _, file := range []string{"testdata/pods/init.yaml", "testdata/pods/hooks.yaml", "testdata/scenarios/sidecar-startup-probe.yaml", "testdata/scenarios/crashloop.yaml", "testdata/pods/image-volume.yaml"} {
 		e, err := New(load(t, repoFile(file)), newSim(t), o)
 		if err != nil {
 			t.Fatal(err)

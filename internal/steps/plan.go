@@ -21,6 +21,14 @@ func (e *Engine) plan() {
 	add(StageSandbox, "check the runtime is ready", "", runtimeStatusStep{})
 	add(StageSandbox, "create the pod sandbox", "", runSandboxStep{})
 	add(StageSandbox, "read the sandbox's IP", "", sandboxStatusStep{})
+	if hasImageVolumes(e.pod) {
+		// SyncPod's lazyStart, before the first container it starts.
+		stage := StageContainers
+		if len(e.pod.Spec.InitContainers) > 0 {
+			stage = StageInit
+		}
+		add(stage, "ensure the images of the pod's image volumes", "", imageVolumesStep{})
+	}
 	for i := range e.pod.Spec.InitContainers {
 		c := &e.pod.Spec.InitContainers[i]
 		e.planContainer(add, StageInit, c, isSidecar(c))

@@ -40,8 +40,16 @@ func (pullSecretsStep) run(_ context.Context, e *Engine) Result {
 		warnings = append(warnings, msg)
 		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToRetrieveImagePullSecret, "", msg)
 	}
+	var imgs []string
 	for _, c := range e.rt.order {
-		img := e.rt.containers[c].spec.Image
+		imgs = append(imgs, e.rt.containers[c].spec.Image)
+	}
+	for _, v := range e.pod.Spec.Volumes {
+		if v.Image != nil { // image volumes are pulled with the same secrets (getImageVolumes)
+			imgs = append(imgs, v.Image.Reference)
+		}
+	}
+	for _, img := range imgs {
 		if _, done := e.rt.authSource[img]; done {
 			continue
 		}

@@ -32,6 +32,7 @@ func (runtimeStatusStep) requests(*Engine) []Request {
 		{Method: "Version", Message: &runtimeapi.VersionRequest{Version: "0.1.0"}},
 		{Method: "Status", Message: &runtimeapi.StatusRequest{}},
 		{Method: "RuntimeConfig", Message: &runtimeapi.RuntimeConfigRequest{}},
+		{Method: "Status", Message: &runtimeapi.StatusRequest{Verbose: true}, Note: "podstep's own check, not the kubelet's, only if RuntimeConfig is Unimplemented: the runtime's cgroup driver from its config, against --cgroup-driver"},
 		{Method: "ListPodSandbox", Message: &runtimeapi.ListPodSandboxRequest{}, Note: "podstep's own check, not the kubelet's: does a kubelet share this runtime?"},
 	}
 }
@@ -59,9 +60,13 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 		}
 	}
 	details = append(details, kv("conditions", strings.Join(conds, ", ")))
+	e.rt.handlerUserns = map[string]bool{}
 	for _, h := range st.RuntimeHandlers {
 		e.rt.handlers = append(e.rt.handlers, h.Name)
+		e.rt.handlerUserns[h.Name] = h.GetFeatures().GetUserNamespaces()
 	}
+	e.rt.statusSeen = true
+	details = append(details, usernsSupportDetails(e)...)
 	var warnings []string
 	if h := e.runtimeHandler(); h != "" && len(e.rt.handlers) > 0 && !slices.Contains(e.rt.handlers, h) {
 		warnings = append(warnings, fmt.Sprintf("runtime handler %q (from runtimeClassName) is not among the handlers the runtime reports (%s): RunPodSandbox will likely fail", h, strings.Join(quoteAll(e.rt.handlers), ", ")))
@@ -75,22 +80,15 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 		err := fmt.Errorf("container runtime network not ready: NetworkReady=false")
 		return fail(reason.NetworkNotReady, err, "the runtime's network is not ready")
 	}
-	// Cgroup driver: ask the runtime, else keep the configured one.
-	driver := e.opts.Config.CgroupDriver
-	src := "--cgroup-driver"
-	if rc, err := e.client.RuntimeConfig(ctx); err == nil && rc.GetLinux() != nil {
-		switch rc.GetLinux().GetCgroupDriver() {
-		case runtimeapi.CgroupDriver_SYSTEMD:
-			driver, src = "systemd", "RuntimeConfig"
-		case runtimeapi.CgroupDriver_CGROUPFS:
-			driver, src = "cgroupfs", "RuntimeConfig"
-		}
-	} else if err != nil {
-		src = "--cgroup-driver (RuntimeConfig: " + unwrapMsg(err) + ")"
+	// Cgroup driver: the runtime's, else the configured one (cgroupdriver.go).
+	cgDetails, cgWarnings, refusal := e.cgroupDriver(ctx)
+	if refusal != nil {
+		refusal.Details = append(details, refusal.Details...)
+		refusal.Warnings = append(warnings, refusal.Warnings...)
+		return *refusal
 	}
-	e.rt.cgroupDriver = driver
-	e.opts.Config.CgroupDriver = driver
-	details = append(details, kv("cgroup driver", driver+" from "+src))
+	details = append(details, cgDetails...)
+	warnings = append(warnings, cgWarnings...)
 	r := ok(fmt.Sprintf("%s %s ready", v.RuntimeName, v.RuntimeVersion), details...)
 	r.Warnings = warnings
 	// podstep's own check: a kubelet on this runtime garbage-collects pods it
@@ -159,6 +157,11 @@ func (e *Engine) sandboxConfig() (*runtimeapi.PodSandboxConfig, []podcfg.Warning
 	if e.rt.sandboxConfig != nil {
 		return e.rt.sandboxConfig, nil, nil
 	}
+	userns, err := e.podUserNamespace()
+	if err != nil {
+		return nil, nil, err
+	}
+	e.opts.Config.UserNamespace = userns
 	if p := e.rt.planned; p != nil && p.driver == e.opts.Config.CgroupDriver {
 		return p.cfg, p.warns, nil
 	}
@@ -199,6 +202,11 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 		warnings = append(warnings, w.Reason+": "+w.Message)
 		e.tracker.Record(corev1.EventTypeWarning, w.Reason, "", w.Message)
 	}
+	usernsDetails, err := e.writeUserNamespace()
+	if err != nil {
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedCreatePodSandBox, "", "Failed to create pod sandbox: "+err.Error())
+		return fail(reason.ErrCreatePodSandbox, err, "cannot record the pod's user namespace")
+	}
 	if cfg.LogDirectory != "" {
 		if err := e.makeLogDir(cfg.LogDirectory); err != nil {
 			e.tracker.Record(corev1.EventTypeWarning, reason.FailedCreatePodSandBox, "", "Failed to create pod sandbox: "+err.Error())
@@ -228,7 +236,7 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 	e.rt.sandboxID = resp.PodSandboxId
 	e.mu.Unlock()
 	r := ok("sandbox "+shortID(resp.PodSandboxId)+" running",
-		kv("sandbox", resp.PodSandboxId), kv("log dir", cfg.LogDirectory), kv("cgroup parent", orNone(cfg.GetLinux().GetCgroupParent())))
+		append([]Detail{kv("sandbox", resp.PodSandboxId), kv("log dir", cfg.LogDirectory), kv("cgroup parent", orNone(cfg.GetLinux().GetCgroupParent()))}, usernsDetails...)...)
 	r.Warnings = warnings
 	return r
 }

@@ -144,6 +144,8 @@ func (e *Engine) volumePod() *corev1.Pod {
 func volumeDetails(v corev1.Volume, r volume.Result) []Detail {
 	desc := fmt.Sprintf("%s %s at %s", volume.Kind(v.VolumeSource), r.Plugin, r.Path)
 	switch {
+	case v.Image != nil:
+		desc = fmt.Sprintf("image %s: %s, pull policy %s (nothing on the node; pulled before the first container starts)", r.Plugin, v.Image.Reference, v.Image.PullPolicy)
 	case v.HostPath != nil:
 		t := string(corev1.HostPathUnset)
 		if v.HostPath.Type != nil {

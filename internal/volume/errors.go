@@ -89,7 +89,6 @@ var needs = map[string]string{
 	"fc":                    "a Fibre Channel volume needs an FC HBA and a target LUN; podstep does not attach block devices",
 	"flexVolume":            "a FlexVolume needs its driver binary under the kubelet's volume plugin dir; podstep runs no volume drivers",
 	"gitRepo":               "a gitRepo volume needs the kubelet's deprecated git-repo plugin (git clone into an emptyDir); use an emptyDir and an init container instead",
-	"image":                 "an image volume needs the runtime to mount an OCI image (CRI ImageSpec mounts); podstep does not set it up yet",
 	"awsElasticBlockStore":  "an AWS EBS volume needs a cloud attach (CSI migration to ebs.csi.aws.com); podstep has no cloud provider",
 	"gcePersistentDisk":     "a GCE PD volume needs a cloud attach (CSI migration to pd.csi.storage.gke.io); podstep has no cloud provider",
 	"azureDisk":             "an Azure Disk volume needs a cloud attach (CSI migration to disk.csi.azure.com); podstep has no cloud provider",

@@ -20,6 +20,7 @@ const (
 	PluginDownwardAPI = "kubernetes.io/downward-api"
 	PluginProjected   = "kubernetes.io/projected"
 	PluginHostPath    = "kubernetes.io/host-path"
+	PluginImage       = "kubernetes.io/image"
 )
 
 // Source resolves the ConfigMaps and Secrets a pod's volumes name, as the
@@ -102,6 +103,8 @@ func PluginName(vol corev1.Volume) string {
 		return PluginProjected
 	case vol.HostPath != nil:
 		return PluginHostPath
+	case vol.Image != nil:
+		return PluginImage
 	}
 	return ""
 }
@@ -113,6 +116,11 @@ func PluginName(vol corev1.Volume) string {
 func Path(podDir string, vol corev1.Volume) string {
 	if vol.HostPath != nil {
 		return vol.HostPath.Path
+	}
+	if vol.Image != nil {
+		// The image plugin is a stub (pkg/volume/image/image.go): GetPath
+		// is "", the runtime mounts the image itself.
+		return ""
 	}
 	plugin := PluginName(vol)
 	if plugin == "" {
@@ -165,6 +173,11 @@ func (h *Host) Prepare(pod *corev1.Pod, vol corev1.Volume, dir string) (*Prepare
 	case vol.Projected != nil:
 		p.payload, err = h.projectedPayload(pod, vol.Projected)
 		p.wrapTmpfs()
+	case vol.Image != nil:
+		// pkg/volume/image/image.go: SetUp does nothing; the kubelet pulls
+		// the image before the first container starts (getImageVolumes)
+		// and the runtime mounts it (CRI Mount.image).
+		p.notes = append(p.notes, "the image plugin makes nothing on the node: the image is pulled before the first container starts, and the runtime mounts it read-only")
 	default:
 		err = unsupported(vol.VolumeSource)
 	}
@@ -191,6 +204,8 @@ func (p *Prepared) Apply(ctx context.Context) (Result, error) {
 	}
 	var err error
 	switch {
+	case p.vol.Image != nil:
+		// nothing on disk (imagePlugin.SetUp)
 	case p.vol.HostPath != nil:
 		r.Created, err = applyHostPath(p.vol.HostPath)
 		if r.Created {

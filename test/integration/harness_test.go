@@ -243,6 +243,7 @@ type stepEvent struct {
 	State      string     `json:"state"`
 	Summary    string     `json:"summary"`
 	Details    []detail   `json:"details"`
+	Warnings   []string   `json:"warnings"`
 	Reason     string     `json:"reason"`
 	Message    string     `json:"message"`
 	Started    time.Time  `json:"started"`
