@@ -51,11 +51,11 @@ func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
 	if o.output != report.Text && o.output != report.JSON {
 		return usageErr("diff: --output %q: want text or json", o.output)
 	}
-	a, err := readRecording(pathA)
+	a, err := readDiffInput(pathA)
 	if err != nil {
 		return err
 	}
-	b, err := readRecording(pathB)
+	b, err := readDiffInput(pathB)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func missingManifest(a, b *diff.Recording) bool {
 	return a.Header.Manifest.Pod == nil || b.Header.Manifest.Pod == nil
 }
 
-func readRecording(path string) (*diff.Recording, error) {
+func readDiffInput(path string) (*diff.Recording, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, usageErr("diff: %v", err)

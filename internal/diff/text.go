@@ -122,7 +122,7 @@ func (e Entry) line() string {
 	case e.Op == OnlyB && e.CodeB != "OK":
 		code = "  code " + e.CodeB
 	}
-	return fmt.Sprintf("  %s %-40s %-9s %s%s\n", op, what, count, step, code)
+	return fmt.Sprintf("  %s %-40s %-10s %s%s\n", op, what, count, step, code)
 }
 
 // matches says whether a placeholder (<container:app/0>) is of a rule
