@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/diff"
+	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
 )
 
@@ -88,12 +91,24 @@ func missingManifest(a, b *diff.Recording) bool {
 }
 
 func readDiffInput(path string) (*diff.Recording, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, usageErr("diff: %v", err)
 	}
-	defer f.Close()
-	r, err := diff.Read(path, f)
+	if diff.IsTrace(data) {
+		r, err := diff.ReadTrace(path, bytes.NewReader(data))
+		if err != nil {
+			return nil, usageErr("diff: %v", err)
+		}
+		// The reference traces keep their manifest beside them, as NAME.yaml.
+		if m := filepath.Join(filepath.Dir(path), r.Header.Manifest.File+".yaml"); r.Header.Manifest.File != "" {
+			if b, err := manifest.Load(m); err == nil {
+				r.Header.Manifest.File, r.Header.Manifest.Pod = m, b.Pod
+			}
+		}
+		return r, nil
+	}
+	r, err := diff.Read(path, bytes.NewReader(data))
 	if err != nil {
 		return nil, usageErr("diff: %v", err)
 	}

@@ -112,7 +112,7 @@ func Compare(a, b *Recording) *Result {
 			ca, cb := fa.calls[p.a], fb.calls[p.b]
 			e = entry(Same, ca)
 			e.StepB, e.CountB, e.CodeB, e.MsB = cb.StepName, cb.Count, cb.Code, cb.DurationMs
-			e.Fields = compareFields(ca.Fields, cb.Fields)
+			e.Fields = compareFields(ca.Fields, cb.Fields, a.Partial, b.Partial)
 			if len(e.Fields) > 0 || ca.Code != cb.Code {
 				e.Op = Differ
 			}
@@ -192,7 +192,7 @@ func keys(calls []*Call) []string {
 
 // compareFields lists the paths whose values differ, in A's order, then
 // B's paths that A does not have.
-func compareFields(a, b []Field) []FieldDiff {
+func compareFields(a, b []Field, partialA, partialB bool) []FieldDiff {
 	bv := make(map[string]string, len(b))
 	for _, f := range b {
 		bv[f.Path] = f.Value
@@ -201,12 +201,16 @@ func compareFields(a, b []Field) []FieldDiff {
 	var out []FieldDiff
 	for _, f := range a {
 		inA[f.Path] = true
-		if v, ok := bv[f.Path]; !ok || v != f.Value {
+		v, ok := bv[f.Path]
+		if !ok && partialB {
+			continue
+		}
+		if !ok || v != f.Value {
 			out = append(out, FieldDiff{Path: f.Path, A: f.Value, B: v})
 		}
 	}
 	for _, f := range b {
-		if !inA[f.Path] {
+		if !inA[f.Path] && !partialA {
 			out = append(out, FieldDiff{Path: f.Path, B: f.Value})
 		}
 	}
@@ -257,7 +261,7 @@ func CheckManifests(a, b *Recording) ManifestCheck {
 	var fa, fb []Field
 	walkJSON("spec", va, &fa)
 	walkJSON("spec", vb, &fb)
-	d := compareFields(fa, fb)
+	d := compareFields(fa, fb, false, false)
 	var paths []string
 	for i, f := range d {
 		if i == 3 {

@@ -271,3 +271,101 @@ config.linux.security_context.run_as_user = {}
 		t.Errorf("Fields of an unknown method = %+v, want the JSON flattened", got)
 	}
 }
+
+const traces = "../../testdata/kubelet-traces/"
+
+func readTrace(t *testing.T, name string) *Recording {
+	t.Helper()
+	data, err := os.ReadFile(traces + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !IsTrace(data) {
+		t.Fatalf("%s is not recognised as a kubelet trace", name)
+	}
+	r, err := ReadTrace(name, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestReadTrace reads the reference traces of a real kubelet v1.37: the
+// calls in order with their containers and stages (the periodic Version
+// and Status after RunPodSandbox left out), and requests rebuilt well
+// enough to decode as their CRI messages.
+func TestReadTrace(t *testing.T) {
+	for _, tc := range []struct {
+		file  string
+		order string // the creation calls, until the first call of teardown
+	}{
+		{"simple.calls.txt", "Version Version RunPodSandbox PodSandboxStatus ImageStatus/main ImageStatus/main CreateContainer/main StartContainer/main " +
+			"ListPodSandbox ListContainers PodSandboxStatus ContainerStatus/main ContainerStatus/main"},
+		{"init.calls.txt", "Version Version RunPodSandbox PodSandboxStatus ImageStatus/setup ImageStatus/setup CreateContainer/setup StartContainer/setup " +
+			"ListPodSandbox ListContainers PodSandboxStatus ContainerStatus/setup PodSandboxStatus ContainerStatus/setup " +
+			"ImageStatus/main ImageStatus/main CreateContainer/main StartContainer/main ListPodSandbox ListContainers PodSandboxStatus ContainerStatus/main " +
+			"ContainerStatus/setup ContainerStatus/main ContainerStatus/main"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			r := readTrace(t, tc.file)
+			if !r.Partial || r.Header.Runtime.Name != "containerd" {
+				t.Errorf("Partial %v, runtime %q: want a partial recording of containerd", r.Partial, r.Header.Runtime.Name)
+			}
+			var order []string
+			for _, c := range r.Calls {
+				if c.Stage == "teardown" {
+					break
+				}
+				k := c.Method
+				if c.Container != "" {
+					k += "/" + c.Container
+				}
+				order = append(order, k)
+			}
+			if got := strings.Join(order, " "); got != tc.order {
+				t.Errorf("creation calls:\n got %s\nwant %s", got, tc.order)
+			}
+			for _, c := range r.Calls {
+				if c.Method != "CreateContainer" {
+					continue
+				}
+				got := map[string]string{}
+				for _, f := range Fields(c.Method, c.Request) {
+					got[f.Path] = f.Value
+				}
+				if got["config.metadata.name"] != `"`+c.Container+`"` || got["config.log_path"] != `"`+c.Container+`/0.log"` ||
+					got[`config.mounts["/etc/hosts"].container_path`] == "" || got["sandbox_config.metadata.uid"] == "" ||
+					got["config.linux.security_context.seccomp.profile_type"] != "Unconfined" {
+					t.Errorf("CreateContainer %s: fields %v", c.Container, got)
+				}
+			}
+		})
+	}
+	if IsTrace([]byte(`{"type":"header"}`)) || IsTrace([]byte("# a comment\n")) {
+		t.Error("IsTrace takes what is not a trace")
+	}
+}
+
+// TestCompareWithKubeletTrace compares a podstep recording of the simple
+// pod (containerd 1.6 on the test harness, busybox:latest tagged from the
+// harness's busybox:1.35, so the image digest differs from the trace's)
+// with the real kubelet's trace of the same manifest.
+func TestCompareWithKubeletTrace(t *testing.T) {
+	res := Compare(readFile(t, "testdata/simple.rec.gz"), readTrace(t, "simple.calls.txt"))
+	var txt bytes.Buffer
+	if err := res.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/simple-vs-kubelet.txt", txt.String())
+	// What differs in the sandbox config is the static pod's name only.
+	for _, e := range res.Calls {
+		if e.Method != "RunPodSandbox" {
+			continue
+		}
+		for _, f := range e.Fields {
+			if !strings.Contains(f.A, "simple") || !strings.Contains(f.B, "simple-kref-node") {
+				t.Errorf("RunPodSandbox field %s differs beyond the static pod's name: %s / %s", f.Path, f.A, f.B)
+			}
+		}
+	}
+}

@@ -54,6 +54,9 @@ type Recording struct {
 	// Calls are in the order they were made, before folding.
 	Calls  []*Call     `json:"-"`
 	Stages []StageTime `json:"-"`
+	// Partial says the requests hold some of their fields only (a kubelet
+	// trace, ReadTrace): fields it lacks are not compared.
+	Partial bool `json:"-"`
 }
 
 // stepInfo is what the steps and plan lines say about a step id.
