@@ -102,7 +102,8 @@ func (r *Result) Differs() bool {
 
 // Compare compares two recordings.
 func Compare(a, b *Recording) *Result {
-	fa, fb := prepare(a), prepare(b)
+	static := StaticPodName(a, b)
+	fa, fb := prepare(a, static), prepare(b, static)
 	res := &Result{A: side(a, fa), B: side(b, fb), Manifest: CheckManifests(a, b), Normalisations: Normalisations}
 	ka, kb := keys(fa.calls), keys(fb.calls)
 	for _, p := range align(ka, kb) {
@@ -150,13 +151,17 @@ type prepared struct {
 	calls []*Call
 }
 
-func prepare(r *Recording) prepared {
+func prepare(r *Recording, staticName bool) prepared {
 	n := newNormaliser(r.Calls)
+	if staticName {
+		n.podName = podNameOf(r.Calls)
+		n.substs = append(n.substs, Subst{Placeholder: "<pod-name>", Value: n.podName})
+	}
 	var out []*Call
 	for _, c0 := range r.Calls {
 		c := *c0
 		n.attribute(&c)
-		c.Fields = n.fields(Fields(c.Method, c.Request))
+		c.Fields = n.fields(c.Method, Fields(c.Method, c.Request))
 		if k := len(out); k > 0 && foldable(out[k-1], &c) {
 			out[k-1].Count++
 			out[k-1].DurationMs += c.DurationMs
@@ -166,6 +171,39 @@ func prepare(r *Recording) prepared {
 		out = append(out, &c)
 	}
 	return prepared{n: n, calls: out}
+}
+
+// podNameOf is the pod's name in the first RunPodSandbox request.
+func podNameOf(calls []*Call) string {
+	for _, c := range calls {
+		if c.Method == "RunPodSandbox" {
+			var req struct {
+				Config struct{ Metadata struct{ Name string } }
+			}
+			_ = json.Unmarshal(c.Request, &req)
+			return req.Config.Metadata.Name
+		}
+	}
+	return ""
+}
+
+// StaticPodName reports whether one recording's pod is the other's as a
+// kubelet names a static pod: NAME-NODE (generatePodName,
+// pkg/kubelet/config/common.go), where NODE is that recording's node when
+// its header says (a trace's does not). The names are then normalised.
+func StaticPodName(a, b *Recording) bool {
+	na, nb := podNameOf(a.Calls), podNameOf(b.Calls)
+	static := func(short, long string, r *Recording) bool {
+		suffix, ok := strings.CutPrefix(long, short+"-")
+		if !ok || short == "" || suffix == "" {
+			return false
+		}
+		if n := r.Header.Node; n != nil && n.Object != nil && n.Object.Name != "" {
+			return suffix == strings.ToLower(n.Object.Name)
+		}
+		return true
+	}
+	return static(na, nb, b) || static(nb, na, a)
 }
 
 // foldable says whether c repeats prev: the same method, container, step,

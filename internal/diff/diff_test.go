@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/podstep/podstep/internal/golden"
 	"github.com/podstep/podstep/internal/record"
 )
@@ -357,15 +360,60 @@ func TestCompareWithKubeletTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/simple-vs-kubelet.txt", txt.String())
-	// What differs in the sandbox config is the static pod's name only.
+	// With the static pod's name normalised, podstep's requests are the
+	// kubelet's: the sandbox config is the same, and the container config
+	// differs in the image digest only.
+	paired := map[string]int{}
 	for _, e := range res.Calls {
-		if e.Method != "RunPodSandbox" {
+		if e.Op == OnlyA || e.Op == OnlyB {
 			continue
 		}
-		for _, f := range e.Fields {
-			if !strings.Contains(f.A, "simple") || !strings.Contains(f.B, "simple-kref-node") {
-				t.Errorf("RunPodSandbox field %s differs beyond the static pod's name: %s / %s", f.Path, f.A, f.B)
+		paired[e.Method]++
+		switch e.Method {
+		case "RunPodSandbox", "StartContainer", "PodSandboxStatus":
+			if e.Op != Same {
+				t.Errorf("%s: %s %+v, want the same", e.Method, e.Op, e.Fields)
 			}
+		case "CreateContainer":
+			if e.Op != Differ || len(e.Fields) != 1 || e.Fields[0].Path != "config.image.image" {
+				t.Errorf("CreateContainer: %s %+v, want config.image.image only", e.Op, e.Fields)
+			}
+		}
+	}
+	for _, m := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "StopContainer", "RemovePodSandbox"} {
+		if paired[m] != 1 {
+			t.Errorf("%s aligned %d times, want once", m, paired[m])
+		}
+	}
+}
+
+// TestStaticPodName: the names are normalised only when one is the other
+// as the kubelet names a static pod, NAME-NODE, with the node of that
+// recording's header when it has one.
+func TestStaticPodName(t *testing.T) {
+	rec := func(name, node string) *Recording {
+		r := &Recording{Calls: []*Call{{Method: "RunPodSandbox", Request: []byte(`{"config":{"metadata":{"name":"` + name + `"}}}`)}}}
+		if node != "" {
+			r.Header.Node = &record.Node{Object: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}}
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		a, b, nodeB string
+		want        bool
+	}{
+		{"hello", "hello-vm", "vm", true},
+		{"hello", "hello-vm", "", true},
+		{"hello", "hello-other", "vm", false},
+		{"hello", "hello", "", false},
+		{"hello", "bye-vm", "", false},
+		{"hello", "hello-", "", false},
+	} {
+		if got := StaticPodName(rec(tc.a, ""), rec(tc.b, tc.nodeB)); got != tc.want {
+			t.Errorf("StaticPodName(%q, %q on node %q) = %v, want %v", tc.a, tc.b, tc.nodeB, got, tc.want)
+		}
+		if got := StaticPodName(rec(tc.b, tc.nodeB), rec(tc.a, "")); got != tc.want {
+			t.Errorf("StaticPodName(%q on node %q, %q) = %v, want %v", tc.b, tc.nodeB, tc.a, got, tc.want)
 		}
 	}
 }

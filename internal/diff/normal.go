@@ -27,6 +27,7 @@ var Normalisations = []Normalisation{
 	{"<root-dir>", "the kubelet root directory (--root-dir; /var/lib/kubelet), found before pods/<uid>/ in the mounts' host paths"},
 	{"<log-dir>", "the pod log directory's parent (/var/log/pods), found before <ns>_<name>_<uid> in log_directory"},
 	{"<pod-uid>", "the pod's UID (RunPodSandbox's config.metadata.uid), wherever it appears: labels, paths, filters"},
+	{"<pod-name>", "the pod's name, only when one side's is the other's as a kubelet names a static pod, NAME-NODE (generatePodName)"},
 	{"<hash>", "the kubernetes.io/config.hash annotation (the kubelet's hash of the pod, with its UID)"},
 	{"<time>", "RFC 3339 timestamps in values (kubernetes.io/config.seen)"},
 	{"<random>", "the termination-message file's random suffix (pods/<uid>/containers/<name>/<8 hex>)"},
@@ -54,6 +55,9 @@ type normaliser struct {
 	nextID int
 	// containerOf maps container IDs to names, for attribution.
 	containerOf map[string]string
+	// podName, when set, is replaced where a value is the name or a
+	// log directory's <ns>_<name>_<uid> holds it (StaticPodName).
+	podName string
 }
 
 // newNormaliser learns a recording's IDs, UID and directories from its
@@ -152,8 +156,24 @@ func (n *normaliser) attribute(c *Call) {
 	}
 }
 
+// namesPod says whether the field at path of a method's request holds the
+// pod's name: the sandbox config's metadata.name and hostname, and the
+// io.kubernetes.pod.name label (not a container's name, nor another
+// label that happens to be the same word).
+func namesPod(method, path string) bool {
+	switch {
+	case strings.HasSuffix(path, `labels["io.kubernetes.pod.name"]`):
+		return true
+	case method == "RunPodSandbox":
+		return path == "config.metadata.name" || path == "config.hostname"
+	case method == "CreateContainer":
+		return path == "sandbox_config.metadata.name" || path == "sandbox_config.hostname"
+	}
+	return false
+}
+
 // fields normalises a call's request fields.
-func (n *normaliser) fields(in []Field) []Field {
+func (n *normaliser) fields(method string, in []Field) []Field {
 	out := make([]Field, 0, len(in))
 	for _, f := range in {
 		if strings.Contains(f.Path, `["podstep.dev/`) {
@@ -163,8 +183,16 @@ func (n *normaliser) fields(in []Field) []Field {
 		if strings.HasSuffix(f.Path, `["kubernetes.io/config.hash"]`) {
 			v = `"<hash>"`
 		}
+		if n.podName != "" {
+			if v == strconv.Quote(n.podName) && namesPod(method, f.Path) {
+				v = `"<pod-name>"`
+			}
+			v = strings.ReplaceAll(v, "_"+n.podName+"_", "_<pod-name>_")
+		}
 		for _, s := range n.substs {
-			v = strings.ReplaceAll(v, s.Value, s.Placeholder)
+			if s.Placeholder != "<pod-name>" {
+				v = strings.ReplaceAll(v, s.Value, s.Placeholder)
+			}
 		}
 		v = reTime.ReplaceAllString(v, "<time>")
 		v = reTermID.ReplaceAllString(v, `$1<random>"`)
