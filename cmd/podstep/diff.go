@@ -84,10 +84,11 @@ func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
 	return nil
 }
 
-// missingManifest says whether a header has no manifest to check: a
-// warning, not a refusal.
+// missingManifest says whether a recording holds no manifest to check (a
+// real kubelet's, recorded by podstep proxy, holds the pod only as its
+// calls show it): a warning, not a refusal.
 func missingManifest(a, b *diff.Recording) bool {
-	return a.Header.Manifest.Pod == nil || b.Header.Manifest.Pod == nil
+	return !a.FromManifest || !b.FromManifest
 }
 
 func readDiffInput(path string) (*diff.Recording, error) {
@@ -103,7 +104,7 @@ func readDiffInput(path string) (*diff.Recording, error) {
 		// The reference traces keep their manifest beside them, as NAME.yaml.
 		if m := filepath.Join(filepath.Dir(path), r.Header.Manifest.File+".yaml"); r.Header.Manifest.File != "" {
 			if b, err := manifest.Load(m); err == nil {
-				r.Header.Manifest.File, r.Header.Manifest.Pod = m, b.Pod
+				r.Header.Manifest.File, r.Header.Manifest.Pod, r.FromManifest = m, b.Pod, true
 			}
 		}
 		return r, nil

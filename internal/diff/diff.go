@@ -280,13 +280,14 @@ func side(r *Recording, p prepared) Side {
 // kubelet's own).
 func CheckManifests(a, b *Recording) ManifestCheck {
 	pa, pb := a.Header.Manifest.Pod, b.Header.Manifest.Pod
+	const why = " holds no manifest (a kubelet's recording or trace holds the pod only as its calls show it): cannot check it is the same pod"
 	switch {
-	case pa == nil && pb == nil:
-		return ManifestCheck{Why: "neither recording has the manifest in its header: cannot check they are of the same pod"}
-	case pa == nil:
-		return ManifestCheck{Why: a.Name + " has no manifest in its header: cannot check it is the same pod"}
-	case pb == nil:
-		return ManifestCheck{Why: b.Name + " has no manifest in its header: cannot check it is the same pod"}
+	case !a.FromManifest && !b.FromManifest:
+		return ManifestCheck{Why: "neither recording holds a manifest: cannot check they are of the same pod"}
+	case !a.FromManifest:
+		return ManifestCheck{Why: a.Name + why}
+	case !b.FromManifest:
+		return ManifestCheck{Why: b.Name + why}
 	}
 	ja, _ := json.Marshal(pa.Spec)
 	jb, _ := json.Marshal(pb.Spec)

@@ -417,3 +417,32 @@ func TestStaticPodName(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckManifests: the pod specs are compared only when both headers
+// hold the manifest the run loaded; a recording without one (podstep
+// proxy's holds the pod as the kubelet's calls show it, without a
+// "filename" flag) and a trace cannot be checked, and say so.
+func TestCheckManifests(t *testing.T) {
+	hello := readFile(t, recordings+"hello.rec.gz")
+	proxyLike := mutate(t, func(s string) string {
+		return strings.Replace(s, `"filename":"testdata/pods/hello.yaml",`, "", 1)
+	})
+	for _, tc := range []struct {
+		name string
+		a, b *Recording
+		same bool
+		why  string
+	}{
+		{"same", hello, readFile(t, recordings+"hello.v1.rec"), true, ""},
+		{"different", hello, readFile(t, recordings+"crashloop.rec.gz"), false, "the pod specs differ: spec.containers[0].command[2], "},
+		{"a kubelet's recording", hello, proxyLike, false, "mutated holds no manifest"},
+		{"a trace", readTrace(t, "simple.calls.txt"), hello, false, "simple.calls.txt holds no manifest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CheckManifests(tc.a, tc.b)
+			if got.Same != tc.same || !strings.HasPrefix(got.Why, tc.why) {
+				t.Errorf("CheckManifests = %+v, want same %v, why %q…", got, tc.same, tc.why)
+			}
+		})
+	}
+}

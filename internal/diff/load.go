@@ -57,6 +57,11 @@ type Recording struct {
 	// Partial says the requests hold some of their fields only (a kubelet
 	// trace, ReadTrace): fields it lacks are not compared.
 	Partial bool `json:"-"`
+	// FromManifest says the header's pod is the manifest the run loaded
+	// (podstep run -f: its "filename" flag), not the pod as a kubelet's
+	// calls showed it (podstep proxy --record), which cannot tell whether
+	// two recordings are of the same manifest.
+	FromManifest bool `json:"-"`
 }
 
 // stepInfo is what the steps and plan lines say about a step id.
@@ -75,6 +80,7 @@ func Read(name string, r io.Reader) (*Recording, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	rec := &Recording{Name: name, Header: rd.Header()}
+	rec.FromManifest = rec.Header.Manifest.Pod != nil && rec.Header.Flags["filename"] != ""
 	info := map[int]stepInfo{}
 	stageMs := map[steps.Stage]float64{}
 	var order []steps.Stage
