@@ -20,7 +20,7 @@ import (
 
 const recordings = "../../testdata/recordings/"
 
-func readFile(t *testing.T, path string) *Recording {
+func readFile(t testing.TB, path string) *Recording {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

@@ -194,3 +194,18 @@ func TestTimelineSplit(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTimelineView renders the timeline of the crash loop recording
+// (52 rows: every step and call) at 120x40, as each keypress or spinner
+// tick does.
+func BenchmarkTimelineView(b *testing.B) {
+	h := newReplayHarness(b, "crashloop.v1.rec.gz")
+	h.resize(120, 40)
+	h.keys("c c c c t")
+	if !strings.Contains(h.frame(), "22 stop-containers") {
+		b.Fatalf("not the end's timeline:\n%s", h.frame())
+	}
+	for b.Loop() {
+		_ = h.m.View()
+	}
+}
