@@ -218,7 +218,7 @@ func (p *Player) applyPlan(pl *record.Plan) {
 	next := make([]entry, keep, keep+len(pl.Steps))
 	copy(next, prev[:keep])
 	for _, s := range pl.Steps {
-		st := steps.Step{ID: s.ID, Stage: s.Stage, Name: s.Name, Title: s.Title, Container: s.Container,
+		st := steps.Step{ID: s.ID, Stage: s.Stage, Kind: steps.KindOf(s.Name), Name: s.Name, Title: s.Title, Container: s.Container,
 			Mirrors: s.Mirrors, Explain: s.Explain, State: steps.Pending, Requests: requestsOf(s.Requests)}
 		if s.State == steps.Skipped {
 			st.State = steps.Skipped
@@ -230,7 +230,7 @@ func (p *Player) applyPlan(pl *record.Plan) {
 
 // stepOf rebuilds a finished step from its JSON object.
 func stepOf(j *report.StepJSON) steps.Step {
-	s := steps.Step{ID: j.ID, Stage: j.Stage, Name: j.Name, Title: j.Title, Container: j.Container, Mirrors: j.Mirrors,
+	s := steps.Step{ID: j.ID, Stage: j.Stage, Kind: steps.KindOf(j.Name), Name: j.Name, Title: j.Title, Container: j.Container, Mirrors: j.Mirrors,
 		State: j.State, Started: j.Started, Duration: msDuration(j.DurationMs), Changes: j.Changes, Events: j.Events,
 		Result: steps.Result{Summary: j.Summary, Details: j.Details, Warnings: j.Warnings, Reason: j.Reason, Message: j.Message}}
 	if j.State == steps.Failed {

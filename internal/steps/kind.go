@@ -1,5 +1,7 @@
 package steps
 
+import "strings"
+
 // Kind says what a step does; steps of one kind run the same action (for
 // different containers, or again after a restart). Code that treats steps
 // differently tests the Kind, never the step's name.
@@ -84,6 +86,19 @@ func (k Kind) Waits() bool {
 		return true
 	}
 	return false
+}
+
+// KindOf is the kind of the step named name ("create/app": KindCreate), 0
+// for a name no kind makes: what a recording, which stores names, needs
+// to test kinds (internal/replay).
+func KindOf(name string) Kind {
+	prefix, _, _ := strings.Cut(name, "/")
+	for k, n := range kindNames {
+		if n != "" && n == prefix {
+			return Kind(k)
+		}
+	}
+	return 0
 }
 
 // stepName is the name of the step of this kind for container ("" for the

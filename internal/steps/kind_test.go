@@ -17,6 +17,9 @@ func TestKinds(t *testing.T) {
 		}
 		seen[k.String()] = k
 	}
+	if KindOf("") != 0 || KindOf("no-such/app") != 0 {
+		t.Errorf("KindOf of names no kind makes: %d, %d", KindOf(""), KindOf("no-such/app"))
+	}
 	if Kind(0).String() != "" || (KindRemoveDirs+1).String() != "" {
 		t.Errorf("out-of-range kinds have names")
 	}
@@ -51,6 +54,9 @@ func TestKinds(t *testing.T) {
 			planned[s.Kind] = true
 			if s.Kind == 0 || s.Name != s.Kind.stepName(s.Container) {
 				t.Errorf("%s: step %q has kind %d (%s), container %q", file, s.Name, s.Kind, s.Kind, s.Container)
+			}
+			if KindOf(s.Name) != s.Kind {
+				t.Errorf("%s: KindOf(%q) = %s, want %s", file, s.Name, KindOf(s.Name), s.Kind)
 			}
 			if s.Kind.PerContainer() != (s.Container != "") {
 				t.Errorf("%s: step %q: per container %v, container %q", file, s.Name, s.Kind.PerContainer(), s.Container)

@@ -10,6 +10,7 @@ type keyMap struct {
 	Retry    key.Binding
 	Cancel   key.Binding
 	Tab      key.Binding
+	Timeline key.Binding
 	Up       key.Binding
 	Down     key.Binding
 	PgUp     key.Binding
@@ -27,6 +28,7 @@ func newKeyMap() keyMap {
 		Retry:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry")),
 		Cancel:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel the call")),
 		Tab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "view")),
+		Timeline: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "timeline")),
 		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
 		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
 		PgUp:     key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll up")),
@@ -39,7 +41,7 @@ func newKeyMap() keyMap {
 
 // ShortHelp is the one-line help bar.
 func (k keyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Next, k.Continue, k.Retry, k.Break, k.Tab, k.Help, k.Quit}
+	return []key.Binding{k.Next, k.Continue, k.Retry, k.Break, k.Tab, k.Help, k.Quit, k.Timeline}
 }
 
 // FullHelp is the help screen, in columns, with longer descriptions.
@@ -50,6 +52,6 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{long(k.Next, "run the next step"), long(k.Continue, "run to breakpoint/end"), long(k.Retry, "retry failed step"), long(k.Cancel, "cancel the call")},
 		{k.Up, k.Down, k.PgUp, k.PgDown},
-		{long(k.Break, "toggle breakpoint"), long(k.Tab, "request/response/log"), k.Help, long(k.Quit, "quit (asks)"), k.ForceQ},
+		{long(k.Break, "toggle breakpoint"), long(k.Tab, "request/response/log"), long(k.Timeline, "timeline (toggle)"), k.Help, long(k.Quit, "quit (asks)"), k.ForceQ},
 	}
 }

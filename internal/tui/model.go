@@ -86,6 +86,10 @@ type model struct {
 
 	confirm  bool
 	showHelp bool
+	// timeline shows the waterfall instead of the panes (timeline.go);
+	// tlTop is its first row shown, -1 to follow the newest.
+	timeline bool
+	tlTop    int
 	quitting bool
 	decided  bool // the user chose how to quit
 	result   Result
@@ -118,6 +122,7 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 		stageBreak: map[steps.Stage]bool{},
 		stepBreak:  map[int]bool{},
 		run:        &runner{},
+		tlTop:      -1,
 	}
 	m.rp, _ = eng.(Replayer)
 	m.rkeys = newReplayKeys()
@@ -400,6 +405,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return m.start("retry")
 	case key.Matches(k, m.keys.Break):
 		m.toggleBreak()
+	case key.Matches(k, m.keys.Timeline):
+		m.timeline, m.tlTop = !m.timeline, -1
+	case m.timeline && m.scrollTimeline(k):
 	case key.Matches(k, m.keys.Tab):
 		m.mode = (m.mode + 1) % 3
 		m.scroll = 0

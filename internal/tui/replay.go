@@ -84,7 +84,7 @@ type replayHelp struct {
 
 // ShortHelp is the one-line help bar of a replay.
 func (h replayHelp) ShortHelp() []key.Binding {
-	return []key.Binding{h.k.Next, h.r.Back, h.r.Goto, h.k.Continue, h.r.ContBack, h.k.Break, h.k.Tab, h.k.Help, h.k.Quit}
+	return []key.Binding{h.k.Next, h.r.Back, h.r.Goto, h.k.Continue, h.r.ContBack, h.k.Break, h.k.Tab, h.k.Help, h.k.Quit, h.k.Timeline}
 }
 
 // FullHelp is the help screen of a replay.
@@ -96,7 +96,7 @@ func (h replayHelp) FullHelp() [][]key.Binding {
 		{long(h.k.Next, "step forward"), long(h.r.Back, "step back"), long(h.r.Goto, "go to step N (0: start)"),
 			long(h.k.Continue, "forward to breakpoint"), long(h.r.ContBack, "back to breakpoint")},
 		{h.k.Up, h.k.Down, h.k.PgUp, h.k.PgDown},
-		{long(h.k.Break, "toggle breakpoint"), long(h.k.Tab, "request/response/log"), h.k.Help, h.k.Quit},
+		{long(h.k.Break, "toggle breakpoint"), long(h.k.Tab, "request/response/log"), long(h.k.Timeline, "timeline (toggle)"), h.k.Help, h.k.Quit},
 	}
 }
 

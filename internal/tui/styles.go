@@ -31,7 +31,11 @@ type styles struct {
 	Tab      lipgloss.Style // the active tab
 	TabOff   lipgloss.Style
 	Prompt   lipgloss.Style
-	Help     help.Styles
+	// The timeline's bars: the runtime's time, podstep's own, waiting.
+	TLRuntime lipgloss.Style
+	TLOwn     lipgloss.Style
+	TLWait    lipgloss.Style
+	Help      help.Styles
 }
 
 func newStyles() styles {
@@ -39,28 +43,31 @@ func newStyles() styles {
 	keyS := lipgloss.NewStyle().Bold(true)
 	descS := lipgloss.NewStyle().Faint(true)
 	return styles{
-		Header:   lipgloss.NewStyle().Bold(true),
-		Sim:      lipgloss.NewStyle().Foreground(c("3")).Bold(true),
-		Title:    lipgloss.NewStyle().Bold(true).Foreground(c("6")),
-		TitleDim: lipgloss.NewStyle().Faint(true),
-		Rule:     lipgloss.NewStyle().Faint(true),
-		Stage:    lipgloss.NewStyle().Bold(true).Foreground(c("6")),
-		Cursor:   lipgloss.NewStyle().Reverse(true),
-		NextStep: lipgloss.NewStyle().Bold(true).Foreground(c("4")),
-		Done:     lipgloss.NewStyle().Foreground(c("2")),
-		Failed:   lipgloss.NewStyle().Foreground(c("1")).Bold(true),
-		Running:  lipgloss.NewStyle().Foreground(c("3")),
-		Pending:  lipgloss.NewStyle().Faint(true),
-		Skipped:  lipgloss.NewStyle().Faint(true).Strikethrough(false),
-		Break:    lipgloss.NewStyle().Foreground(c("1")),
-		Dim:      lipgloss.NewStyle().Faint(true),
-		Bold:     lipgloss.NewStyle().Bold(true),
-		Changed:  lipgloss.NewStyle().Foreground(c("3")).Bold(true),
-		Warning:  lipgloss.NewStyle().Foreground(c("3")),
-		Key:      lipgloss.NewStyle().Foreground(c("4")),
-		Tab:      lipgloss.NewStyle().Bold(true).Underline(true),
-		TabOff:   lipgloss.NewStyle().Faint(true),
-		Prompt:   lipgloss.NewStyle().Bold(true).Foreground(c("3")),
+		Header:    lipgloss.NewStyle().Bold(true),
+		Sim:       lipgloss.NewStyle().Foreground(c("3")).Bold(true),
+		Title:     lipgloss.NewStyle().Bold(true).Foreground(c("6")),
+		TitleDim:  lipgloss.NewStyle().Faint(true),
+		Rule:      lipgloss.NewStyle().Faint(true),
+		Stage:     lipgloss.NewStyle().Bold(true).Foreground(c("6")),
+		Cursor:    lipgloss.NewStyle().Reverse(true),
+		NextStep:  lipgloss.NewStyle().Bold(true).Foreground(c("4")),
+		Done:      lipgloss.NewStyle().Foreground(c("2")),
+		Failed:    lipgloss.NewStyle().Foreground(c("1")).Bold(true),
+		Running:   lipgloss.NewStyle().Foreground(c("3")),
+		Pending:   lipgloss.NewStyle().Faint(true),
+		Skipped:   lipgloss.NewStyle().Faint(true).Strikethrough(false),
+		Break:     lipgloss.NewStyle().Foreground(c("1")),
+		Dim:       lipgloss.NewStyle().Faint(true),
+		Bold:      lipgloss.NewStyle().Bold(true),
+		Changed:   lipgloss.NewStyle().Foreground(c("3")).Bold(true),
+		Warning:   lipgloss.NewStyle().Foreground(c("3")),
+		Key:       lipgloss.NewStyle().Foreground(c("4")),
+		Tab:       lipgloss.NewStyle().Bold(true).Underline(true),
+		TabOff:    lipgloss.NewStyle().Faint(true),
+		Prompt:    lipgloss.NewStyle().Bold(true).Foreground(c("3")),
+		TLRuntime: lipgloss.NewStyle().Foreground(c("4")),
+		TLOwn:     lipgloss.NewStyle().Foreground(c("3")),
+		TLWait:    lipgloss.NewStyle().Faint(true),
 		Help: help.Styles{
 			ShortKey: keyS, ShortDesc: descS, ShortSeparator: descS, Ellipsis: descS,
 			FullKey: keyS, FullDesc: descS, FullSeparator: descS,

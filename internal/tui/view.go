@@ -56,6 +56,8 @@ func (m *model) render() string {
 	lines = append(lines, m.headerView(l.w))
 	if m.showHelp {
 		lines = append(lines, m.helpScreen(l.w, l.bodyH)...)
+	} else if m.timeline {
+		lines = append(lines, m.timelineView(l.w, l.bodyH)...)
 	} else {
 		plan := m.planView(l.planW, l.bodyH)
 		right := make([]string, 0, l.bodyH)
@@ -169,6 +171,7 @@ func (m *model) helpScreen(w, h int) []string {
 		"step: what the kubelet does, the function it mirrors, and the CRI requests (tab: responses, container log).",
 		"pod: `kubectl get pod`, phase and conditions, each container's state; what the last step changed is highlighted.",
 		"events: the kubelet's events for the pod; in log mode, the selected container's log file.",
+		"t: the timeline, a bar per step and per CRI call on one time axis: the runtime's time, podstep's own and deliberate waiting.",
 		last,
 	} {
 		for _, l := range render.Wrap(t, w-4) {
