@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/gate"
 )
 
 // Options are the node/kubelet settings that shape the configs. They stand for
@@ -39,6 +41,9 @@ type Options struct {
 	ResolvConf    string            // host resolv.conf path, default /etc/resolv.conf
 	ExtraLabels   map[string]string // added to sandbox and container labels (podstep adds "podstep.dev/managed": "true")
 	Seen          time.Time         // kubernetes.io/config.seen; the zero time means now
+	// Gates are the kubelet's feature gates (v1.37 defaults unless
+	// --feature-gates changed them).
+	Gates gate.Gates
 }
 
 func (o Options) nodeName() string {

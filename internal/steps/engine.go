@@ -221,6 +221,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
 	}
 	e.tracker = podstate.New(b.Pod, o.Now)
+	e.tracker.SetGates(o.Config.Gates)
 	e.setupRedactor()
 	e.lastPod = e.tracker.Snapshot()
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))

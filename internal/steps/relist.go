@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/restart"
 )
 
 const relistTitle = "relist: are the containers still running?"
@@ -37,10 +38,23 @@ func (relistStep) requests(e *Engine) []Request {
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}, Note: "only when a container changed state"},
 		{Method: "ContainerStatus", Note: "for each container that changed state"},
 	}
-	if e.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+	if e.anyNotRestartable() {
 		reqs = append(reqs, e.terminalStopRequest("if every container has terminated for good (the pod is Succeeded or Failed)"))
 	}
 	return reqs
+}
+
+// anyNotRestartable says whether some regular container can stay stopped
+// (IsContainerRestartable is false for it, or its policy lets a success
+// stand), so that a relist may find the pod terminal.
+func (e *Engine) anyNotRestartable() bool {
+	for i := range e.pod.Spec.Containers {
+		c := &e.pod.Spec.Containers[i]
+		if !restart.Restartable(c, &e.pod.Spec, e.opts.Config.Gates) || !restart.Decide(c, &e.pod.Spec, 0, e.opts.Config.Gates).Restart {
+			return true
+		}
+	}
+	return false
 }
 
 // watched lists the containers a relist looks at: started regular
@@ -197,7 +211,7 @@ func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Resu
 			e.scheduleRestart(x.c.spec.Name)
 			what += ": the kubelet restarts it"
 		} else {
-			what += ": not restarted (restartPolicy " + string(e.pod.Spec.RestartPolicy) + ")"
+			what += ": not restarted (" + e.restartDecision(x.c, x.code).Why + ")"
 			if x.code != 0 && failedExit == nil {
 				failedExit = &exits[i]
 			}
