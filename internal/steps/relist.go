@@ -169,8 +169,21 @@ func (e *Engine) podRelist(ctx context.Context) (map[string]*runtimeapi.Containe
 			return nil, fmt.Errorf("ContainerStatus failed: %w", err)
 		}
 		out[ctr.Id] = st.GetStatus()
+		if c := e.containerByID(ctr.Id); c != nil {
+			e.tracker.RuntimeStatus(c.spec.Name, st.GetStatus())
+		}
 	}
 	return out, nil
+}
+
+// containerByID finds the pod's container whose current instance is id.
+func (e *Engine) containerByID(id string) *containerRuntime {
+	for _, n := range e.rt.order {
+		if c := e.rt.containers[n]; c.id == id {
+			return c
+		}
+	}
+	return nil
 }
 
 // relistsIn is how many relists a window of settle holds at one per poll
