@@ -255,6 +255,15 @@ func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 	add(corev1.PodReady, ready, why, msg)
 	add(corev1.ContainersReady, ready, why, msg)
 	add(corev1.PodScheduled, true, "", "")
+	// GenerateAllContainersRestartingCondition, added only when some
+	// container has a RestartAllContainers rule (AllContainersCouldRestart).
+	if restart.AnyRestartAll(&t.pod.Spec, t.gates) {
+		c := t.cond(corev1.AllContainersRestarting, t.restartingAll, "", "")
+		if t.restartingAll {
+			c.Reason, c.Message = reason.RestartAllContainersStarted, "container exited with restart policy rule"
+		}
+		conds = append(conds, c)
+	}
 	return conds
 }
 

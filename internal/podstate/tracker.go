@@ -53,6 +53,8 @@ type Tracker struct {
 	// gates are the kubelet's feature gates (SetGates); the zero value is
 	// v1.37's defaults.
 	gates gate.Gates
+	// restartingAll is the AllContainersRestarting fact (RestartingAll).
+	restartingAll bool
 	// redact masks secrets in the messages recorded (nil: none).
 	redact func(string) string
 }
@@ -68,6 +70,15 @@ func (t *Tracker) SetGates(g gate.Gates) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gates = g
+}
+
+// RestartingAll records that a container exited with a matching
+// RestartAllContainers rule: the AllContainersRestarting condition turns
+// True (ShouldAllContainersRestart, pkg/kubelet/container/helpers.go).
+func (t *Tracker) RestartingAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.restartingAll = true
 }
 
 // New starts tracking pod; now is the clock (nil = time.Now).

@@ -74,3 +74,8 @@ const (
 	// ContainersNotInitialized mirrors status.ContainersNotInitialized.
 	ContainersNotInitialized = "ContainersNotInitialized"
 )
+
+// RestartAllContainersStarted is the reason of the AllContainersRestarting
+// condition once a container exited with a RestartAllContainers rule
+// (RestartAllContainersStarted in pkg/kubelet/status/generate.go).
+const RestartAllContainersStarted = "RestartAllContainersStarted"

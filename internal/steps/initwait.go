@@ -117,6 +117,9 @@ func (s waitInitStep) exited(ctx context.Context, e *Engine, c *containerRuntime
 	}
 	details = append(details, kv("next", e.restartReason(c, cs.ExitCode)))
 	err := fmt.Errorf("init container %q exited with code %d (%s)", s.name, cs.ExitCode, cs.Reason)
+	if r, all := e.restartAll([]exit{x}, err.Error(), details); all {
+		return r
+	}
 	if x.restart {
 		// computeInitContainerActions: a failed init container is started
 		// again (with back-off) when ShouldContainerBeRestarted says so.

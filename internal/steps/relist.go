@@ -176,6 +176,29 @@ func (e *Engine) podRelist(ctx context.Context) (map[string]*runtimeapi.Containe
 	return out, nil
 }
 
+// restartAll handles an exit that matched a RestartAllContainers rule
+// (RestartAllContainersOnContainerExits, beta and on in v1.37): the pod's
+// AllContainersRestarting condition turns True
+// (GenerateAllContainersRestartingCondition), and the kubelet's next
+// computePodActions kills (grace period 0) and removes every container,
+// the rule's source last (getContainersToReset), then starts the pod again
+// from its first init container. podstep shows the condition and stops:
+// it does not replay the reset.
+func (e *Engine) restartAll(exits []exit, summary string, details []Detail) (Result, bool) {
+	for _, x := range exits {
+		d := e.restartDecision(x.c, x.code)
+		if !d.RestartAll {
+			continue
+		}
+		e.tracker.RestartingAll()
+		msg := fmt.Sprintf("%s; %s: the kubelet now kills and removes every container of the pod and starts it again from its first init container (computePodActions → ContainersToReset); podstep does not replay that reset and stops here", summary, d.Why)
+		r := fail(reason.RestartAllContainersNotMirrored, fmt.Errorf("%s", msg), msg)
+		r.Details = append(details, kv("condition", "AllContainersRestarting=True ("+reason.RestartAllContainersStarted+")"))
+		return r, true
+	}
+	return Result{}, false
+}
+
 // containerByID finds the pod's container whose current instance is id.
 func (e *Engine) containerByID(id string) *containerRuntime {
 	for _, n := range e.rt.order {
@@ -220,7 +243,7 @@ func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Resu
 	for i, x := range exits {
 		what := fmt.Sprintf("container %q exited with code %d (%s)", x.c.spec.Name, x.code, x.reason)
 		details = append(details, kv(x.c.spec.Name, what+"; "+e.restartReason(x.c, x.code)))
-		if x.restart {
+		if x.restart && !e.restartDecision(x.c, x.code).RestartAll {
 			e.scheduleRestart(x.c.spec.Name)
 			what += ": the kubelet restarts it"
 		} else {
@@ -233,6 +256,9 @@ func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Resu
 	}
 	details = append(details, kv("relists", fmt.Sprint(relists)))
 	summary := strings.Join(said, "; ")
+	if r, all := e.restartAll(exits, summary, details); all {
+		return r
+	}
 	phase := e.tracker.Snapshot().Status.Phase
 	switch phase {
 	case corev1.PodSucceeded:
