@@ -92,6 +92,19 @@ func TestStopSignalOnContainerd(t *testing.T) {
 				if e.rt.major >= 2 && !containerStatusReports(r, "SIGNAL_SIGUSR1") {
 					t.Errorf("containerd 2.x should report stop_signal SIGNAL_SIGUSR1 in ContainerStatus")
 				}
+				var shown string
+				for _, s := range r.steps {
+					if s.Pod != nil {
+						for _, cs := range s.Pod.Status.ContainerStatuses {
+							if cs.StopSignal != nil {
+								shown = string(*cs.StopSignal)
+							}
+						}
+					}
+				}
+				if want := map[bool]string{true: "SIGUSR1", false: ""}[e.rt.major >= 2]; shown != want {
+					t.Errorf("pod status containerStatuses[app].stopSignal = %q, want %q (what the runtime reports)", shown, want)
+				}
 				if e.rt.major == 1 && containerStatusReports(r, "SIGNAL_SIGUSR1") {
 					t.Errorf("containerd 1.6 reported a stop signal it does not know")
 				}

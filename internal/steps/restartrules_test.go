@@ -1,0 +1,88 @@
+package steps
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/gate"
+)
+
+// TestRestartRulesGate runs the restart-rule scenarios with
+// ContainerRestartRules on (v1.37's default) and off: off, the API server
+// drops the container fields and the pod's restartPolicy alone decides, as
+// before KEP-5307 (the admit step warns of the dropped fields).
+func TestRestartRulesGate(t *testing.T) {
+	off, _ := gate.Parse("ContainerRestartRules=false")
+	for _, tc := range []struct {
+		file    string
+		g       gate.Gates
+		reason  string
+		phase   corev1.PodPhase
+		display string
+		warned  bool
+	}{
+		{"restart-rule-exit-code", gate.Gates{}, "CrashLoopBackOff", corev1.PodRunning, "CrashLoopBackOff", false},
+		{"restart-rule-exit-code", off, "Error", corev1.PodFailed, "Error", true},
+		{"restart-policy-never", gate.Gates{}, "Error", corev1.PodFailed, "Error", false},
+		{"restart-policy-never", off, "CrashLoopBackOff", corev1.PodRunning, "CrashLoopBackOff", true},
+	} {
+		t.Run(tc.file+"/"+tc.g.String(), func(t *testing.T) {
+			o := testOptions(t)
+			o.Config.Gates = tc.g
+			e := runAll(t, load(t, repoFile("testdata/scenarios/"+tc.file+".yaml")), newSim(t), o)
+			defer e.Teardown(context.Background())
+			s, failed := e.Failed()
+			if !failed || s.Result.Reason != tc.reason {
+				t.Fatalf("failed %v with %q, want %q", failed, s.Result.Reason, tc.reason)
+			}
+			st := e.PodState()
+			if st.Status.Phase != tc.phase || st.Display != tc.display {
+				t.Errorf("phase %s display %s, want %s %s", st.Status.Phase, st.Display, tc.phase, tc.display)
+			}
+			admit := e.Steps()[0]
+			warned := strings.Contains(strings.Join(admit.Result.Warnings, "\n"), "restartPolicyRules were dropped")
+			if warned != tc.warned {
+				t.Errorf("admit warnings %q, want a dropped-fields warning: %v", admit.Result.Warnings, tc.warned)
+			}
+		})
+	}
+}
+
+// TestRestartAllContainersCondition checks the AllContainersRestarting
+// condition: present (False) on a pod with a RestartAllContainers rule,
+// True with reason RestartAllContainersStarted once the rule matched, and
+// the run stops there (podstep does not replay the reset).
+func TestRestartAllContainersCondition(t *testing.T) {
+	b := load(t, repoFile("testdata/scenarios/restart-all-containers.yaml"))
+	e, err := New(b, newSim(t), testOptions(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := func() *corev1.PodCondition {
+		for _, c := range e.PodState().Status.Conditions {
+			if c.Type == corev1.AllContainersRestarting {
+				return &c
+			}
+		}
+		return nil
+	}
+	if c := cond(); c == nil || c.Status != corev1.ConditionFalse {
+		t.Fatalf("before the run: AllContainersRestarting = %+v, want False", c)
+	}
+	for !e.Finished() {
+		if err := e.Continue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer e.Teardown(context.Background())
+	c := cond()
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "RestartAllContainersStarted" {
+		t.Errorf("after the exit: AllContainersRestarting = %+v, want True RestartAllContainersStarted", c)
+	}
+	if s, failed := e.Failed(); !failed || s.Result.Reason != "RestartAllContainersNotMirrored" || !strings.Contains(s.Result.Message, "restartPolicyRules[0] (exit code In [7]): RestartAllContainers") {
+		t.Errorf("failed %v: %+v", failed, s.Result)
+	}
+}
