@@ -6,6 +6,7 @@ import (
 
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // RuntimeStatus copies what convertToAPIContainerStatuses
@@ -31,4 +32,35 @@ func (t *Tracker) RuntimeStatus(name string, cs *runtimeapi.ContainerStatus) {
 			s.StopSignal = &name
 		}
 	})
+}
+
+// resetMessage is the kubelet's message for a container RestartAllContainers
+// removed (convertToAPIContainerStatuses, pkg/kubelet/kubelet_pods.go).
+const resetMessage = "The container is removed because RestartAllContainers in place"
+
+// ResetAll records that RestartAllContainers removed the named containers:
+// as convertToAPIContainerStatuses shows a container missing while the pod
+// restarts in place, each (unless already waiting) is Waiting with reason
+// RestartingAllContainers, its last termination state says the same with
+// exit code 137, and its restart count goes up by one. Every container is
+// gone, so the AllContainersRestarting condition turns False
+// (AllContainersRestartCleanedUp).
+func (t *Tracker) ResetAll(names []string) {
+	for _, n := range names {
+		t.update(n, func(s *corev1.ContainerStatus) {
+			if s.State.Waiting != nil {
+				return
+			}
+			s.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason.RestartingAllContainers, Message: resetMessage}}
+			s.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason.RestartingAllContainers, Message: resetMessage, ExitCode: 137}}
+			s.RestartCount++
+			s.Ready = false
+			f := false
+			s.Started = &f
+			s.ContainerID = ""
+		})
+	}
+	t.mu.Lock()
+	t.restartingAll = false
+	t.mu.Unlock()
 }

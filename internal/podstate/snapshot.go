@@ -80,7 +80,12 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 	pendingInit, failedInit, failedInitFinal, pendingSidecars := 0, 0, 0, 0
 	var unknown, running, waiting, stopped, stoppedFinal, succeeded int
 	rules := t.gates.Enabled(gate.ContainerRestartRules)
-	final := func(c *corev1.Container, code int32) bool {
+	// final: not restartable (ContainerShouldRestart), unless removed by
+	// RestartAllContainers (getPhase: reason RestartingAllContainers).
+	final := func(c *corev1.Container, code int32, why string) bool {
+		if why == reason.RestartingAllContainers && t.gates.Enabled(gate.RestartAllContainersOnContainerExits) {
+			return false
+		}
 		return !restart.Decide(c, spec, code, t.gates).Restart
 	}
 	for i := range spec.InitContainers {
@@ -114,7 +119,7 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 		case s.State.Terminated != nil:
 			if code := s.State.Terminated.ExitCode; code != 0 {
 				failedInit++
-				if final(c, code) {
+				if final(c, code, s.State.Terminated.Reason) {
 					failedInitFinal++
 				}
 			}
@@ -123,7 +128,7 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 				pendingInit++
 			} else if last.ExitCode != 0 {
 				failedInit++
-				if final(c, last.ExitCode) {
+				if final(c, last.ExitCode, last.Reason) {
 					failedInitFinal++
 				}
 			}
@@ -141,7 +146,7 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 			running++
 		case s.State.Terminated != nil:
 			stopped++
-			if final(c, s.State.Terminated.ExitCode) {
+			if final(c, s.State.Terminated.ExitCode, s.State.Terminated.Reason) {
 				stoppedFinal++
 			}
 			if s.State.Terminated.ExitCode == 0 {
@@ -150,7 +155,7 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 		case s.State.Waiting != nil:
 			if last := s.LastTerminationState.Terminated; last != nil {
 				stopped++
-				if final(c, last.ExitCode) {
+				if final(c, last.ExitCode, last.Reason) {
 					stoppedFinal++
 				}
 			} else {
@@ -222,6 +227,10 @@ func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 	case st.Phase == corev1.PodSucceeded:
 		add(corev1.PodInitialized, true, reason.PodCompleted, "")
 	case t.anyRegularStarted(st) || len(incomplete) == 0:
+		add(corev1.PodInitialized, true, "", "")
+	case t.gates.Enabled(gate.RestartAllContainersOnContainerExits) && t.transitions[corev1.PodInitialized].status == corev1.ConditionTrue:
+		// An in-place restart (RestartAllContainers) takes the init
+		// containers back to waiting, but a pod once initialized stays so.
 		add(corev1.PodInitialized, true, "", "")
 	default:
 		add(corev1.PodInitialized, false, reason.ContainersNotInitialized, fmt.Sprintf("containers with incomplete status: %s", incomplete))

@@ -26,9 +26,4 @@ const (
 	RemoveDirsError = "RemoveDirsError"
 	// TeardownFailed: the run's summary when teardown left something behind.
 	TeardownFailed = "TeardownFailed"
-	// RestartAllContainersNotMirrored: a container exited with a matching
-	// RestartAllContainers rule; the kubelet would now kill and remove every
-	// container and start the pod again from its first init container,
-	// which podstep does not replay: the run stops there.
-	RestartAllContainersNotMirrored = "RestartAllContainersNotMirrored"
 )

@@ -79,3 +79,8 @@ const (
 // condition once a container exited with a RestartAllContainers rule
 // (RestartAllContainersStarted in pkg/kubelet/status/generate.go).
 const RestartAllContainersStarted = "RestartAllContainersStarted"
+
+// RestartingAllContainers is the waiting reason (and last termination
+// reason) of a container the kubelet removed to restart the whole pod in
+// place (RestartingAllContainers in pkg/kubelet/kubelet_pods.go).
+const RestartingAllContainers = "RestartingAllContainers"

@@ -176,29 +176,6 @@ func (e *Engine) podRelist(ctx context.Context) (map[string]*runtimeapi.Containe
 	return out, nil
 }
 
-// restartAll handles an exit that matched a RestartAllContainers rule
-// (RestartAllContainersOnContainerExits, beta and on in v1.37): the pod's
-// AllContainersRestarting condition turns True
-// (GenerateAllContainersRestartingCondition), and the kubelet's next
-// computePodActions kills (grace period 0) and removes every container,
-// the rule's source last (getContainersToReset), then starts the pod again
-// from its first init container. podstep shows the condition and stops:
-// it does not replay the reset.
-func (e *Engine) restartAll(exits []exit, summary string, details []Detail) (Result, bool) {
-	for _, x := range exits {
-		d := e.restartDecision(x.c, x.code)
-		if !d.RestartAll {
-			continue
-		}
-		e.tracker.RestartingAll()
-		msg := fmt.Sprintf("%s; %s: the kubelet now kills and removes every container of the pod and starts it again from its first init container (computePodActions → ContainersToReset); podstep does not replay that reset and stops here", summary, d.Why)
-		r := fail(reason.RestartAllContainersNotMirrored, fmt.Errorf("%s", msg), msg)
-		r.Details = append(details, kv("condition", "AllContainersRestarting=True ("+reason.RestartAllContainersStarted+")"))
-		return r, true
-	}
-	return Result{}, false
-}
-
 // containerByID finds the pod's container whose current instance is id.
 func (e *Engine) containerByID(id string) *containerRuntime {
 	for _, n := range e.rt.order {
@@ -243,10 +220,16 @@ func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Resu
 	for i, x := range exits {
 		what := fmt.Sprintf("container %q exited with code %d (%s)", x.c.spec.Name, x.code, x.reason)
 		details = append(details, kv(x.c.spec.Name, what+"; "+e.restartReason(x.c, x.code)))
-		if x.restart && !e.restartDecision(x.c, x.code).RestartAll {
+		switch d := e.restartDecision(x.c, x.code); {
+		case d.RestartAll:
+			what += " (" + d.Why + ")"
+			if failedExit == nil {
+				failedExit = &exits[i]
+			}
+		case x.restart:
 			e.scheduleRestart(x.c.spec.Name)
 			what += ": the kubelet restarts it"
-		} else {
+		default:
 			what += ": not restarted (" + e.restartDecision(x.c, x.code).Why + ")"
 			if x.code != 0 && failedExit == nil {
 				failedExit = &exits[i]

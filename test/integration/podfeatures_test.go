@@ -228,4 +228,3 @@ func callsOutside(r *result, name string) int {
 	}
 	return n
 }
-
