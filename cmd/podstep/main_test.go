@@ -92,6 +92,9 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--nosuchflag"},
 		{"plan"},
 		{"nosuchcommand"},
+		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "NoSuchGate=true"},
+		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "ProcMountType=false"},
+		{"plan", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "ContainerStopSignals=maybe"},
 	}
 	for _, args := range cases {
 		code, _, errOut := run(t, args...)

@@ -42,6 +42,9 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			if output != "yaml" && output != "json" {
 				return usageErr("-o/--output %q: expected yaml or json", output)
 			}
+			if err := o.parseGates(); err != nil {
+				return err
+			}
 			b, err := loadManifest(cmd, o.file)
 			if err != nil {
 				return err

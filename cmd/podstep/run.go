@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
@@ -36,6 +37,8 @@ type runOptions struct {
 	cgroupDriver  string
 	// cgroupDriverSet: --cgroup-driver was given (else it is the default).
 	cgroupDriverSet bool
+	featureGates    string     // --feature-gates as given
+	gates           gate.Gates // parsed by validate
 	cgroupsPerQOS   bool
 	pollInterval    time.Duration
 	initTimeout     time.Duration
@@ -64,6 +67,7 @@ func addPodFlags(cmd *cobra.Command, o *runOptions) {
 	f.Int64Var(&o.maxPods, "max-pods", 0, "kubelet --max-pods: the node's pod capacity (0: the node's own, else 110)")
 	f.DurationVar(&o.settle, "settle", time.Second, "after the last container starts, relist this long to catch containers that exit (the kubelet's PLEG relists every 1s); 0 leaves the relist step out")
 	f.BoolVar(&o.waitReady, "wait-ready", false, "add the ready stage: run startup and readiness probes until the pod is Ready (or --ready-timeout)")
+	f.StringVar(&o.featureGates, "feature-gates", "", "kubelet --feature-gates: Name=true|false pairs, comma-separated, over v1.37's defaults ("+strings.Join(gate.Names(), ", ")+")")
 	f.BoolVar(&o.cgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
 }
 
@@ -98,6 +102,16 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
+// parseGates reads --feature-gates into o.gates (exit 2 when bad).
+func (o *runOptions) parseGates() error {
+	g, err := gate.Parse(o.featureGates)
+	if err != nil {
+		return usageErr("--feature-gates: %v", err)
+	}
+	o.gates = g
+	return nil
+}
+
 // validate checks flags before anything is read or sent.
 func (o *runOptions) validate() error {
 	if o.file == "" {
@@ -125,6 +139,9 @@ func (o *runOptions) validate() error {
 	}
 	if o.settle < 0 {
 		return usageErr("--settle %s: expected a duration ≥ 0", o.settle)
+	}
+	if err := o.parseGates(); err != nil {
+		return err
 	}
 	if o.cgroupDriver != "cgroupfs" && o.cgroupDriver != "systemd" {
 		return usageErr("--cgroup-driver %q: expected cgroupfs or systemd", o.cgroupDriver)
@@ -155,7 +172,7 @@ func (o *runOptions) configOptions(g *globalOptions) podcfg.Options {
 	return podcfg.Options{
 		RootDir: g.rootDir, LogDir: g.logDir, HugePageSizes: node.HugePageSizes(), Swap: node.SwapController(),
 		CgroupDriver: o.cgroupDriver, CgroupsPerQOS: o.cgroupsPerQOS,
-		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain,
+		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain, Gates: o.gates,
 	}
 }
 

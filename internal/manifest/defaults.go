@@ -62,9 +62,7 @@ func setPodDefaults(pod *corev1.Pod, raw []byte) {
 	for i := range s.Containers {
 		setContainerDefaults(&s.Containers[i], s.HostNetwork)
 	}
-	if s.Resources != nil {
-		defaultRequestsFromLimits(s.Resources)
-	}
+	defaultPodLevelResources(s)
 	for i := range s.Volumes {
 		setVolumeDefaults(&s.Volumes[i])
 	}

@@ -204,15 +204,8 @@ func validateContainer(c *corev1.Container, f string, isInit, hostNetwork bool, 
 	if e := oneOf(f+".terminationMessagePolicy", c.TerminationMessagePolicy, corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError); e != nil {
 		return e
 	}
-	if rp := c.RestartPolicy; rp != nil {
-		if !isInit {
-			return fe(f+".restartPolicy", "not supported on regular containers; expected no value (spec.restartPolicy applies to all containers)")
-		}
-		if *rp != corev1.ContainerRestartPolicyAlways {
-			return fe(f+".restartPolicy", "unsupported value %q; expected \"Always\" (a sidecar container) or no value (a regular init container)", string(*rp))
-		}
-	}
-	if isInit && c.RestartPolicy == nil {
+	// restartPolicy and restartPolicyRules (KEP-5307): validateRestartRules.
+	if isInit && !(c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways) {
 		for _, x := range []struct {
 			name string
 			set  bool

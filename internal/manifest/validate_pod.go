@@ -55,10 +55,8 @@ func validatePodSpecExtras(s *corev1.PodSpec) *fieldErr {
 		e.field = "spec.overhead" + e.field[len("spec.overhead.limits"):]
 		return e
 	}
-	if r := s.Resources; r != nil {
-		if e := validateResources(r, "spec.resources"); e != nil {
-			return e
-		}
+	if e := validatePodFeatures(s); e != nil {
+		return e
 	}
 	if e := validateHostUsers(s); e != nil {
 		return e

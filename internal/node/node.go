@@ -38,6 +38,12 @@ type Node struct {
 	Source string
 	// Notes are facts about how the node was filled in (defaults applied).
 	Notes []string
+	// FeaturesFromRuntime: status.features is the runtime's to fill, as the
+	// kubelet's NodeFeatures setter (pkg/kubelet/nodestatus/setters.go)
+	// fills it from the CRI RuntimeStatus features (this machine's node);
+	// false for a node given as a file or in the manifest, whose
+	// status.features stands as written.
+	FeaturesFromRuntime bool
 }
 
 // Name is the node's name.
@@ -92,8 +98,9 @@ func Local() *Node {
 			}},
 			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: alloc},
 		},
-		Source: "this machine",
-		Notes:  notes,
+		Source:              "this machine",
+		Notes:               notes,
+		FeaturesFromRuntime: true,
 	}
 }
 

@@ -57,6 +57,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 	}
+	cfg.StopSignal, _ = StopSignal(c, o.Gates)
 
 	var ns *runtimeapi.NamespaceOption
 	if sc := sandbox.GetLinux().GetSecurityContext(); sc != nil && sc.NamespaceOptions != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/golden"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -34,11 +35,18 @@ func TestGolden(t *testing.T) {
 	for _, tc := range []struct {
 		manifest string
 		qos      bool
-	}{{"simple.yaml", false}, {"init.yaml", false}, {"simple-qos.yaml", true}} {
+		gates    string
+	}{{"simple.yaml", false, ""}, {"init.yaml", false, ""}, {"simple-qos.yaml", true, ""},
+		{"features.yaml", true, "ContainerStopSignals=true"}} {
 		t.Run(tc.manifest, func(t *testing.T) {
 			pod := loadPod(t, tc.manifest)
 			o := traceOptions(t, tc.qos)
 			o.ResolvConf = writeResolvConf(t, "nameserver 10.255.255.53\n")
+			g, err := gate.Parse(tc.gates)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Gates = g
 			sb, warnings, err := SandboxConfig(pod, 0, o)
 			if err != nil {
 				t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/gate"
 )
 
 // Options are the node/kubelet settings that shape the configs. They stand for
@@ -45,6 +47,9 @@ type Options struct {
 	// manager allocated it; the caller allocates it (FirstFreeUserNamespace).
 	// Unused for other pods.
 	UserNamespace *runtimeapi.UserNamespace
+	// Gates are the kubelet's feature gates (v1.37 defaults unless
+	// --feature-gates changed them).
+	Gates gate.Gates
 }
 
 func (o Options) nodeName() string {

@@ -3,6 +3,7 @@ package podcfg
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 const (
@@ -159,30 +160,23 @@ func memRequest(c *corev1.Container) int64 {
 }
 
 func podLevelRequestsSet(pod *corev1.Pod) bool {
-	return pod.Spec.Resources != nil && len(pod.Spec.Resources.Requests) > 0
+	return resourcehelper.IsPodLevelRequestsSet(pod)
 }
 
-// remainingPodMemPerContainer is the pod-level memory request not claimed by
-// the containers, shared equally among the regular containers.
+// remainingPodMemPerContainer mirrors pkg/kubelet/qos/helpers.go
+// remainingPodMemReqPerContainer (v1.37): the pod-level memory request less
+// the containers' aggregated requests (AggregateContainerRequests: init
+// containers and sidecars counted as the scheduler counts them), at least
+// 0, shared equally among all containers, init containers included.
 func remainingPodMemPerContainer(pod *corev1.Pod) int64 {
 	q, ok := pod.Spec.Resources.Requests[corev1.ResourceMemory]
-	if !ok || len(pod.Spec.Containers) == 0 {
+	if !ok || q.IsZero() {
 		return 0
 	}
-	var sum int64
-	for i := range pod.Spec.Containers {
-		sum += memRequest(&pod.Spec.Containers[i])
-	}
-	for i := range pod.Spec.InitContainers {
-		if isSidecar(pod, &pod.Spec.InitContainers[i]) {
-			sum += memRequest(&pod.Spec.InitContainers[i])
-		}
-	}
-	rest := q.Value() - sum
-	if rest <= 0 {
-		return 0
-	}
-	return rest / int64(len(pod.Spec.Containers))
+	n := int64(len(pod.Spec.Containers) + len(pod.Spec.InitContainers))
+	aggr := resourcehelper.AggregateContainerRequests(pod, resourcehelper.PodResourcesOptions{})
+	rest := max(q.Value()-aggr.Memory().Value(), 0)
+	return rest / n
 }
 
 func isSidecar(pod *corev1.Pod, c *corev1.Container) bool {

@@ -7,7 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/restart"
 )
 
 // Snapshot returns the pod's state now. Phase and conditions are derived
@@ -63,17 +65,29 @@ func (t *Tracker) anyRegularStarted(st *corev1.PodStatus) bool {
 	return false
 }
 
-// phase follows getPhase (pkg/kubelet/kubelet_pods.go, v1.33, no alpha
-// gates): a regular init container that has not succeeded keeps the pod
-// Pending (Failed once one failed under restartPolicy Never); a sidecar
+// phase follows getPhase (pkg/kubelet/kubelet_pods.go, v1.37): a regular
+// init container that has not succeeded keeps the pod Pending (Failed once
+// one failed and is not restartable: with ContainerRestartRules, on by
+// default, ContainerShouldRestart decides, else restartPolicy Never); a sidecar
 // that is not started keeps it Pending until a regular container has run;
 // a running sidecar counts as running; then Pending while any container
 // waits to start, Running while any runs, and once all have stopped
-// Succeeded/Failed/Running per restartPolicy.
+// Succeeded/Failed/Running: Running while one of them is restartable
+// (ContainerShouldRestart, internal/restart), else Succeeded when all
+// exited 0 (without the gate: per the pod's restartPolicy).
 func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 	spec := &t.pod.Spec
-	pendingInit, failedInit, pendingSidecars := 0, 0, 0
-	var unknown, running, waiting, stopped, succeeded int
+	pendingInit, failedInit, failedInitFinal, pendingSidecars := 0, 0, 0, 0
+	var unknown, running, waiting, stopped, stoppedFinal, succeeded int
+	rules := t.gates.Enabled(gate.ContainerRestartRules)
+	// final: not restartable (ContainerShouldRestart), unless removed by
+	// RestartAllContainers (getPhase: reason RestartingAllContainers).
+	final := func(c *corev1.Container, code int32, why string) bool {
+		if why == reason.RestartingAllContainers && t.gates.Enabled(gate.RestartAllContainersOnContainerExits) {
+			return false
+		}
+		return !restart.Decide(c, spec, code, t.gates).Restart
+	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		s := statusOf(st.InitContainerStatuses, c.Name)
@@ -103,20 +117,27 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 		case s == nil, s.State.Running != nil:
 			pendingInit++
 		case s.State.Terminated != nil:
-			if s.State.Terminated.ExitCode != 0 {
+			if code := s.State.Terminated.ExitCode; code != 0 {
 				failedInit++
+				if final(c, code, s.State.Terminated.Reason) {
+					failedInitFinal++
+				}
 			}
 		case s.State.Waiting != nil:
 			if last := s.LastTerminationState.Terminated; last == nil {
 				pendingInit++
 			} else if last.ExitCode != 0 {
 				failedInit++
+				if final(c, last.ExitCode, last.Reason) {
+					failedInitFinal++
+				}
 			}
 		default:
 			pendingInit++
 		}
 	}
-	for _, c := range spec.Containers {
+	for i := range spec.Containers {
+		c := &spec.Containers[i]
 		s := statusOf(st.ContainerStatuses, c.Name)
 		switch {
 		case s == nil:
@@ -125,12 +146,18 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 			running++
 		case s.State.Terminated != nil:
 			stopped++
+			if final(c, s.State.Terminated.ExitCode, s.State.Terminated.Reason) {
+				stoppedFinal++
+			}
 			if s.State.Terminated.ExitCode == 0 {
 				succeeded++
 			}
 		case s.State.Waiting != nil:
-			if s.LastTerminationState.Terminated != nil {
+			if last := s.LastTerminationState.Terminated; last != nil {
 				stopped++
+				if final(c, last.ExitCode, last.Reason) {
+					stoppedFinal++
+				}
 			} else {
 				waiting++
 			}
@@ -138,7 +165,7 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 			unknown++
 		}
 	}
-	if failedInit > 0 && spec.RestartPolicy == corev1.RestartPolicyNever {
+	if rules && failedInitFinal > 0 || !rules && failedInit > 0 && spec.RestartPolicy == corev1.RestartPolicyNever {
 		return corev1.PodFailed
 	}
 	switch {
@@ -147,6 +174,15 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 	case running > 0 && unknown == 0:
 		return corev1.PodRunning
 	case running == 0 && stopped > 0 && unknown == 0:
+		if rules {
+			switch {
+			case stopped != stoppedFinal:
+				return corev1.PodRunning // restarting
+			case stopped == succeeded:
+				return corev1.PodSucceeded
+			}
+			return corev1.PodFailed
+		}
 		switch {
 		case spec.RestartPolicy == corev1.RestartPolicyAlways:
 			return corev1.PodRunning // restarting
@@ -192,6 +228,10 @@ func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 		add(corev1.PodInitialized, true, reason.PodCompleted, "")
 	case t.anyRegularStarted(st) || len(incomplete) == 0:
 		add(corev1.PodInitialized, true, "", "")
+	case t.gates.Enabled(gate.RestartAllContainersOnContainerExits) && t.transitions[corev1.PodInitialized].status == corev1.ConditionTrue:
+		// An in-place restart (RestartAllContainers) takes the init
+		// containers back to waiting, but a pod once initialized stays so.
+		add(corev1.PodInitialized, true, "", "")
 	default:
 		add(corev1.PodInitialized, false, reason.ContainersNotInitialized, fmt.Sprintf("containers with incomplete status: %s", incomplete))
 	}
@@ -224,6 +264,15 @@ func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 	add(corev1.PodReady, ready, why, msg)
 	add(corev1.ContainersReady, ready, why, msg)
 	add(corev1.PodScheduled, true, "", "")
+	// GenerateAllContainersRestartingCondition, added only when some
+	// container has a RestartAllContainers rule (AllContainersCouldRestart).
+	if restart.AnyRestartAll(&t.pod.Spec, t.gates) {
+		c := t.cond(corev1.AllContainersRestarting, t.restartingAll, "", "")
+		if t.restartingAll {
+			c.Reason, c.Message = reason.RestartAllContainersStarted, "container exited with restart policy rule"
+		}
+		conds = append(conds, c)
+	}
 	return conds
 }
 

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/reason"
 )
@@ -49,6 +50,11 @@ type Tracker struct {
 	// rejected is set by Rejected: the status is rejectPod's, not one
 	// generateAPIPodStatus derives.
 	rejected bool
+	// gates are the kubelet's feature gates (SetGates); the zero value is
+	// v1.37's defaults.
+	gates gate.Gates
+	// restartingAll is the AllContainersRestarting fact (RestartingAll).
+	restartingAll bool
 	// redact masks secrets in the messages recorded (nil: none).
 	redact func(string) string
 }
@@ -56,6 +62,23 @@ type Tracker struct {
 type condState struct {
 	status corev1.ConditionStatus
 	at     metav1.Time
+}
+
+// SetGates sets the kubelet's feature gates, which change how the phase is
+// computed (ContainerRestartRules). Call it before the first event.
+func (t *Tracker) SetGates(g gate.Gates) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gates = g
+}
+
+// RestartingAll records that a container exited with a matching
+// RestartAllContainers rule: the AllContainersRestarting condition turns
+// True (ShouldAllContainersRestart, pkg/kubelet/container/helpers.go).
+func (t *Tracker) RestartingAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.restartingAll = true
 }
 
 // New starts tracking pod; now is the clock (nil = time.Now).

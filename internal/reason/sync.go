@@ -74,3 +74,13 @@ const (
 	// ContainersNotInitialized mirrors status.ContainersNotInitialized.
 	ContainersNotInitialized = "ContainersNotInitialized"
 )
+
+// RestartAllContainersStarted is the reason of the AllContainersRestarting
+// condition once a container exited with a RestartAllContainers rule
+// (RestartAllContainersStarted in pkg/kubelet/status/generate.go).
+const RestartAllContainersStarted = "RestartAllContainersStarted"
+
+// RestartingAllContainers is the waiting reason (and last termination
+// reason) of a container the kubelet removed to restart the whole pod in
+// place (RestartingAllContainers in pkg/kubelet/kubelet_pods.go).
+const RestartingAllContainers = "RestartingAllContainers"

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/node"
+	"github.com/podstep/podstep/internal/reason"
 )
 
 // admitStep mirrors the kubelet's admission of a new pod: HandlePodAdditions
@@ -27,12 +28,24 @@ func (admitStep) explain() string {
 	return "Before doing anything for a new pod, the kubelet asks its admit handlers whether the node can run it: the pod's resource requests (the larger of its init containers' and the sum of its containers', plus overhead) must fit the node's allocatable resources, and the node must still accept one more pod. A rejected pod goes straight to Failed."
 }
 
-func (admitStep) requests(*Engine) []Request { return nil }
+func (admitStep) requests(e *Engine) []Request {
+	if e.needsRuntimeFeatures() {
+		return []Request{runtimeFeaturesRequest()}
+	}
+	return nil
+}
 
-func (admitStep) run(_ context.Context, e *Engine) Result {
+func (admitStep) run(ctx context.Context, e *Engine) Result {
 	n := e.opts.Node
-	v := node.Admit(e.pod, n)
 	details := []Detail{kv("node", fmt.Sprintf("%s (%s)", n.Name(), n.Source))}
+	if e.needsRuntimeFeatures() && e.client != nil {
+		d, err := e.learnRuntimeFeatures(ctx)
+		if err != nil {
+			return fail(reason.Error, err, err.Error())
+		}
+		details = append(details, d)
+	}
+	v := node.Admit(e.pod, n)
 	for _, note := range n.Notes {
 		details = append(details, kv("node default", note))
 	}
@@ -51,11 +64,15 @@ func (admitStep) run(_ context.Context, e *Engine) Result {
 		details = append(details, kv(c.Name, c.Detail+mark))
 	}
 	if !v.Admit {
-		return e.reject(Result{Summary: "rejected: " + v.Message, Reason: v.Reason, Message: v.Message, Err: errors.New(v.Message)}, details)
+		r := e.reject(Result{Summary: "rejected: " + v.Message, Reason: v.Reason, Message: v.Message, Err: errors.New(v.Message)}, details)
+		r.Warnings = e.dropped
+		return r
 	}
 	e.tracker.Admitted(nodeIP())
-	return ok(fmt.Sprintf("admitted on node %s (cpu %dm, memory %s requested)", n.Name(),
+	r := ok(fmt.Sprintf("admitted on node %s (cpu %dm, memory %s requested)", n.Name(),
 		v.Requests.Cpu().MilliValue(), v.Requests.Memory().String()), details...)
+	r.Warnings = e.dropped
+	return r
 }
 
 // reject fails the step as the kubelet's rejectPod does: a Warning event

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/node"
 )
@@ -40,6 +42,13 @@ type scenarioExpect struct {
 	// mismatch is logged with PendingNote instead of failing.
 	PendingFields []string `json:"pending_fields"`
 	PendingNote   string   `json:"pending_note"`
+	// FeatureGates is --feature-gates for the run (e.g. a gate off by
+	// default in v1.37 that the scenario needs).
+	FeatureGates string `json:"feature_gates"`
+	// Runtimes holds what differs on a real runtime ("containerd-1.6",
+	// "containerd-2"): the integration suite and the README's scenario
+	// table read it; the simulated runtime expects the fields above.
+	Runtimes map[string]json.RawMessage `json:"runtimes"`
 }
 
 // TestScenarios runs every scenario of the catalogue of classic failures
@@ -67,6 +76,11 @@ func TestScenarios(t *testing.T) {
 			}
 			b := load(t, f)
 			o := testOptions(t)
+			g, err := gate.Parse(want.FeatureGates)
+			if err != nil {
+				t.Fatalf("%s.expect feature_gates: %v", name, err)
+			}
+			o.Config.Gates = g
 			o.Node = manifestNode(t, b)
 			e := runAll(t, b, newSim(t), o)
 			defer e.Teardown(context.Background())

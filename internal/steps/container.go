@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/reason"
 )
@@ -161,7 +162,29 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))
 	r.Details = append(r.Details, subPaths.details...)
 	r.Warnings = subPaths.warnings
+	if d, w := e.stopSignalNote(c.spec); d != nil {
+		r.Details = append(r.Details, *d)
+	} else if w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	return r
+}
+
+// stopSignalNote says what happened to the container's lifecycle.stopSignal
+// (KEP-4960) in generateContainerConfig: sent as stop_signal when
+// ContainerStopSignals is on; otherwise a warning, as the kubelet (and an API
+// server with the gate off, which drops the field) sends nothing.
+func (e *Engine) stopSignalNote(c *corev1.Container) (*Detail, string) {
+	sig, set := podcfg.StopSignal(c, e.opts.Config.Gates)
+	if !set {
+		return nil, ""
+	}
+	if name := podcfg.SignalName(sig); name != "" {
+		d := kv("stop signal", name+" (lifecycle.stopSignal, sent as ContainerConfig.stop_signal: StopContainer makes the runtime send it instead of the image's STOPSIGNAL or SIGTERM; containerd 1.6 ignores the field)")
+		return &d, ""
+	}
+	return nil, fmt.Sprintf("lifecycle.stopSignal %s not sent: feature gate %s; an API server with it off drops the field and the kubelet sends no stop_signal (--feature-gates %s=true sends it)",
+		*c.Lifecycle.StopSignal, e.opts.Config.Gates.Describe(gate.ContainerStopSignals), gate.ContainerStopSignals)
 }
 
 // createFailed records a create that failed with the kubelet's reason why

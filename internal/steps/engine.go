@@ -92,11 +92,14 @@ type Options struct {
 //
 // TestConcurrentReads checks the rule under -race.
 type Engine struct {
-	bundle *manifest.Bundle
-	pod    *corev1.Pod
-	client *cri.Client
-	opts   Options
-	now    func() time.Time
+	// dropped says which fields a disabled feature gate dropped from the
+	// pod (dropDisabledFields); the admit step warns of them.
+	dropped []string
+	bundle  *manifest.Bundle
+	pod     *corev1.Pod
+	client  *cri.Client
+	opts    Options
+	now     func() time.Time
 
 	// Tracker holds the pod's status.
 	tracker *podstate.Tracker
@@ -225,11 +228,13 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 		o.Config.ExtraLabels = map[string]string{}
 	}
 	o.Config.ExtraLabels[mark.ManagedLabel] = "true"
-	e := &Engine{
+	b, dropped := dropDisabledFields(b, o.Config.Gates)
+	e := &Engine{dropped: dropped,
 		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
 	}
 	e.tracker = podstate.New(b.Pod, o.Now)
+	e.tracker.SetGates(o.Config.Gates)
 	e.setupRedactor()
 	e.lastPod = e.tracker.Snapshot()
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/restart"
 )
 
 // waitInitStep mirrors how the kubelet notices an init container finished:
@@ -37,8 +37,8 @@ func (s waitInitStep) requests(e *Engine) []Request {
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}},
 		{Method: "ContainerStatus", Message: &runtimeapi.ContainerStatusRequest{ContainerId: id}},
 	}
-	if e.pod.Spec.RestartPolicy == corev1.RestartPolicyNever && !isSidecar(e.rt.containers[s.name].spec) {
-		reqs = append(reqs, e.terminalStopRequest("if it exits non-zero (restartPolicy Never: the pod is Failed)"))
+	if c := e.rt.containers[s.name]; !isSidecar(c.spec) && !restart.Restartable(c.spec, &e.pod.Spec, e.opts.Config.Gates) {
+		reqs = append(reqs, e.terminalStopRequest("if it exits non-zero (not restartable: the pod is Failed)"))
 	}
 	return reqs
 }
@@ -117,11 +117,14 @@ func (s waitInitStep) exited(ctx context.Context, e *Engine, c *containerRuntime
 	}
 	details = append(details, kv("next", e.restartReason(c, cs.ExitCode)))
 	err := fmt.Errorf("init container %q exited with code %d (%s)", s.name, cs.ExitCode, cs.Reason)
+	if r, all := e.restartAll([]exit{x}, err.Error(), details); all {
+		return r
+	}
 	if x.restart {
 		// computeInitContainerActions: a failed init container is started
-		// again (with back-off) unless the pod's restartPolicy is Never.
+		// again (with back-off) when ShouldContainerBeRestarted says so.
 		e.scheduleRestart(s.name)
-		err = fmt.Errorf("%w; the kubelet restarts it (restartPolicy %s)", err, e.pod.Spec.RestartPolicy)
+		err = fmt.Errorf("%w; the kubelet restarts it (%s)", err, e.restartDecision(c, cs.ExitCode).Why)
 	}
 	details = append(details, e.stopTerminalPod(ctx)...)
 	r := fail(reasonOr(cs.Reason, reason.Error), err, err.Error())

@@ -32,6 +32,7 @@ const (
 	KindRemoveContainers                 // teardown: RemoveContainer each
 	KindRemoveSandbox                    // teardown: RemovePodSandbox
 	KindRemoveDirs                       // teardown: remove the pod's directories
+	KindReset                            // RestartAllContainers: kill and remove every container
 )
 
 var kindNames = [...]string{
@@ -57,6 +58,7 @@ var kindNames = [...]string{
 	KindRemoveContainers: "remove-containers",
 	KindRemoveSandbox:    "remove-sandbox",
 	KindRemoveDirs:       "remove-dirs",
+	KindReset:            "reset",
 }
 
 // String is the kind's name: "pull", "run-sandbox", ...
@@ -133,3 +135,4 @@ func (stopSandboxStep) kind() Kind      { return KindStopSandbox }
 func (removeContainersStep) kind() Kind { return KindRemoveContainers }
 func (removeSandboxStep) kind() Kind    { return KindRemoveSandbox }
 func (removeDirsStep) kind() Kind       { return KindRemoveDirs }
+func (resetStep) kind() Kind            { return KindReset }

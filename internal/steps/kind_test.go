@@ -11,7 +11,7 @@ import (
 // and which kinds wait.
 func TestKinds(t *testing.T) {
 	seen := map[string]Kind{}
-	for k := KindAdmit; k <= KindRemoveDirs; k++ {
+	for k := KindAdmit; k <= KindReset; k++ {
 		if k.String() == "" || seen[k.String()] != 0 {
 			t.Errorf("kind %d: name %q empty or taken by %d", k, k.String(), seen[k.String()])
 		}
@@ -20,11 +20,11 @@ func TestKinds(t *testing.T) {
 	if KindOf("") != 0 || KindOf("no-such/app") != 0 {
 		t.Errorf("KindOf of names no kind makes: %d, %d", KindOf(""), KindOf("no-such/app"))
 	}
-	if Kind(0).String() != "" || (KindRemoveDirs+1).String() != "" {
+	if Kind(0).String() != "" || (KindReset+1).String() != "" {
 		t.Errorf("out-of-range kinds have names")
 	}
 	waits := map[Kind]bool{KindWaitInit: true, KindBackoff: true, KindStartup: true, KindRelist: true, KindReady: true}
-	for k := KindAdmit; k <= KindRemoveDirs; k++ {
+	for k := KindAdmit; k <= KindReset; k++ {
 		if k.Waits() != waits[k] {
 			t.Errorf("%s.Waits() = %v, want %v", k, k.Waits(), waits[k])
 		}
@@ -35,12 +35,12 @@ func TestKinds(t *testing.T) {
 	o := testOptions(t)
 	o.WaitReady = true
 	planned := map[Kind]bool{}
-	for _, file := range []string{"testdata/pods/init.yaml", "testdata/pods/hooks.yaml", "testdata/scenarios/sidecar-startup-probe.yaml", "testdata/scenarios/crashloop.yaml", "testdata/pods/image-volume.yaml"} {
+	for _, file := range []string{"testdata/pods/init.yaml", "testdata/pods/hooks.yaml", "testdata/scenarios/sidecar-startup-probe.yaml", "testdata/scenarios/crashloop.yaml", "testdata/pods/image-volume.yaml", "testdata/scenarios/restart-all-containers.yaml"} {
 		e, err := New(load(t, repoFile(file)), newSim(t), o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(file, "crashloop") {
+		if strings.Contains(file, "crashloop") || strings.Contains(file, "restart-all") {
 			for !e.Finished() {
 				if err := e.Continue(context.Background()); err != nil {
 					t.Fatal(err)
@@ -63,7 +63,7 @@ func TestKinds(t *testing.T) {
 			}
 		}
 	}
-	for k := KindAdmit; k <= KindRemoveDirs; k++ {
+	for k := KindAdmit; k <= KindReset; k++ {
 		if !planned[k] {
 			t.Errorf("kind %s never planned", k)
 		}

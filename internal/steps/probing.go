@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/probe"
 	"github.com/podstep/podstep/internal/reason"
@@ -113,8 +114,20 @@ func keepLast(d []Detail, n int) []Detail {
 
 // killForProbe kills a container whose startup probe failed, as
 // computePodActions does, and plans its restart per restartPolicy.
+// computePodActions says ", will be restarted" when the pod's restartPolicy
+// is not Never or, with ContainerRestartRules, the container's own
+// restartPolicy is not Never (its rules need an exit code, so they are not
+// looked at here); the restart itself follows the exit (shouldRestart).
 func (e *Engine) killForProbe(ctx context.Context, c *containerRuntime) (exit, bool) {
-	x, killed := e.killContainer(ctx, c, fmt.Sprintf("Container %s failed startup probe, will be restarted", c.spec.Name))
+	msg := fmt.Sprintf("Container %s failed startup probe", c.spec.Name)
+	will := e.pod.Spec.RestartPolicy != corev1.RestartPolicyNever
+	if c.spec.RestartPolicy != nil && e.opts.Config.Gates.Enabled(gate.ContainerRestartRules) {
+		will = *c.spec.RestartPolicy != corev1.ContainerRestartPolicyNever
+	}
+	if will {
+		msg += ", will be restarted"
+	}
+	x, killed := e.killContainer(ctx, c, msg)
 	if killed && x.restart {
 		e.scheduleRestart(c.spec.Name)
 	}

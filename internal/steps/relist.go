@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/restart"
 )
 
 const relistTitle = "relist: are the containers still running?"
@@ -37,10 +38,23 @@ func (relistStep) requests(e *Engine) []Request {
 		{Method: "PodSandboxStatus", Message: &runtimeapi.PodSandboxStatusRequest{PodSandboxId: e.placeholderSandbox()}, Note: "only when a container changed state"},
 		{Method: "ContainerStatus", Note: "for each container that changed state"},
 	}
-	if e.pod.Spec.RestartPolicy != corev1.RestartPolicyAlways {
+	if e.anyNotRestartable() {
 		reqs = append(reqs, e.terminalStopRequest("if every container has terminated for good (the pod is Succeeded or Failed)"))
 	}
 	return reqs
+}
+
+// anyNotRestartable says whether some regular container can stay stopped
+// (IsContainerRestartable is false for it, or its policy lets a success
+// stand), so that a relist may find the pod terminal.
+func (e *Engine) anyNotRestartable() bool {
+	for i := range e.pod.Spec.Containers {
+		c := &e.pod.Spec.Containers[i]
+		if !restart.Restartable(c, &e.pod.Spec, e.opts.Config.Gates) || !restart.Decide(c, &e.pod.Spec, 0, e.opts.Config.Gates).Restart {
+			return true
+		}
+	}
+	return false
 }
 
 // watched lists the containers a relist looks at: started regular
@@ -155,8 +169,21 @@ func (e *Engine) podRelist(ctx context.Context) (map[string]*runtimeapi.Containe
 			return nil, fmt.Errorf("ContainerStatus failed: %w", err)
 		}
 		out[ctr.Id] = st.GetStatus()
+		if c := e.containerByID(ctr.Id); c != nil {
+			e.tracker.RuntimeStatus(c.spec.Name, st.GetStatus())
+		}
 	}
 	return out, nil
+}
+
+// containerByID finds the pod's container whose current instance is id.
+func (e *Engine) containerByID(id string) *containerRuntime {
+	for _, n := range e.rt.order {
+		if c := e.rt.containers[n]; c.id == id {
+			return c
+		}
+	}
+	return nil
 }
 
 // relistsIn is how many relists a window of settle holds at one per poll
@@ -193,11 +220,17 @@ func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Resu
 	for i, x := range exits {
 		what := fmt.Sprintf("container %q exited with code %d (%s)", x.c.spec.Name, x.code, x.reason)
 		details = append(details, kv(x.c.spec.Name, what+"; "+e.restartReason(x.c, x.code)))
-		if x.restart {
+		switch d := e.restartDecision(x.c, x.code); {
+		case d.RestartAll:
+			what += " (" + d.Why + ")"
+			if failedExit == nil {
+				failedExit = &exits[i]
+			}
+		case x.restart:
 			e.scheduleRestart(x.c.spec.Name)
 			what += ": the kubelet restarts it"
-		} else {
-			what += ": not restarted (restartPolicy " + string(e.pod.Spec.RestartPolicy) + ")"
+		default:
+			what += ": not restarted (" + e.restartDecision(x.c, x.code).Why + ")"
 			if x.code != 0 && failedExit == nil {
 				failedExit = &exits[i]
 			}
@@ -206,6 +239,9 @@ func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Resu
 	}
 	details = append(details, kv("relists", fmt.Sprint(relists)))
 	summary := strings.Join(said, "; ")
+	if r, all := e.restartAll(exits, summary, details); all {
+		return r
+	}
 	phase := e.tracker.Snapshot().Status.Phase
 	switch phase {
 	case corev1.PodSucceeded:

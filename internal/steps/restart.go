@@ -9,42 +9,41 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/restart"
 )
 
 // shouldRestart mirrors kubecontainer.ShouldContainerBeRestarted
-// (pkg/kubelet/container/helpers.go) and the sidecar rule of
-// computeInitContainerActions: a sidecar (an init container with
-// restartPolicy Always) is always restarted; any other container follows
-// the pod's restartPolicy (Always: any exit; OnFailure: a non-zero exit;
-// Never: none). For an init container that is not a sidecar, Always and
-// OnFailure both restart it after a non-zero exit.
+// (pkg/kubelet/container/helpers.go) for an exited container, which with
+// ContainerRestartRules (beta, on in v1.37) is ContainerShouldRestart
+// (pkg/api/v1/pod/util.go, internal/restart): the container's
+// restartPolicyRules, then its restartPolicy, then the pod's (Always: any
+// exit; OnFailure: a non-zero exit; Never: none). A sidecar (an init
+// container with restartPolicy Always) is always restarted
+// (computeInitContainerActions); a regular init container's exit 0 never
+// reaches here (it completed).
 func (e *Engine) shouldRestart(c *containerRuntime, exitCode int32) bool {
+	return e.restartDecision(c, exitCode).Restart
+}
+
+// restartDecision is shouldRestart with the rule or policy that decided.
+func (e *Engine) restartDecision(c *containerRuntime, exitCode int32) restart.Decision {
 	if c.init && isSidecar(c.spec) {
-		return true
+		return restart.Decision{Restart: true, Why: "a sidecar (restartPolicy Always on the init container) is always restarted"}
 	}
-	switch e.pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default:
-		if c.init {
-			return exitCode != 0
-		}
-		return true
-	}
+	return restart.Decide(c.spec, &e.pod.Spec, exitCode, e.opts.Config.Gates)
 }
 
 // restartReason says in words why the kubelet restarts (or not) a container.
 func (e *Engine) restartReason(c *containerRuntime, exitCode int32) string {
+	d := e.restartDecision(c, exitCode)
 	if c.init && isSidecar(c.spec) {
-		return "a sidecar (restartPolicy Always on the init container) is always restarted"
+		return d.Why
 	}
 	verb := "not restarted"
-	if e.shouldRestart(c, exitCode) {
+	if d.Restart {
 		verb = "restarted"
 	}
-	return fmt.Sprintf("restartPolicy %s: exit code %d is %s", e.pod.Spec.RestartPolicy, exitCode, verb)
+	return fmt.Sprintf("%s: exit code %d is %s", d.Why, exitCode, verb)
 }
 
 // killContainer mirrors killContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go)

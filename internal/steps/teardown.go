@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/volume"
@@ -61,7 +62,7 @@ func (stopContainersStep) mirrors() string {
 }
 
 func (stopContainersStep) explain() string {
-	return "When a pod is deleted the kubelet stops all its containers in parallel: StopContainer sends SIGTERM, then SIGKILL once the grace period (terminationGracePeriodSeconds, at least 2 s) is over. A process that ignores SIGTERM, like `sleep` as PID 1, takes the whole grace period."
+	return "When a pod is deleted the kubelet stops all its containers in parallel: StopContainer makes the runtime send the stop signal (SIGTERM, unless the image's STOPSIGNAL or, with ContainerStopSignals, lifecycle.stopSignal says otherwise), then SIGKILL once the grace period (terminationGracePeriodSeconds, at least 2 s) is over. A process that ignores SIGTERM, like `sleep` as PID 1, takes the whole grace period."
 }
 
 func (stopContainersStep) requests(e *Engine) []Request {
@@ -117,7 +118,16 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	if err := errors.Join(errs...); err != nil {
 		return fail(reason.ErrKillContainer, err, "some containers did not stop")
 	}
-	return ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
+	r := ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
+	for _, in := range cs {
+		if in.id != in.c.id || in.c.config == nil {
+			continue
+		}
+		if name := podcfg.SignalName(in.c.config.StopSignal); name != "" {
+			r.Details = append(r.Details, kv(in.c.spec.Name+" stop signal", name+" (its ContainerConfig.stop_signal: the runtime sends it, then SIGKILL after the grace period; a runtime that ignores the field sends the image's STOPSIGNAL or SIGTERM)"))
+		}
+	}
+	return r
 }
 
 // runningContainers names the containers the pod's status shows running.
