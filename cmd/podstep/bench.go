@@ -180,7 +180,7 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 	b := &benchRun{ctx: ctx, o: o, g: g, c: c, bundle: bundle, stderr: stderr, live: map[*steps.Engine]bool{}}
 	sig.watchMany(b.leftBehind)
 	res := &bench.Result{Schema: bench.Schema, File: bundle.File, Pod: bundle.Pod.Namespace + "/" + bundle.Pod.Name,
-		Runtime: bench.Runtime{Endpoint: c.info.Endpoint, Simulated: c.info.Simulated, Why: c.info.Why},
+		Runtime:   bench.Runtime{Endpoint: c.info.Endpoint, Simulated: c.info.Simulated, Why: c.info.Why},
 		Simulated: c.info.Simulated, N: o.n, Warmup: o.warmup, Started: time.Now().UTC()}
 	if c.info.Simulated {
 		fmt.Fprintln(stderr, "podstep: "+bench.SimulatedNote)
