@@ -198,8 +198,8 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 		cpu0, start := cpuTime(), time.Now()
 		pods := bench.RunPods(ctx, o.n, k, b.take(o.n), b.pod)
 		wall, cpu := time.Since(start), cpuTime()-cpu0
-		if len(pods) > 0 {
-			res.Levels = append(res.Levels, bench.Build(k, pods, wall, cpu))
+		if l := bench.Build(k, pods, wall, cpu); l.Pods > 0 {
+			res.Levels = append(res.Levels, l)
 		}
 	}
 	res.Runtime.Name, res.Runtime.Version = b.version()
@@ -212,6 +212,9 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 		return err
 	}
 	code := b.exitCode(sig.interrupted())
+	if code == ExitInterrupted {
+		fmt.Fprintf(stderr, "podstep: interrupted: torn down (%d pods measured)\n", measured(res))
+	}
 	if code == ExitOK && cmp != nil && cmp.Regressions() > 0 {
 		fmt.Fprintf(stderr, "podstep: %d regression(s) against %s\n", cmp.Regressions(), o.compare)
 		code = ExitPodFailed
@@ -337,6 +340,7 @@ func (b *benchRun) pod(i int) (bench.Pod, bool) {
 	b.noteVersion(all)
 	b.finish(eng, code)
 	p := bench.Measure(pb.Pod, all, created, torn)
+	p.Interrupted = interrupted
 	if p.Failed == "" && code != ExitOK && code != ExitInterrupted {
 		p.Failed = fmt.Sprintf("exit code %d", code)
 	}
@@ -414,6 +418,15 @@ func (b *benchRun) exitCode(interrupted bool) int {
 		return ExitPodFailed
 	}
 	return ExitOK
+}
+
+// measured counts the pods of every level.
+func measured(r *bench.Result) int {
+	n := 0
+	for _, l := range r.Levels {
+		n += l.Pods
+	}
+	return n
 }
 
 // cpuTime is the process's CPU time so far, user and system.

@@ -37,6 +37,9 @@ type Pod struct {
 	Stateful bool `json:"stateful,omitempty"`
 	// Failed is "stage/step: reason: message" when a step failed.
 	Failed string `json:"failed,omitempty"`
+	// Interrupted says the run was cut short (Ctrl-C): Build leaves the
+	// pod out.
+	Interrupted bool `json:"-"`
 }
 
 // Call is one CRI call's method and duration.

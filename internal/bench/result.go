@@ -73,9 +73,16 @@ type Level struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
-// Build summarises the pods measured at one concurrency. wall is the
-// level's wall time and cpu the process CPU time it used.
-func Build(concurrency int, pods []Pod, wall, cpu time.Duration) Level {
+// Build summarises the pods measured at one concurrency, less those
+// interrupted. wall is the level's wall time and cpu the process CPU time
+// it used.
+func Build(concurrency int, all []Pod, wall, cpu time.Duration) Level {
+	var pods []Pod
+	for _, p := range all {
+		if !p.Interrupted {
+			pods = append(pods, p)
+		}
+	}
 	l := Level{Concurrency: concurrency, Pods: len(pods), WallMs: ms(int64(wall))}
 	if wall > 0 {
 		l.PodsPerSec = round(float64(len(pods)) / wall.Seconds())

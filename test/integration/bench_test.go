@@ -5,9 +5,11 @@ package integration
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // benchSeries is a figure of `podstep bench -o json` (README: the JSON of
@@ -180,4 +182,51 @@ func (e *env) assertBenchLeftNothing(t *testing.T, d dirs) {
 	}
 	assertEmptyDir(t, "pod dirs", filepath.Join(d.root, "pods"))
 	assertEmptyDir(t, "pod log dirs", d.logs)
+}
+
+// TestBenchInterrupted: SIGINT while pods are in the runtime (3 at once):
+// bench tears every pod down, says so, exits 130, and leaves nothing.
+func TestBenchInterrupted(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	cmd := exec.Command(e.bin, "bench", "-f", e.pod("hello"), "-r", e.endpoint, "-n", "30", "--warmup", "0", "--concurrency", "3",
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs, "--output=json")
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := dialCRI(t, e.endpoint)
+	seen := 0
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && seen == 0; time.Sleep(20 * time.Millisecond) {
+		seen = len(c.managedSandboxes(t))
+	}
+	if seen == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no podstep sandbox appeared in 30 s; no SIGINT sent\n%s", stderr.String())
+	}
+	if err := interrupt(cmd); err != nil {
+		t.Fatalf("SIGINT: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(runTimeout):
+		cmd.Process.Kill()
+		t.Fatalf("bench did not end within %s of SIGINT", runTimeout)
+	}
+	t.Logf("SIGINT with %d sandbox(es) in the runtime; stderr: %s", seen, stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit %d, want 130\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "interrupted: torn down") {
+		t.Errorf("stderr does not say \"interrupted: torn down\": %q", stderr.String())
+	}
+	e.assertBenchLeftNothing(t, d)
+	if t.Failed() {
+		e.settle(t)
+	}
 }
