@@ -2,10 +2,11 @@
 # podstep's own time, the bars of `podstep bench` (issue 14):
 #   hack/bench-overhead.sh [RUNS]                      (default 5)
 #   PODSTEP_ENDPOINT=unix:///…/containerd.sock hack/bench-overhead.sh [RUNS]
-# - On the simulated runtime, RUNS times `podstep bench --sim --scale 1,16 -n 64 --warmup 4`:
+# - On the simulated runtime, RUNS times `podstep bench --scale 1,16 -n 64 --warmup 4`:
 #   podstep's own time per pod (median of the pods: wall less CRI calls less deliberate waits)
-#   at K=1 and at K=16 pods at once, and the ratio (bar: <= 2x); also the process CPU per pod
-#   (podstep and the in-process simulated runtime together).
+#   at K=1 and at K=16 pods at once, and the ratio (bar: <= 2x); and the process CPU per pod.
+#   Twice: with --sim (the runtime in podstep's process: the CPU is both's), and with the
+#   runtime in a process of its own (hidden `podstep sim-serve DIR`: the CPU is podstep's).
 # - With PODSTEP_ENDPOINT, RUNS times `podstep bench -n 20 --grace-period 0` of the hello pod on
 #   that runtime: podstep's own time per pod against the CRI floor (bar: <= 5%).
 # Prints the median over the RUNS of each figure, and each run's. It does not judge them.
@@ -50,21 +51,41 @@ bench() {
 	}
 }
 
-echo "simulated runtime, $RUNS runs of: podstep bench --sim --scale 1,16 -n 64 --warmup 4"
-: >"$TMP/k1" && : >"$TMP/k16" && : >"$TMP/ratio" && : >"$TMP/cpu1" && : >"$TMP/cpu16"
-for i in $(seq "$RUNS"); do
-	bench "$TMP/sim.json" --sim --scale 1,16 -n 64 --warmup 4
-	k1=$(jq '.levels[] | select(.concurrency == 1) | .own.p50_ms' "$TMP/sim.json")
-	k16=$(jq '.levels[] | select(.concurrency == 16) | .own.p50_ms' "$TMP/sim.json")
-	c1=$(jq '.levels[] | select(.concurrency == 1) | .cpu_per_pod_ms' "$TMP/sim.json")
-	c16=$(jq '.levels[] | select(.concurrency == 16) | .cpu_per_pod_ms' "$TMP/sim.json")
-	ratio=$(awk -v a="$k1" -v b="$k16" 'BEGIN { printf "%.3f", b / a }')
-	echo "  run $i: own p50 K=1 ${k1} ms, K=16 ${k16} ms (${ratio}x); CPU per pod K=1 ${c1} ms, K=16 ${c16} ms"
-	echo "$k1" >>"$TMP/k1" && echo "$k16" >>"$TMP/k16" && echo "$ratio" >>"$TMP/ratio"
-	echo "$c1" >>"$TMP/cpu1" && echo "$c16" >>"$TMP/cpu16"
-done
-echo "median: own time per pod K=1 $(median <"$TMP/k1") ms, K=16 $(median <"$TMP/k16") ms, K=16/K=1 $(median <"$TMP/ratio")x (bar <= 2x)"
-echo "median: CPU per pod (podstep + simulated runtime) K=1 $(median <"$TMP/cpu1") ms, K=16 $(median <"$TMP/cpu16") ms"
+# sim LABEL ARGS...: RUNS benches --scale 1,16 -n 64 --warmup 4 with ARGS; prints per run and
+# the medians of podstep's own time per pod at K=1 and K=16, their ratio, and the CPU per pod.
+sim() {
+	local label=$1
+	shift
+	echo "$label, $RUNS runs of: podstep bench $* --scale 1,16 -n 64 --warmup 4"
+	: >"$TMP/k1" && : >"$TMP/k16" && : >"$TMP/ratio" && : >"$TMP/cpu1" && : >"$TMP/cpu16" && : >"$TMP/cpuratio"
+	for i in $(seq "$RUNS"); do
+		bench "$TMP/sim.json" "$@" --scale 1,16 -n 64 --warmup 4
+		k1=$(jq '.levels[] | select(.concurrency == 1) | .own.p50_ms' "$TMP/sim.json")
+		k16=$(jq '.levels[] | select(.concurrency == 16) | .own.p50_ms' "$TMP/sim.json")
+		c1=$(jq '.levels[] | select(.concurrency == 1) | .cpu_per_pod_ms' "$TMP/sim.json")
+		c16=$(jq '.levels[] | select(.concurrency == 16) | .cpu_per_pod_ms' "$TMP/sim.json")
+		ratio=$(awk -v a="$k1" -v b="$k16" 'BEGIN { printf "%.3f", b / a }')
+		cratio=$(awk -v a="$c1" -v b="$c16" 'BEGIN { printf "%.3f", b / a }')
+		echo "  run $i: own p50 K=1 ${k1} ms, K=16 ${k16} ms (${ratio}x); CPU per pod K=1 ${c1} ms, K=16 ${c16} ms (${cratio}x)"
+		echo "$k1" >>"$TMP/k1" && echo "$k16" >>"$TMP/k16" && echo "$ratio" >>"$TMP/ratio"
+		echo "$c1" >>"$TMP/cpu1" && echo "$c16" >>"$TMP/cpu16" && echo "$cratio" >>"$TMP/cpuratio"
+	done
+	echo "median: own time per pod K=1 $(median <"$TMP/k1") ms, K=16 $(median <"$TMP/k16") ms, K=16/K=1 $(median <"$TMP/ratio")x (bar <= 2x)"
+	echo "median: process CPU per pod K=1 $(median <"$TMP/cpu1") ms, K=16 $(median <"$TMP/cpu16") ms, K=16/K=1 $(median <"$TMP/cpuratio")x"
+}
+
+# The simulated runtime in podstep's process (--sim): the CPU figure is podstep's and the
+# runtime's together.
+sim "simulated runtime, in-process (--sim)" --sim
+# The simulated runtime in a process of its own (podstep sim-serve): the CPU figure is podstep's
+# alone.
+mkdir -p "$TMP/simsrv"
+"$BIN" sim-serve "$TMP/simsrv" >"$TMP/simsrv.out" 2>&1 &
+SIMPID=$!
+trap 'kill "$SIMPID" 2>/dev/null || true; rm -rf "$TMP"' EXIT
+for _ in $(seq 50); do [ -S "$TMP/simsrv/sim.sock" ] && break; sleep 0.1; done
+sim "simulated runtime, own process (podstep sim-serve)" -r "unix://$TMP/simsrv/sim.sock"
+kill "$SIMPID" && wait "$SIMPID" 2>/dev/null || true
 
 if [ -n "${PODSTEP_ENDPOINT:-}" ]; then
 	echo "$PODSTEP_ENDPOINT, $RUNS runs of: podstep bench -n 20 --grace-period 0"

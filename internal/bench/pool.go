@@ -25,6 +25,14 @@ func RunPods(ctx context.Context, n, k, first int, run func(i int) (p Pod, stop 
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				// The feeder may have handed i over just as a run said stop.
+				select {
+				case <-quit:
+					continue
+				case <-ctx.Done():
+					continue
+				default:
+				}
 				p, stop := run(first + i)
 				out[i] = &p
 				if stop {
