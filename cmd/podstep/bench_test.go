@@ -202,3 +202,12 @@ func firstBad(t *testing.T) string {
 	}
 	return filepath.Base(files[0])
 }
+
+// TestBenchRuntimeUnreachable: good input, but the endpoint named does not
+// answer: exit 3, as for run, and no result.
+func TestBenchRuntimeUnreachable(t *testing.T) {
+	code, out, errOut := run(t, "bench", "-r", "unix:///nonexistent/podstep-test.sock", "-f", "../../testdata/pods/hello.yaml", "-n", "1")
+	if code != ExitRuntime || out != "" || !strings.Contains(errOut, "runtime unreachable") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want 3, nothing, runtime unreachable", code, out, errOut)
+	}
+}
