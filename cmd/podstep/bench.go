@@ -20,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/bench"
+	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
@@ -174,6 +175,14 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 			return silentExit(ExitInterrupted)
 		}
 		return err
+	}
+	if c.info.Simulated {
+		// The simulated runtime in a process of its own: its work is not
+		// podstep's (see startSimProcess).
+		c.stop()
+		if c, err = startSimProcess(cri.Options{Timeout: g.timeout, PullTimeout: g.pullTimeout}, c.info.Why); err != nil {
+			return err
+		}
 	}
 	defer c.stop()
 

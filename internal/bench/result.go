@@ -48,8 +48,8 @@ type Level struct {
 	// WallMs is the level's wall time; PodsPerSec its throughput.
 	WallMs     float64 `json:"wall_ms"`
 	PodsPerSec float64 `json:"pods_per_sec"`
-	// CPUPerPodMs is the process's CPU time (user+system) per pod over the
-	// level: podstep's, and the simulated runtime's when it is the runtime.
+	// CPUPerPodMs is podstep's process CPU time (user+system) per pod over
+	// the level (bench runs the simulated runtime in a process of its own).
 	CPUPerPodMs float64 `json:"cpu_per_pod_ms"`
 	// Phases are per phase, in Phases order, each phase any pod had.
 	Phases []Series `json:"phases"`
