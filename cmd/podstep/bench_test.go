@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/podstep/podstep/internal/bench"
+	"github.com/podstep/podstep/internal/cri"
 )
 
 // benchJSON runs `podstep bench --sim -o json` with args and decodes it.
@@ -209,5 +213,50 @@ func TestBenchRuntimeUnreachable(t *testing.T) {
 	code, out, errOut := run(t, "bench", "-r", "unix:///nonexistent/podstep-test.sock", "-f", "../../testdata/pods/hello.yaml", "-n", "1")
 	if code != ExitRuntime || out != "" || !strings.Contains(errOut, "runtime unreachable") {
 		t.Errorf("exit %d, stdout %q, stderr %q: want 3, nothing, runtime unreachable", code, out, errOut)
+	}
+}
+
+// TestSimServeStopsWithParent: `podstep sim-serve --until-stdin-closes
+// DIR`, as bench starts it, serves the simulated runtime on DIR/sim.sock
+// and, when its standard input closes (podstep went away, however it
+// ended), stops and removes DIR.
+func TestSimServeStopsWithParent(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sim")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "sim-serve", "--until-stdin-closes", dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	endpoint, err := firstLine(stdout, 10*time.Second)
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("sim-serve: %v", err)
+	}
+	c, err := cri.Dial(endpoint, "", cri.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if v, err := c.Version(context.Background()); err != nil || v.RuntimeName != "podstep-sim" {
+		t.Errorf("Version: %v, %v: want the simulated runtime", v, err)
+	}
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("sim-serve exited with %v, want 0", err)
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("sim-serve still runs 10 s after its standard input closed")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s still there after sim-serve stopped (%v)", dir, err)
 	}
 }
