@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // benchSeries is a figure of `podstep bench -o json` (README: the JSON of
@@ -229,4 +231,65 @@ func TestBenchInterrupted(t *testing.T) {
 	if t.Failed() {
 		e.settle(t)
 	}
+}
+
+// TestBenchSecondInterrupt: with containers running and a 10 s grace
+// period (the hello pod's sh ignores SIGTERM, so StopContainer waits it
+// out), a first SIGINT starts the teardowns and a second one abandons
+// them: exit 4 at once, and stderr lists every pod's leftovers for
+// `podstep cleanup`, which removes them.
+func TestBenchSecondInterrupt(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	cmd := exec.Command(e.bin, "bench", "-f", e.pod("hello"), "-r", e.endpoint, "-n", "10", "--warmup", "0", "--concurrency", "2",
+		"--grace-period", "10", "--root-dir", d.root, "--log-dir", d.logs, "--output=json")
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := dialCRI(t, e.endpoint)
+	running := 0
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && running == 0; time.Sleep(20 * time.Millisecond) {
+		for _, ct := range c.managedContainers(t) {
+			if ct.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+				running++
+			}
+		}
+	}
+	if running == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("no podstep container ran within 30 s; no SIGINT sent\n%s", stderr.String())
+	}
+	interrupt(cmd)
+	time.Sleep(500 * time.Millisecond) // the teardowns are in StopContainer now
+	interrupt(cmd)
+	second := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(runTimeout):
+		cmd.Process.Kill()
+		t.Fatalf("bench did not end within %s of the second SIGINT", runTimeout)
+	}
+	took := time.Since(second)
+	t.Logf("exit %d %s after the second SIGINT; stderr: %s", cmd.ProcessState.ExitCode(), took.Round(time.Millisecond), stderr.String())
+	if code := cmd.ProcessState.ExitCode(); code != 4 {
+		t.Errorf("exit %d, want 4 (something left)", code)
+	}
+	if took > 2*time.Second {
+		t.Errorf("bench took %s to exit after the second SIGINT", took.Round(time.Millisecond))
+	}
+	left := len(c.managedSandboxes(t))
+	if left == 0 {
+		t.Errorf("no sandbox left: the teardowns were not abandoned")
+	}
+	if n := strings.Count(stderr.String(), "sandbox "); !strings.Contains(stderr.String(), "teardown abandoned; left: ") || n < left {
+		t.Errorf("stderr names %d sandbox(es), %d left in the runtime: want each listed for `podstep cleanup`", n, left)
+	}
+	e.cleanup(t)
+	e.assertBenchLeftNothing(t, d)
 }
