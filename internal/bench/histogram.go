@@ -40,7 +40,8 @@ func Histogram(w io.Writer, values []float64, bins, width int) {
 		if bins == 1 {
 			to = hi
 		}
-		fmt.Fprintf(w, "  %9s – %-9s %4d %s\n", fmtMs(from), fmtMs(to), c, bar(float64(c)/float64(most)*float64(width)))
+		line := fmt.Sprintf("  %9s – %-9s %4d %s", fmtMs(from), fmtMs(to), c, bar(float64(c)/float64(most)*float64(width)))
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 }
 

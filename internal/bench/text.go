@@ -113,7 +113,7 @@ func WriteComparison(w io.Writer, c *Comparison) {
 	for _, r := range c.Rows {
 		if r.Concurrency != k {
 			k = r.Concurrency
-			fmt.Fprintf(w, "\nconcurrency %d\n%-34s %10s %10s %9s %14s  %s\n", k, "figure", "base p50", "new p50", "change", "p (n)", "")
+			fmt.Fprintf(w, "\nconcurrency %d\n%-34s %10s %10s %9s %14s\n", k, "figure", "base p50", "new p50", "change", "p (n)")
 		}
 		verdict := "~"
 		switch {
