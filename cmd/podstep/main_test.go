@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		panic(string(out))
 	}
+	simServeBinary = func() (string, error) { return bin, nil }
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,6 +35,8 @@ type interrupts struct {
 
 	mu  sync.Mutex
 	eng *steps.Engine // what is left comes from it, once there is one
+	// more reports what other engines left (bench runs several at once).
+	more func() []steps.LeftBehind
 }
 
 // watchSignals starts listening; stop ends it.
@@ -87,17 +90,34 @@ func (in *interrupts) watch(eng *steps.Engine) {
 	in.mu.Unlock()
 }
 
+// watchMany names a source of what several engines left (podstep bench).
+func (in *interrupts) watchMany(more func() []steps.LeftBehind) {
+	in.mu.Lock()
+	in.more = more
+	in.mu.Unlock()
+}
+
 // abandon gives up on the teardown in progress: it says what is left and
 // exits, ExitLeftBehind when something is.
 func (in *interrupts) abandon() {
 	in.mu.Lock()
-	eng := in.eng
+	eng, more := in.eng, in.more
 	in.mu.Unlock()
-	var left steps.LeftBehind
+	var all []steps.LeftBehind
 	if eng != nil {
-		left = eng.LeftBehind()
+		all = append(all, eng.LeftBehind())
 	}
-	if left.Empty() {
+	if more != nil {
+		all = append(all, more()...)
+	}
+	var parts []string
+	for _, l := range all {
+		if !l.Empty() {
+			parts = append(parts, l.String())
+		}
+	}
+	left := strings.Join(parts, "; ")
+	if left == "" {
 		fmt.Fprintln(in.stderr, "podstep: interrupted again: stopped; nothing was left to tear down")
 		in.exit(ExitInterrupted)
 		return
