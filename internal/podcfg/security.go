@@ -9,10 +9,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Default /proc masks of pkg/securitycontext (DefaultProcMountMaskedPaths /
-// DefaultProcMountReadonlyPaths), as in the trace.
+// Default /proc masks of pkg/securitycontext (defaultMaskedPaths /
+// defaultReadonlyPaths), as in the trace; the masked paths also get this
+// machine's thermal_throttle dirs (procmasks.go).
 var (
-	defaultMaskedPaths = []string{
+	defaultStaticMaskedPaths = []string{
 		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
 		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
 		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
@@ -165,7 +166,7 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, uid *int64, 
 	if eff.ProcMount != nil && *eff.ProcMount == corev1.UnmaskedProcMount {
 		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
 	} else {
-		sc.MaskedPaths = append([]string(nil), defaultMaskedPaths...)
+		sc.MaskedPaths = append([]string(nil), defaultMaskedPaths()...)
 		sc.ReadonlyPaths = append([]string(nil), defaultReadonlyPaths...)
 	}
 	return sc, nil
