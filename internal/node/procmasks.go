@@ -1,4 +1,4 @@
-package podcfg
+package node
 
 import (
 	"fmt"
@@ -7,19 +7,19 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 )
 
-// defaultMaskedPaths mirrors pkg/securitycontext/util.go defaultMaskedPaths
-// of kubelet v1.37: the static list, then
-// /sys/devices/system/cpu/cpuN/thermal_throttle for each possible CPU N
-// whose dir exists on this machine (the kubelet's node), read once.
-var defaultMaskedPaths = sync.OnceValue(func() []string { return maskedPathsOn("/sys") })
+// ThermalThrottlePaths returns what pkg/securitycontext/util.go
+// defaultMaskedPaths (kubelet v1.37) adds to its static list of masked
+// paths on this machine: /sys/devices/system/cpu/cpuN/thermal_throttle for
+// each possible CPU N whose dir exists; nil when none does. podcfg takes it
+// as Options.ThermalThrottlePaths.
+func ThermalThrottlePaths() []string { return thermalThrottlePathsOn("/sys") }
 
-// maskedPathsOn is defaultMaskedPaths with sysfs at sys (a test's fake tree):
-// the paths it returns are always the container's (/sys/...).
-func maskedPathsOn(sys string) []string {
-	paths := append([]string(nil), defaultStaticMaskedPaths...)
+// thermalThrottlePathsOn is ThermalThrottlePaths with sysfs at sys (a test's
+// fake tree): the paths it returns are always the container's (/sys/...).
+func thermalThrottlePathsOn(sys string) []string {
+	var paths []string
 	for _, cpu := range possibleCPUs(sys) {
 		rel := fmt.Sprintf("devices/system/cpu/cpu%d/thermal_throttle", cpu)
 		if _, err := os.Stat(filepath.Join(sys, rel)); err == nil {
