@@ -171,7 +171,8 @@ func loadManifest(cmd *cobra.Command, file string) (*manifest.Bundle, error) {
 func (o *runOptions) configOptions(g *globalOptions) podcfg.Options {
 	return podcfg.Options{
 		RootDir: g.rootDir, LogDir: g.logDir, HugePageSizes: node.HugePageSizes(), Swap: node.SwapController(),
-		CgroupDriver: o.cgroupDriver, CgroupsPerQOS: o.cgroupsPerQOS,
+		ThermalThrottlePaths: node.ThermalThrottlePaths(),
+		CgroupDriver:         o.cgroupDriver, CgroupsPerQOS: o.cgroupsPerQOS,
 		ClusterDNS: o.clusterDNS, ClusterDomain: o.clusterDomain, Gates: o.gates,
 	}
 }

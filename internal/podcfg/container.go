@@ -65,7 +65,7 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 	} else if ns, err = namespaceOptions(pod, o); err != nil {
 		return nil, err
 	}
-	lsc, err := containerSecurityContext(pod, c, uid, username, ns, o.rootDir())
+	lsc, err := containerSecurityContext(pod, c, uid, username, ns, o.rootDir(), o.ThermalThrottlePaths)
 	if err != nil {
 		return nil, &ConfigError{Msg: err.Error()}
 	}

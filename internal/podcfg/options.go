@@ -28,6 +28,11 @@ type Options struct {
 	// libcontainer's order (node.HugePageSizes reads them); the kubelet
 	// sends a hugepage_limits entry for each.
 	HugePageSizes []int64
+	// ThermalThrottlePaths are the machine's
+	// /sys/devices/system/cpu/cpuN/thermal_throttle dirs
+	// (node.ThermalThrottlePaths reads them): the kubelet masks them in every
+	// container whose procMount is not Unmasked (defaultMaskedPaths).
+	ThermalThrottlePaths []string
 	// Swap is the machine's swap controller (node.SwapController reads
 	// it); it decides the containers' swap limits (configureSwap).
 	Swap SwapController

@@ -9,16 +9,23 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Default /proc masks of pkg/securitycontext (DefaultProcMountMaskedPaths /
-// DefaultProcMountReadonlyPaths), as in the trace.
+// Default /proc masks of pkg/securitycontext (defaultMaskedPaths /
+// defaultReadonlyPaths), as in the trace; defaultMaskedPaths adds the
+// machine's thermal_throttle dirs (Options.ThermalThrottlePaths).
 var (
-	defaultMaskedPaths = []string{
+	defaultStaticMaskedPaths = []string{
 		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
 		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
 		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
 	}
 	defaultReadonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
 )
+
+// defaultMaskedPaths mirrors pkg/securitycontext defaultMaskedPaths (v1.37):
+// the static list, then the machine's cpuN/thermal_throttle dirs.
+func defaultMaskedPaths(thermalThrottle []string) []string {
+	return append(append([]string(nil), defaultStaticMaskedPaths...), thermalThrottle...)
+}
 
 // effectiveSecurityContext mirrors pkg/securitycontext
 // DetermineEffectiveSecurityContext: the pod's SELinux options, runAsUser,
@@ -104,7 +111,7 @@ func verifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, uid *int64, userna
 
 // containerSecurityContext mirrors kuberuntime/security_context.go
 // determineEffectiveSecurityContext.
-func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, uid *int64, username string, ns *runtimeapi.NamespaceOption, rootDir string) (*runtimeapi.LinuxContainerSecurityContext, error) {
+func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, uid *int64, username string, ns *runtimeapi.NamespaceOption, rootDir string, thermalThrottle []string) (*runtimeapi.LinuxContainerSecurityContext, error) {
 	eff := effectiveSecurityContext(pod, c)
 	sc := &runtimeapi.LinuxContainerSecurityContext{
 		SelinuxOptions: seLinuxOption(eff.SELinuxOptions),
@@ -165,7 +172,7 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, uid *int64, 
 	if eff.ProcMount != nil && *eff.ProcMount == corev1.UnmaskedProcMount {
 		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
 	} else {
-		sc.MaskedPaths = append([]string(nil), defaultMaskedPaths...)
+		sc.MaskedPaths = defaultMaskedPaths(thermalThrottle)
 		sc.ReadonlyPaths = append([]string(nil), defaultReadonlyPaths...)
 	}
 	return sc, nil

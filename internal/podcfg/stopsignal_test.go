@@ -59,12 +59,12 @@ func TestProcMountMasks(t *testing.T) {
 		pm           *corev1.ProcMountType
 		masked, read int
 	}{
-		{nil, len(defaultMaskedPaths), len(defaultReadonlyPaths)},
-		{ptr(corev1.DefaultProcMount), len(defaultMaskedPaths), len(defaultReadonlyPaths)},
+		{nil, len(defaultMaskedPaths(nil)), len(defaultReadonlyPaths)},
+		{ptr(corev1.DefaultProcMount), len(defaultMaskedPaths(nil)), len(defaultReadonlyPaths)},
 		{ptr(corev1.UnmaskedProcMount), 0, 0},
 	} {
 		c := &corev1.Container{Name: "c", SecurityContext: &corev1.SecurityContext{ProcMount: tc.pm}}
-		sc, err := containerSecurityContext(pod, c, nil, "", ns, "/var/lib/kubelet")
+		sc, err := containerSecurityContext(pod, c, nil, "", ns, "/var/lib/kubelet", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,17 +30,23 @@ func ownHarness(t *testing.T, e *env) *harness {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test starts its own containerd: it must run as root (hack/test.sh does)")
 	}
-	h := &harness{dir: "/var/lib/podstep-runtime-gone", repo: e.repo}
+	h := &harness{dir: envOr("PODSTEP_RUNTIME_GONE_DIR", "/var/lib/podstep-runtime-gone"), repo: e.repo}
 	// The same containerd as the suite's (PODSTEP_RUNTIME names it); its own
 	// folder, network and registry port, apart from both suite harnesses.
+	// PODSTEP_RUNTIME_GONE_{DIR,SUBNET,BRIDGE,NETWORK,PORT} move them, so that
+	// two suites on one machine do not share the second harness; CI keeps the
+	// defaults.
 	containerd := "1.6"
 	if strings.Contains(os.Getenv("PODSTEP_RUNTIME"), " v2.") {
 		containerd = "2"
 	}
 	t.Logf("second harness: PODSTEP_CONTAINERD=%s", containerd)
 	h.env = append(os.Environ(), "PODSTEP_CONTAINERD="+containerd,
-		"PODSTEP_HARNESS_DIR="+h.dir, "PODSTEP_CNI_SUBNET=10.88.79.0/24", "PODSTEP_CNI_BRIDGE=pstgone0",
-		"PODSTEP_CNI_NETWORK=pstgone", "PODSTEP_REGISTRY_PORT=5078", "PODSTEP_BIN="+e.bin)
+		"PODSTEP_HARNESS_DIR="+h.dir,
+		"PODSTEP_CNI_SUBNET="+envOr("PODSTEP_RUNTIME_GONE_SUBNET", "10.88.79.0/24"),
+		"PODSTEP_CNI_BRIDGE="+envOr("PODSTEP_RUNTIME_GONE_BRIDGE", "pstgone0"),
+		"PODSTEP_CNI_NETWORK="+envOr("PODSTEP_RUNTIME_GONE_NETWORK", "pstgone"),
+		"PODSTEP_REGISTRY_PORT="+envOr("PODSTEP_RUNTIME_GONE_PORT", "5078"), "PODSTEP_BIN="+e.bin)
 	h.endpoint = "unix://" + h.dir + "/run/containerd.sock"
 	t.Cleanup(func() {
 		start := time.Now()
@@ -51,6 +57,14 @@ func ownHarness(t *testing.T, e *env) *harness {
 	})
 	h.up(t, "up")
 	return h
+}
+
+// envOr is the environment variable key, or def when it is unset or empty.
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
 
 func (h *harness) script(name string) (string, error) {
