@@ -20,6 +20,7 @@ import (
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/trace"
 )
 
 // runOptions are the flags of `podstep run` (and, where shared, `plan`).
@@ -46,6 +47,8 @@ type runOptions struct {
 	waitReady     bool
 	readyTimeout  time.Duration
 	record        string
+	// trace is --otlp-endpoint and --otlp-protocol (internal/trace).
+	trace trace.Options
 
 	// node is the node chosen for admission (set by runPod from the flags).
 	node *node.Node
@@ -93,6 +96,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.Float64Var(&o.backoffScale, "backoff-scale", 1, "multiply the kubelet's back-off delays (10s doubling to 5m) by this for the time podstep waits, e.g. 0.01 in CI")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "how long the ready stage (--wait-ready) waits for the pod to be Ready")
 	f.StringVar(&o.record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
+	o.trace.AddFlags(f)
 	return cmd
 }
 
@@ -205,7 +209,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
+func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) (retErr error) {
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -216,12 +220,17 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.node, err = o.nodeFor(bundle); err != nil {
 		return err
 	}
+	tr, err := openTracing(cmd.Context(), o.trace)
+	if err != nil {
+		return err
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	defer func() { tr.close(cmd.Context(), retErr, stderr) }()
 	rec, err := openRecording(o.record, o.file)
 	if err != nil {
 		return err
 	}
 	defer rec.close()
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := !o.auto && isTerminal(stdout)
 	if !o.auto && !interactive {
 		fmt.Fprintln(stderr, "podstep: stdout is not a terminal: running as --auto")
@@ -249,7 +258,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	defer c.stop()
 
 	if interactive {
-		return runInteractive(ctx, cmd, g, o, bundle, c, sig, rec)
+		return runInteractive(ctx, cmd, g, o, bundle, c, sig, rec, tr)
 	}
 
 	eo := o.engineOptions(g)
@@ -259,6 +268,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return err
 	}
 	sig.watch(eng)
+	tr.start(ctx, c, eng)
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eng.Subscribe(printer.Observe)
