@@ -257,6 +257,64 @@ print_endpoint() {
 	log "CONTAINER_RUNTIME_ENDPOINT=$ENDPOINT"
 }
 
+# --- tracing ----------------------------------------------------------------------------------------
+# PODSTEP_OTLP_ENDPOINT=http://127.0.0.1:PORT (an OTLP/HTTP collector's base URL, e.g. the one
+# hack/jaeger-up.sh prints): containerd exports its spans there (service name "containerd"). Unset:
+# its two tracing plugins (io.containerd.tracing.processor.v1.otlp, io.containerd.internal.v1.tracing)
+# stay disabled, as before.
+# - containerd 2 (v2.4) configures them only through the standard OTEL_* environment (their config
+#   fields endpoint/protocol/insecure and sampling_ratio/service_name were removed in v2.4:
+#   RELEASES.md, pkg/tracing/plugin/otlp.go), so it is started with that environment (spans
+#   batched every 200 ms instead of 5 s, so that a test finds them soon after a run).
+# - containerd 1.6 reads those config fields (tracing/plugin/otlp.go of v1.6.20), in the config.
+OTLP_ENDPOINT=${PODSTEP_OTLP_ENDPOINT:-}
+if [ -n "$OTLP_ENDPOINT" ]; then
+	[[ $OTLP_ENDPOINT =~ ^https?://[^/?#]+(/[^?#]*)?$ ]] ||
+		die "PODSTEP_OTLP_ENDPOINT=$OTLP_ENDPOINT: expected an OTLP/HTTP base URL such as http://127.0.0.1:14318"
+fi
+tracing_on() { [ -n "$OTLP_ENDPOINT" ]; }
+# tracing_disabled: the disabled_plugins lines of the tracing plugins, when tracing is off.
+tracing_disabled() {
+	tracing_on || printf '  "%s",\n' io.containerd.tracing.processor.v1.otlp io.containerd.internal.v1.tracing
+	return 0
+}
+# tracing16_config: containerd 1.6's tracing sections (none when tracing is off).
+tracing16_config() {
+	tracing_on || return 0
+	# (after common_config's last line: a line break, then a blank line)
+	printf '\n\n'
+	cat <<EOF
+[plugins."io.containerd.tracing.processor.v1.otlp"]
+  endpoint = "$OTLP_ENDPOINT"
+  protocol = "http/protobuf"
+  insecure = true
+
+[plugins."io.containerd.internal.v1.tracing"]
+  sampling_ratio = 1.0
+  service_name = "containerd"
+EOF
+}
+# tracing_env: the environment containerd 2 is started with (empty when tracing is off).
+tracing_env() {
+	tracing_on || return 0
+	printf '%s\n' "OTEL_EXPORTER_OTLP_ENDPOINT=$OTLP_ENDPOINT" OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf \
+		OTEL_SERVICE_NAME=containerd OTEL_TRACES_SAMPLER=parentbased_always_on OTEL_BSP_SCHEDULE_DELAY=200
+}
+# check_tracing PID: a running containerd was started with the tracing asked for now; a harness
+# reused with other tracing would silently export elsewhere, or not at all.
+check_tracing() {
+	local have want=$OTLP_ENDPOINT
+	if [ "$RUNTIME" = 2 ]; then
+		have=$(tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^OTEL_EXPORTER_OTLP_ENDPOINT=//p')
+	else
+		have=$(sed -n '/^\[plugins."io.containerd.tracing.processor.v1.otlp"\]/,/^\[plugins."io.containerd.internal/s/^ *endpoint = "\(.*\)"/\1/p' "$CONFIG" 2>/dev/null)
+	fi
+	[ "$have" = "$want" ] ||
+		die "containerd (pid $1) exports traces to '${have:-nowhere}', but PODSTEP_OTLP_ENDPOINT asks for '${want:-nowhere}'; stop it with hack/containerd-down.sh and the same variables"
+	if [ -n "$want" ]; then log "containerd exports its traces to $want (OTLP/HTTP)"; fi
+	return 0
+}
+
 # --- config -----------------------------------------------------------------------------------
 write_config() {
 	mkdir -p "$DIR"/{root,state,run,cni,cni-data,opt,runc,images}
@@ -304,11 +362,10 @@ disabled_plugins = [
   "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing",
+$(tracing_disabled)
 ]
 
-$(common_config)
+$(common_config)$(tracing16_config)
 
 [plugins."io.containerd.grpc.v1.cri"]
   restrict_oom_score_adj = true
@@ -352,8 +409,7 @@ disabled_plugins = [
   "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.snapshotter.v1.erofs",
   "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing",
+$(tracing_disabled)
   "io.containerd.nri.v1.nri",
 ]
 
@@ -644,6 +700,7 @@ main() {
 	if pid=$(running_pid) && socket_answers; then
 		log "containerd already running (pid $pid, dir $DIR)"
 		check_version
+		check_tracing "$pid"
 		host_sysctls
 		ensure_images
 		ensure_registry
@@ -664,7 +721,9 @@ main() {
 	if [ -n "$SHIM_DIR" ]; then
 		# containerd 2 finds containerd-shim-runc-v2 on its PATH: ours first (Debian's 1.6 shim
 		# may be in /usr/bin).
-		PATH=$SHIM_DIR:$PATH setsid "$CONTAINERD_BIN" --config "$CONFIG" >>"$LOG" 2>&1 </dev/null &
+		local otel=()
+		mapfile -t otel < <(tracing_env)
+		env PATH="$SHIM_DIR:$PATH" "${otel[@]}" setsid "$CONTAINERD_BIN" --config "$CONFIG" >>"$LOG" 2>&1 </dev/null &
 	else
 		setsid "$CONTAINERD_BIN" --config "$CONFIG" >>"$LOG" 2>&1 </dev/null &
 	fi
@@ -682,6 +741,7 @@ main() {
 		sleep 0.2
 	done
 	check_version
+	check_tracing "$pid"
 	ensure_images
 	ensure_registry
 	wait_ready "$pid"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -53,14 +54,23 @@ func (t *tracing) start(ctx context.Context, c *conn, eng *steps.Engine) {
 }
 
 // close ends the run's spans with the command's exit code and flushes them,
-// waiting at most the exporter's timeout; a collector that cannot be reached
-// is one warning line on stderr, and the exit code stands.
+// waiting at most the exporter's timeout. It says on stderr which trace was
+// exported, or, when the collector could not be reached, one warning line;
+// the exit code stands either way.
 func (t *tracing) close(ctx context.Context, err error, stderr io.Writer) {
 	if t == nil {
 		return
 	}
+	if t.run == nil {
+		// Nothing was traced: the run ended before the engine was made
+		// (bad manifest, runtime unreachable).
+		t.x.Shutdown(ctx, io.Discard)
+		return
+	}
 	t.run.End(codeOf(err))
-	t.x.Shutdown(ctx, stderr)
+	if t.x.Shutdown(ctx, stderr) {
+		fmt.Fprintf(stderr, "podstep: trace %s exported to %s\n", t.run.TraceID(), t.x.Config().URL)
+	}
 }
 
 // codeOf is the exit code err will give (exitCode, without printing).

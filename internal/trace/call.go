@@ -65,6 +65,11 @@ func (r *Run) StartCall(ctx context.Context, c cri.CallStart) (context.Context, 
 	}
 }
 
+// Inject puts the W3C trace context of ctx's span (traceparent, and baggage)
+// into ctx's outgoing gRPC metadata, as the kubelet's CRI client sends it: for
+// a command that forwards CRI calls with spans of its own (a proxy).
+func Inject(ctx context.Context) context.Context { return inject(ctx) }
+
 // inject puts the span's trace context into ctx's outgoing gRPC metadata.
 func inject(ctx context.Context) context.Context {
 	md, _ := metadata.FromOutgoingContext(ctx)

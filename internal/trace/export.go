@@ -89,10 +89,11 @@ func (x *Exporter) note(err error) {
 // Shutdown sends the spans not sent yet and stops the exporter, waiting at
 // most the exporter's timeout. When spans could not be exported (during
 // the run or now) it writes one warning line to w; the run's outcome does
-// not change. Safe on a nil Exporter.
-func (x *Exporter) Shutdown(ctx context.Context, w io.Writer) {
+// not change. It reports whether every span was exported. Safe on a nil
+// Exporter.
+func (x *Exporter) Shutdown(ctx context.Context, w io.Writer) (exported bool) {
 	if x == nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.cfg.Timeout)
 	defer cancel()
@@ -102,7 +103,9 @@ func (x *Exporter) Shutdown(ctx context.Context, w io.Writer) {
 	x.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(w, "podstep: warning: traces not exported to %s (%s, timeout %s): %s\n", x.cfg.URL, x.cfg.Protocol, x.cfg.Timeout, oneLine(firstErr(errs)))
+		return false
 	}
+	return true
 }
 
 func firstErr(errs []error) error {
