@@ -76,6 +76,8 @@ extensions:
     http:
       endpoint: 127.0.0.1:$J_HEALTH
   jaeger_query:
+    # Jaeger's own spans would go to the default OTLP endpoint, localhost:4317: a user's collector.
+    enable_tracing: false
     storage:
       traces: memstore
     http:

@@ -39,3 +39,4 @@ func BenchmarkTenCalls(b *testing.B) {
 		run.Observe(steps.Event{Kind: steps.StepDone, Step: step})
 	}
 }
+

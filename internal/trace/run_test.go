@@ -26,6 +26,16 @@ import (
 // returns the ended spans and the client's calls.
 func traced(t *testing.T, file string) ([]sdktrace.ReadOnlySpan, []cri.Call) {
 	t.Helper()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	calls := runFile(t, file, tp, true)
+	return rec.Ended(), calls
+}
+
+// runFile runs file on the simulated runtime, creation then teardown, with
+// a Run on tp when traced, and returns the client's calls.
+func runFile(t testing.TB, file string, tp *sdktrace.TracerProvider, traced bool) []cri.Call {
+	t.Helper()
 	b, err := manifest.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -44,12 +54,13 @@ func traced(t *testing.T, file string) ([]sdktrace.ReadOnlySpan, []cri.Call) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	p := eng.Pod()
-	run := newRun(context.Background(), tp.Tracer(scope), Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)})
-	eng.Subscribe(run.Observe)
-	c.SetTracer(run)
+	var run *Run
+	if traced {
+		p := eng.Pod()
+		run = newRun(context.Background(), tp.Tracer(scope), Pod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)})
+		eng.Subscribe(run.Observe)
+		c.SetTracer(run)
+	}
 	ctx := context.Background()
 	for !eng.Finished() {
 		if err := eng.Continue(ctx); err != nil {
@@ -60,7 +71,7 @@ func traced(t *testing.T, file string) ([]sdktrace.ReadOnlySpan, []cri.Call) {
 		t.Fatal(err)
 	}
 	run.End(0)
-	return rec.Ended(), c.Calls()
+	return c.Calls()
 }
 
 // TestRunSpanTree checks the tree a run makes: the root; syncPod and
