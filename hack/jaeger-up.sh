@@ -51,7 +51,9 @@ for p in "$J_GRPC" "$J_HTTP" "$J_QUERY" "$J_QUERY_GRPC" "$J_HEALTH"; do
 	fi
 done
 
-BIN=$(bash "$HERE/jaeger-build.sh" | tail -n 1)
+# The build's own lines (cached, or building and how long it took) to stderr; its path, last, here.
+BIN=$(bash "$HERE/jaeger-build.sh" | tee /dev/stderr | tail -n 1)
+[ -x "$BIN" ] || die "hack/jaeger-build.sh gave no jaeger binary ('$BIN')"
 mkdir -p "$J_DIR"
 # Only what the tests need: the OTLP receiver, memory storage, the query API. The collector's own
 # metrics are off (they would listen on :8888).
