@@ -47,11 +47,14 @@ type runOptions struct {
 	waitReady     bool
 	readyTimeout  time.Duration
 	record        string
-	// trace is --otlp-endpoint and --otlp-protocol (internal/trace).
-	trace trace.Options
 
 	// node is the node chosen for admission (set by runPod from the flags).
 	node *node.Node
+
+	// trace is --otlp-endpoint and --otlp-protocol (internal/trace); tracing
+	// is the run's export, set by runPod (nil: no tracing).
+	trace   trace.Options
+	tracing *tracing
 }
 
 func addPodFlags(cmd *cobra.Command, o *runOptions) {
@@ -79,7 +82,10 @@ func newRunCmd(g *globalOptions) *cobra.Command {
   podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPod(cmd, g, o)
+			err := runPod(cmd, g, o)
+			// The spans end with the run's exit code; at most the exporter's timeout.
+			o.tracing.close(cmd.Context(), err, cmd.ErrOrStderr())
+			return err
 		},
 	}
 	addPodFlags(cmd, o)
@@ -209,7 +215,7 @@ func isTerminal(w io.Writer) bool {
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
-func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) (retErr error) {
+func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -220,17 +226,15 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) (retErr error) 
 	if o.node, err = o.nodeFor(bundle); err != nil {
 		return err
 	}
-	tr, err := openTracing(cmd.Context(), o.trace)
-	if err != nil {
+	if o.tracing, err = openTracing(cmd.Context(), o.trace); err != nil {
 		return err
 	}
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	defer func() { tr.close(cmd.Context(), retErr, stderr) }()
 	rec, err := openRecording(o.record, o.file)
 	if err != nil {
 		return err
 	}
 	defer rec.close()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := !o.auto && isTerminal(stdout)
 	if !o.auto && !interactive {
 		fmt.Fprintln(stderr, "podstep: stdout is not a terminal: running as --auto")
@@ -258,7 +262,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) (retErr error) 
 	defer c.stop()
 
 	if interactive {
-		return runInteractive(ctx, cmd, g, o, bundle, c, sig, rec, tr)
+		return runInteractive(ctx, cmd, g, o, bundle, c, sig, rec)
 	}
 
 	eo := o.engineOptions(g)
@@ -268,7 +272,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) (retErr error) 
 		return err
 	}
 	sig.watch(eng)
-	tr.start(ctx, c, eng)
+	o.tracing.start(ctx, c, eng)
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eng.Subscribe(printer.Observe)

@@ -19,7 +19,7 @@ import (
 // those of --auto.
 // ctx is cancelled by a signal (SIGHUP included: a closed terminal), which
 // ends the TUI and tears the pod down.
-func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn, sig *interrupts, rec *recording, tr *tracing) error {
+func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn, sig *interrupts, rec *recording) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	eo := o.engineOptions(g)
 	eo.Simulated = c.info.Simulated
@@ -28,7 +28,7 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 		return err
 	}
 	sig.watch(eng)
-	tr.start(ctx, c, eng)
+	o.tracing.start(ctx, c, eng)
 	rec.subscribe(eng)
 	rec.start(ctx, cmd, o, c, b, eng, true)
 	var breaks []steps.Stage
