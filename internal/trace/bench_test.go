@@ -39,4 +39,3 @@ func BenchmarkTenCalls(b *testing.B) {
 		run.Observe(steps.Event{Kind: steps.StepDone, Step: step})
 	}
 }
-

@@ -39,24 +39,25 @@ func (r *Run) StartCall(ctx context.Context, c cri.CallStart) (context.Context, 
 	}
 	r.mu.Unlock()
 
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs,
-		attribute.String("rpc.system", "grpc"),
-		attribute.String("rpc.service", cri.Service(c.Method)),
-		attribute.String("rpc.method", c.Method),
-		attribute.String("k8s.pod.name", r.pod.Name),
-		attribute.String("k8s.namespace.name", r.pod.Namespace),
-		attribute.Int("podstep.cri.request_size", c.Size))
-	if container != "" {
-		attrs = append(attrs, attribute.String("k8s.container.name", container))
-	}
-	attrs = idAttrs(attrs, c.Request)
-	name := strings.TrimPrefix(c.FullMethod, "/")
-	sctx, span := r.tracer.Start(oteltrace.ContextWithSpan(ctx, parent), name,
-		oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(attrs...))
+	// The attributes are set once, at the end, with the status code: one
+	// allocation of the span's attribute list instead of growing it.
+	sctx, span := r.tracer.Start(oteltrace.ContextWithSpan(ctx, parent), strings.TrimPrefix(c.FullMethod, "/"),
+		oteltrace.WithSpanKind(oteltrace.SpanKindClient))
 	return inject(sctx), func(call cri.Call) {
 		code := call.Code()
-		span.SetAttributes(attribute.Int("rpc.grpc.status_code", int(code)))
+		attrs := make([]attribute.KeyValue, 0, 11)
+		attrs = append(attrs,
+			attribute.String("rpc.system", "grpc"),
+			attribute.String("rpc.service", cri.Service(c.Method)),
+			attribute.String("rpc.method", c.Method),
+			attribute.Int("rpc.grpc.status_code", int(code)),
+			attribute.String("k8s.pod.name", r.pod.Name),
+			attribute.String("k8s.namespace.name", r.pod.Namespace),
+			attribute.Int("podstep.cri.request_size", c.Size))
+		if container != "" {
+			attrs = append(attrs, attribute.String("k8s.container.name", container))
+		}
+		span.SetAttributes(idAttrs(attrs, c.Request)...)
 		if call.Err != nil {
 			// call.Err is masked by the client's redactor.
 			span.SetStatus(codes.Error, code.String()+": "+call.ErrorMessage())
@@ -70,30 +71,35 @@ func (r *Run) StartCall(ctx context.Context, c cri.CallStart) (context.Context, 
 // a command that forwards CRI calls with spans of its own (a proxy).
 func Inject(ctx context.Context) context.Context { return inject(ctx) }
 
-// inject puts the span's trace context into ctx's outgoing gRPC metadata.
+// inject adds the span's trace context to ctx's outgoing gRPC metadata.
 func inject(ctx context.Context) context.Context {
-	md, _ := metadata.FromOutgoingContext(ctx)
-	md = md.Copy()
-	propagator.Inject(ctx, metadataCarrier(md))
-	return metadata.NewOutgoingContext(ctx, md)
+	var kv kvCarrier
+	propagator.Inject(ctx, &kv)
+	if len(kv) == 0 {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...)
 }
 
-// metadataCarrier is gRPC metadata as a propagation.TextMapCarrier.
-type metadataCarrier metadata.MD
+// kvCarrier collects what a propagator injects as metadata key/value pairs
+// (keys lower-case, as gRPC metadata keys are).
+type kvCarrier []string
 
-func (m metadataCarrier) Get(key string) string {
-	if v := metadata.MD(m).Get(key); len(v) > 0 {
-		return v[0]
+func (c *kvCarrier) Get(key string) string {
+	for i := 0; i+1 < len(*c); i += 2 {
+		if (*c)[i] == key {
+			return (*c)[i+1]
+		}
 	}
 	return ""
 }
 
-func (m metadataCarrier) Set(key, value string) { metadata.MD(m).Set(key, value) }
+func (c *kvCarrier) Set(key, value string) { *c = append(*c, strings.ToLower(key), value) }
 
-func (m metadataCarrier) Keys() []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+func (c *kvCarrier) Keys() []string {
+	var out []string
+	for i := 0; i < len(*c); i += 2 {
+		out = append(out, (*c)[i])
 	}
 	return out
 }

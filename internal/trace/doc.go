@@ -17,8 +17,9 @@
 // cri.Tracer. With no endpoint configured, Setup returns nil and nothing is
 // traced: no exporter, no hook, no cost.
 //
-// Exporting never slows or breaks a run: spans are batched and sent in the
-// background; at the end Shutdown waits at most the exporter's timeout
+// Exporting never slows or breaks a run: ended spans are kept in memory (a
+// batch of 512 goes out in the background) and sent at the end, where
+// Shutdown waits at most the exporter's timeout
 // (OTEL_EXPORTER_OTLP_TIMEOUT, 10 s by default), and a collector that could not
 // be reached is one warning line, never a changed exit code. Span attributes hold
 // only what the redactor left: redacted requests, results and errors.

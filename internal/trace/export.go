@@ -17,6 +17,10 @@ import (
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
+// maxBatch is how many ended spans are kept before they are exported in the
+// background (the SDK's default batch size); a run of the hello pod makes ~50.
+const maxBatch = 512
+
 // scope is podstep's instrumentation scope (the kubelet's is
 // "k8s.io/kubernetes/pkg/kubelet").
 const scope = "github.com/podstep/podstep"
@@ -69,7 +73,7 @@ func Setup(ctx context.Context, cfg *Config, version string) (*Exporter, error) 
 	}
 	x.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
-		sdktrace.WithBatcher(exp, sdktrace.WithExportTimeout(cfg.Timeout)))
+		sdktrace.WithSpanProcessor(newBatchAtEnd(exp, maxBatch)))
 	x.tracer = x.tp.Tracer(scope, oteltrace.WithInstrumentationVersion(version))
 	return x, nil
 }
