@@ -86,9 +86,9 @@ bash hack/fuzz.sh
 record "fuzz (hack/fuzz.sh, 10 s per target)" $?
 
 # The packages with goroutines (the engine and its actions, the TUI, the pod state tracker, the
-# CRI client and its hooks, the spans of a run, the simulated runtime, the signal handling in cmd) again under the
+# CRI client and its hooks, the simulated runtime, the signal handling in cmd) again under the
 # race detector.
-RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/trace ./internal/sim ./cmd/podstep)
+RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./cmd/podstep)
 section "go test -race ${RACE_PKGS[*]}"
 go test -race "${RACE_PKGS[@]}"
 record "go test -race (concurrent packages)" $?
