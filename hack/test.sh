@@ -5,7 +5,8 @@
 #   2. go test ./...                     unit tests; go test -race on the concurrent packages
 #   3. as root: the integration suite against a real containerd and a private registry, once per
 #      runtime: Debian's containerd 1.6, then containerd 2.4.2 (PODSTEP_CONTAINERD=1.6 / 2)
-#        go build -o $TMP/podstep ./cmd/podstep  →  for each runtime: hack/containerd-up.sh
+#        go build -o $TMP/podstep ./cmd/podstep  →  hack/jaeger-up.sh (Jaeger v2, built once and
+#        cached, for the tracing tests)  →  for each runtime: hack/containerd-up.sh
 #        →  go test -count=1 -tags integration ./test/integration/ -v
 #        →  hack/containerd-down.sh (always, from a trap)
 #
@@ -87,7 +88,7 @@ record "fuzz (hack/fuzz.sh, 10 s per target)" $?
 # The packages with goroutines (the engine and its actions, the TUI, the pod state tracker, the
 # CRI client and its hooks, the simulated runtime, bench's pod workers, the signal handling in cmd) again under the
 # race detector.
-RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./internal/bench ./cmd/podstep)
+RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./internal/bench ./cmd/podstep ./internal/trace)
 section "go test -race ${RACE_PKGS[*]}"
 go test -race "${RACE_PKGS[@]}"
 record "go test -race (concurrent packages)" $?
@@ -154,6 +155,9 @@ teardown() {
 	if [ -n "$HARNESS_UP" ]; then
 		harness_down "$HARNESS_UP"
 	fi
+	if [ -n "${JAEGER_UP:-}" ]; then
+		PODSTEP_JAEGER_DIR=$TMP/jaeger bash "$REPO_ROOT/hack/jaeger-down.sh" || echo "hack/test.sh: jaeger-down.sh failed" >&2
+	fi
 	rm -rf "$TMP"
 	exit "$rc"
 }
@@ -177,6 +181,23 @@ fi
 if ! command -v chromium >/dev/null; then
 	apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } ||
 		echo "hack/test.sh: could not install chromium; the timeline integration test will fail"
+fi
+
+# Jaeger v2, the tracing tests' OTLP receiver (built once, cached: hack/jaeger-build.sh), on
+# loopback for both runtimes' suites; containerd 2.x exports its spans to it too
+# (PODSTEP_OTLP_ENDPOINT, which containerd-up.sh reads). Stopped by the EXIT trap.
+JAEGER_UP=
+section "hack/jaeger-up.sh (Jaeger v2 for the tracing tests)"
+start=$SECONDS
+JAEGER_UP=1
+if PODSTEP_JAEGER_DIR=$TMP/jaeger bash hack/jaeger-up.sh | tee "$TMP/jaeger.out"; then # (pipefail)
+	for v in PODSTEP_OTLP_ENDPOINT PODSTEP_OTLP_GRPC_ENDPOINT PODSTEP_JAEGER_QUERY; do
+		export "$v=$(sed -n "s/^$v=//p" "$TMP/jaeger.out" | tail -n 1)"
+	done
+	record "hack/jaeger-up.sh: Jaeger v2 at $PODSTEP_JAEGER_QUERY ($((SECONDS - start)) s)" 0
+else
+	banner FAILED "Jaeger did not come up: the tracing tests will fail (log: hack/jaeger-build.sh's build.log, or $TMP/jaeger/jaeger.log)"
+	record "hack/jaeger-up.sh" 1
 fi
 
 # integration RUNTIME: its harness up, the suite against it, its harness down.

@@ -21,6 +21,7 @@ import (
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/trace"
 )
 
 // runOptions are the flags of `podstep run` (and, where shared, `plan`).
@@ -54,6 +55,11 @@ type runOptions struct {
 
 	// node is the node chosen for admission (set by runPod from the flags).
 	node *node.Node
+
+	// trace is --otlp-endpoint and --otlp-protocol (internal/trace); tracing
+	// is the run's export, set by runPod (nil: no tracing).
+	trace   trace.Options
+	tracing *tracing
 }
 
 func addPodFlags(cmd *cobra.Command, o *runOptions) {
@@ -82,7 +88,10 @@ func newRunCmd(g *globalOptions) *cobra.Command {
   podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPod(cmd, g, o)
+			err := runPod(cmd, g, o)
+			// The spans end with the run's exit code; at most the exporter's timeout.
+			o.tracing.close(cmd.Context(), err, cmd.ErrOrStderr())
+			return err
 		},
 	}
 	addPodFlags(cmd, o)
@@ -99,6 +108,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.Float64Var(&o.backoffScale, "backoff-scale", 1, "multiply the kubelet's back-off delays (10s doubling to 5m) by this for the time podstep waits, e.g. 0.01 in CI")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "how long the ready stage (--wait-ready) waits for the pod to be Ready")
 	f.StringVar(&o.record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
+	o.trace.AddFlags(f)
 	return cmd
 }
 
@@ -238,6 +248,9 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.node, err = o.nodeFor(bundle); err != nil {
 		return err
 	}
+	if o.tracing, err = openTracing(cmd.Context(), o.trace); err != nil {
+		return err
+	}
 	rec, err := openRecording(o.record, o.file)
 	if err != nil {
 		return err
@@ -281,6 +294,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return err
 	}
 	sig.watch(eng)
+	o.tracing.start(ctx, c, eng)
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(&stdoutWatch{w: stdout, gone: sig.interrupt}, o.output)
 	eng.Subscribe(printer.Observe)

@@ -28,6 +28,7 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 		return err
 	}
 	sig.watch(eng)
+	o.tracing.start(ctx, c, eng)
 	rec.subscribe(eng)
 	rec.start(ctx, cmd, o, c, b, eng, true)
 	var breaks []steps.Stage

@@ -49,6 +49,7 @@ type Client struct {
 	calls   []Call
 	onCall  []func(Call)
 	onStart []func(method string, req proto.Message)
+	tracer  Tracer
 }
 
 // Dial connects to a runtime (and image service, which defaults to the
@@ -159,10 +160,15 @@ func invoke[Req, Resp proto.Message](ctx context.Context, c *Client, method stri
 	fn func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (Resp, error) {
 	c.mu.Lock()
 	starts := append([]func(string, proto.Message){}, c.onStart...)
+	tracer := c.tracer
 	c.mu.Unlock()
 	redReq := c.Redactor.Redact(req)
 	for _, f := range starts {
 		f(method, redReq)
+	}
+	var endSpan func(Call)
+	if tracer != nil {
+		ctx, endSpan = tracer.StartCall(ctx, CallStart{Method: method, FullMethod: FullMethod(method), Request: redReq, Size: proto.Size(req)})
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -182,6 +188,9 @@ func invoke[Req, Resp proto.Message](ctx context.Context, c *Client, method stri
 	c.calls = append(c.calls, call)
 	hooks := append([]func(Call){}, c.onCall...)
 	c.mu.Unlock()
+	if endSpan != nil {
+		endSpan(call)
+	}
 	for _, f := range hooks {
 		f(call)
 	}

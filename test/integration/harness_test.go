@@ -52,6 +52,8 @@ type env struct {
 	repo     string // repository root (for testdata/pods)
 	// rt is the runtime under test, from its CRI Version.
 	rt runtimeUnderTest
+	// extraEnv is added to podstep's environment (KEY=value).
+	extraEnv []string
 }
 
 // setup returns the environment or, when it is missing, skips the test loudly
@@ -304,7 +306,7 @@ func (e *env) podstep(t *testing.T, args ...string) *result {
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.bin, args...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), e.extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
