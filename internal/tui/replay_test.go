@@ -23,9 +23,6 @@ type replayHarness struct {
 
 func newReplayHarness(t testing.TB, name string) *replayHarness {
 	t.Helper()
-	loc := time.Local
-	time.Local = time.UTC // the pod pane's "running since" (decoded in Local)
-	t.Cleanup(func() { time.Local = loc })
 	f, err := os.Open(repoFile("testdata/recordings/" + name))
 	if err != nil {
 		t.Fatal(err)
