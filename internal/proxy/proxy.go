@@ -173,6 +173,8 @@ func (s *Server) handle(_ any, ss grpc.ServerStream) error {
 		return err
 	}
 	c.Response = resp.payload
+	// Done before the answer goes back: the kubelet's next call (which
+	// may depend on this answer) then finds this one's step finished.
 	s.done(c)
 	return ss.SendMsg(resp)
 }

@@ -208,14 +208,15 @@ func (p *Pod) openStep(kind steps.Kind, container string, now time.Time) *openSt
 }
 
 // callDone records an answer (w.mu held).
-func (p *Pod) callDone(info *callInfo, c *proxy.Call, resp proto.Message, err error) {
+// resp is the answer as sent, shown and err its redacted copies.
+func (p *Pod) callDone(info *callInfo, c *proxy.Call, resp, shown proto.Message, err error) {
 	o := info.step
 	start := c.Start
 	if start.IsZero() {
 		start = c.Arrived
 	}
-	call := cri.Call{Seq: int(c.Seq), Method: c.Name(), Request: info.shown, Response: resp, Err: err, Start: start, Duration: c.Duration}
-	p.apply(info, c, resp, err)
+	call := cri.Call{Seq: int(c.Seq), Method: c.Name(), Request: info.shown, Response: shown, Err: err, Start: start, Duration: c.Duration}
+	p.apply(info, c, resp, c.Err)
 	if o == nil || o.dropped {
 		return
 	}

@@ -203,15 +203,24 @@ func (w *Watcher) gate(ctx context.Context, c *proxy.Call) {
 	h.wait(ctx, c, pod, stage, name)
 }
 
-// done decodes the answer and updates the pod.
+// done decodes the answer and updates the pod. Node-level answers are
+// decoded only when they can name pods podstep has not seen (the lists)
+// or the runtime (Version).
 func (w *Watcher) done(c *proxy.Call) {
-	var resp proto.Message
-	if c.Err == nil && !c.Streaming {
-		resp = decode(c.Method, c.Response, true)
-	}
 	w.mu.Lock()
 	info := w.calls[c.Seq]
 	delete(w.calls, c.Seq)
+	w.mu.Unlock()
+	var resp proto.Message
+	if c.Err == nil && !c.Streaming && (info != nil && info.pod != nil || learns[c.Name()]) {
+		resp = decode(c.Method, c.Response, true)
+	}
+	var shown proto.Message
+	var err error
+	if info != nil && info.pod != nil {
+		shown, err = w.red.Redact(resp), w.red.Error(c.Err)
+	}
+	w.mu.Lock()
 	if v, ok := resp.(*runtimeapi.VersionResponse); ok && v.GetRuntimeName() != "" {
 		w.runtime = v.GetRuntimeName()
 	}
@@ -222,11 +231,14 @@ func (w *Watcher) done(c *proxy.Call) {
 		if !info.pod.followed {
 			w.polling[OtherPods]++
 		}
-		info.pod.callDone(info, c, w.red.Redact(resp), w.red.Error(c.Err))
+		info.pod.callDone(info, c, resp, shown, err)
 	}
 	w.mu.Unlock()
 	w.deliver()
 }
+
+// learns are the node-level methods whose answers are read.
+var learns = map[string]bool{"ListPodSandbox": true, "ListContainers": true, "Version": true}
 
 // tick closes steps of several calls once they have been quiet.
 func (w *Watcher) tick() {
