@@ -416,3 +416,4 @@ func jsonLine(v any) []byte {
 	}
 	return append(b, '\n')
 }
+var _ tui.Live = (*watch.Pod)(nil)

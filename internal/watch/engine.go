@@ -3,6 +3,8 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,12 +24,36 @@ var ErrNothingHeld = errors.New("no call of this pod is held: the kubelet runs o
 // held, the held call's step is the one NextStep names.
 func (p *Pod) Steps() []steps.Step {
 	p.w.mu.Lock()
-	defer p.w.mu.Unlock()
 	out := make([]steps.Step, len(p.steps))
 	for i, s := range p.steps {
 		out[i] = copyStep(s)
 	}
+	p.w.mu.Unlock()
+	if h := p.w.opts.Hold; h != nil {
+		for _, x := range h.Held() {
+			for i := range out {
+				if x.Pod == p && out[i].Name == x.Step && out[i].State == steps.Running {
+					// The held call is the request the step will send.
+					out[i].Requests = append(out[i].Requests, steps.Request{Method: x.Call.Name(), Message: x.Request, Note: "held by podstep"})
+					out[i].Title = fmt.Sprintf("%s: HELD, the kubelet gives up in %s, podstep lets it go in %s (n: let it go, c: continue)",
+						x.Call.Name(), time.Until(x.Deadline).Round(time.Second), time.Until(x.ReleaseAt).Round(time.Second))
+					break
+				}
+			}
+		}
+	}
 	return out
+}
+
+// Changed signals when the pod has a new event or a held call changed
+// (tui.Live): the TUI then re-reads it.
+func (p *Pod) Changed() <-chan struct{} { return p.changed }
+
+func (p *Pod) poke() {
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Pod is the pod as the calls show it (metadata and the containers

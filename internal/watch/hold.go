@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/podstep/podstep/internal/proxy"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -43,7 +45,10 @@ type Hold struct {
 
 // Held is one call waiting at the hold.
 type Held struct {
-	Call  *proxy.Call
+	Call *proxy.Call
+	// Request is the call's request, decoded and redacted (nil when podstep
+	// cannot decode it).
+	Request proto.Message
 	Pod   *Pod
 	Stage steps.Stage
 	Step  string
@@ -91,14 +96,14 @@ func (h *Hold) holds(stage steps.Stage) bool {
 
 // wait holds c until it is released, its deadline comes near, or its
 // caller gives up.
-func (h *Hold) wait(ctx context.Context, c *proxy.Call, pod *Pod, stage steps.Stage, step string) {
+func (h *Hold) wait(ctx context.Context, c *proxy.Call, req proto.Message, pod *Pod, stage steps.Stage, step string) {
 	h.mu.Lock()
 	if !h.holds(stage) {
 		h.mu.Unlock()
 		return
 	}
 	now := time.Now()
-	x := &held{Held: Held{Call: c, Pod: pod, Stage: stage, Step: step, Since: now, Deadline: c.Deadline}, release: make(chan struct{})}
+	x := &held{Held: Held{Call: c, Request: req, Pod: pod, Stage: stage, Step: step, Since: now, Deadline: c.Deadline}, release: make(chan struct{})}
 	if x.Deadline.IsZero() {
 		x.Deadline = c.Arrived.Add(h.opts.RequestTimeout)
 	}
@@ -112,6 +117,7 @@ func (h *Hold) wait(ctx context.Context, c *proxy.Call, pod *Pod, stage steps.St
 	x.ReleaseAt = x.Deadline.Add(-margin)
 	h.held = append(h.held, x)
 	h.mu.Unlock()
+	pod.poke()
 	if h.opts.Holding != nil {
 		h.opts.Holding(x.Held)
 	}
@@ -136,6 +142,7 @@ func (h *Hold) wait(ctx context.Context, c *proxy.Call, pod *Pod, stage steps.St
 		}
 	}
 	h.mu.Unlock()
+	pod.poke()
 	h.changed()
 }
 

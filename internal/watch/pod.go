@@ -73,13 +73,14 @@ type Pod struct {
 	open   *openStep
 	prev   podstate.Snapshot
 	events []podstate.Event
-	subs   subscribers
-	done   chan struct{} // closed when RemovePodSandbox succeeded
+	subs    subscribers
+	changed chan struct{} // Changed: one signal pending at most
+	done    chan struct{} // closed when RemovePodSandbox succeeded
 }
 
 func newPod(w *Watcher, uid, ns, name string, labels map[string]string) *Pod {
 	p := &Pod{w: w, UID: uid, Namespace: ns, Name: name, labels: labels, firstSeen: w.opts.Now(),
-		containers: map[string]*ctr{}, done: make(chan struct{})}
+		containers: map[string]*ctr{}, done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	p.followed = w.opts.Follow == "" || w.opts.Follow == p.Key() || w.opts.Follow == name
 	p.prev = p.snapshot()
 	return p

@@ -191,16 +191,17 @@ func (w *Watcher) gate(ctx context.Context, c *proxy.Call) {
 	var stage steps.Stage
 	var pod *Pod
 	var name string
-	if info != nil && info.pod != nil && info.pod.followed && info.step != nil {
+	var req proto.Message
+	if info != nil && info.pod != nil && info.pod.followed && info.step != nil && !info.step.dropped {
 		pod = info.pod
 		s := pod.steps[info.step.idx]
-		stage, name = s.Stage, s.Name
+		stage, name, req = s.Stage, s.Name, info.shown
 	}
 	w.mu.Unlock()
 	if pod == nil {
 		return
 	}
-	h.wait(ctx, c, pod, stage, name)
+	h.wait(ctx, c, req, pod, stage, name)
 }
 
 // done decodes the answer and updates the pod. Node-level answers are
@@ -244,11 +245,19 @@ var learns = map[string]bool{"ListPodSandbox": true, "ListContainers": true, "Ve
 func (w *Watcher) tick() {
 	t := time.NewTicker(w.opts.Quiet / 3)
 	defer t.Stop()
+	var poked time.Time
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-t.C:
+		}
+		if h := w.opts.Hold; h != nil && time.Since(poked) >= time.Second && len(h.Held()) > 0 {
+			// A second off the held calls' deadlines.
+			poked = time.Now()
+			for _, x := range h.Held() {
+				x.Pod.poke()
+			}
 		}
 		w.mu.Lock()
 		now := w.opts.Now()
@@ -283,6 +292,7 @@ func (w *Watcher) deliver() {
 		}
 		for _, e := range q {
 			e.pod.subs.emit(e.ev)
+			e.pod.poke()
 		}
 	}
 }
