@@ -416,4 +416,5 @@ func jsonLine(v any) []byte {
 	}
 	return append(b, '\n')
 }
+
 var _ tui.Live = (*watch.Pod)(nil)

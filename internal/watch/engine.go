@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 

@@ -49,9 +49,9 @@ type Held struct {
 	// Request is the call's request, decoded and redacted (nil when podstep
 	// cannot decode it).
 	Request proto.Message
-	Pod   *Pod
-	Stage steps.Stage
-	Step  string
+	Pod     *Pod
+	Stage   steps.Stage
+	Step    string
 	// Since is when it was held; Deadline when the kubelet gives up on it;
 	// ReleaseAt when podstep lets it go by itself.
 	Since, Deadline, ReleaseAt time.Time

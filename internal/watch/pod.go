@@ -69,10 +69,10 @@ type Pod struct {
 	lastCont     string
 	joined       bool // podstep saw the pod first in a node-level list
 
-	steps  []steps.Step
-	open   *openStep
-	prev   podstate.Snapshot
-	events []podstate.Event
+	steps   []steps.Step
+	open    *openStep
+	prev    podstate.Snapshot
+	events  []podstate.Event
 	subs    subscribers
 	changed chan struct{} // Changed: one signal pending at most
 	done    chan struct{} // closed when RemovePodSandbox succeeded
