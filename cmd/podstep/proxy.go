@@ -395,12 +395,9 @@ func (s *proxySession) runTUI(ctx context.Context, g *globalOptions) error {
 		return nil
 	case p = <-s.pods:
 	}
-	var breaks []steps.Stage
-	for _, n := range s.o.holdStages {
-		st, _ := steps.ParseStage(n)
-		breaks = append(breaks, st)
-	}
-	_, err := tui.Run(ctx, p, tui.Options{Runtime: s.rt, Breaks: breaks, Keep: true, NoColor: g.noColor,
+	// No Breaks: the hold has the --hold-stage stages already (the TUI's
+	// b toggles them there, through the pod's ToggleBreakStage).
+	_, err := tui.Run(ctx, p, tui.Options{Runtime: s.rt, Keep: true, NoColor: g.noColor,
 		In: s.cmd.InOrStdin(), Out: s.stdout})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return err

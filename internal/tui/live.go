@@ -1,7 +1,11 @@
 package tui
 
 import (
+	"time"
+
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // Live is an engine that moves by itself: `podstep proxy` shows a real
@@ -37,4 +41,13 @@ func (m *model) live() tea.Cmd {
 		m.refresh()
 	}
 	return m.waitLive()
+}
+
+// runningSince is when a running step began: when the keypress ran it, or,
+// for a step a Live engine runs by itself, its own start.
+func (m *model) runningSince(s steps.Step) time.Time {
+	if !m.busy && !s.Started.IsZero() {
+		return s.Started
+	}
+	return m.runStart
 }
