@@ -210,7 +210,13 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
 	s.w = watch.New(watch.Options{Follow: o.pod, Hold: s.hold, OnPod: s.onPod})
-	srv, err := proxy.New(upstream, s.w.Hooks())
+	hooks := s.w.Hooks()
+	arrived, first := hooks.Arrived, sync.Once{}
+	hooks.Arrived = func(c *proxy.Call) {
+		first.Do(func() { fmt.Fprintf(stderr, "podstep: first call through the proxy: %s\n", c.Name()) })
+		arrived(c)
+	}
+	srv, err := proxy.New(upstream, hooks)
 	if err != nil {
 		return runtimeErr(err)
 	}
@@ -293,11 +299,7 @@ func (s *proxySession) finish() {
 	for _, p := range s.w.Pods() {
 		sum := p.Summary()
 		if pr := s.printers[p]; pr != nil {
-			if s.o.output == report.JSON {
-				pr.Finish(sum)
-			} else {
-				fmt.Fprintln(s.stdout, proxySummaryLine(sum))
-			}
+			pr.Finish(sum)
 		}
 		if p == s.recPod {
 			if err := s.rec.Finish(sum); err != nil {
@@ -317,28 +319,6 @@ func (s *proxySession) finish() {
 			fmt.Fprintf(s.stdout, "node-level polling (not shown step by step): %s\n", orNone(watch.FormatPolling(polling)))
 		}
 	}
-}
-
-// proxySummaryLine is the text summary of a watched pod: what `run`'s
-// summary says, with the kubelet's own share of the time instead of
-// podstep's.
-func proxySummaryLine(s report.Summary) string {
-	ip := s.PodIP
-	if ip == "" {
-		ip = "<none>"
-	}
-	status := s.Display
-	if s.Outcome == "failed" {
-		status = color.New(color.FgRed, color.Bold).Sprint(status)
-	} else {
-		status = color.New(color.FgGreen, color.Bold).Sprint(status)
-	}
-	line := fmt.Sprintf("pod/%s  READY %s  STATUS %s  RESTARTS %d  IP %s  %s: created in %s (runtime %s, kubelet %s, %d CRI calls)",
-		s.Pod, s.Ready, status, s.Restarts, ip, s.Outcome, render.Ms(s.Timing.CreateMs), render.Ms(s.Timing.CRIMs), render.Ms(s.Timing.OverheadMs), s.Timing.Calls)
-	if s.Failed != nil {
-		line += fmt.Sprintf("\n%s stage %s, step %s: %s: %s", color.New(color.FgRed, color.Bold).Sprint("error:"), s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
-	}
-	return line
 }
 
 func orNone(s string) string {

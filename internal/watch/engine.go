@@ -24,9 +24,14 @@ var ErrNothingHeld = errors.New("no call of this pod is held: the kubelet runs o
 // held, the held call's step is the one NextStep names.
 func (p *Pod) Steps() []steps.Step {
 	p.w.mu.Lock()
-	out := make([]steps.Step, len(p.steps))
-	for i, s := range p.steps {
-		out[i] = copyStep(s)
+	out := make([]steps.Step, 0, len(p.steps)+len(p.open))
+	for _, s := range p.steps {
+		out = append(out, copyStep(s))
+	}
+	for _, o := range p.openSteps() {
+		s := copyStep(o.step)
+		s.ID = len(out) + 1
+		out = append(out, s)
 	}
 	p.w.mu.Unlock()
 	if h := p.w.opts.Hold; h != nil {

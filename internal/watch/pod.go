@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"sort"
 	"strconv"
 	"time"
 
@@ -35,19 +36,6 @@ type ctr struct {
 	hookErr  string // a failed postStart exec hook's message
 }
 
-// openStep is the step the pod's calls go to now.
-type openStep struct {
-	idx       int
-	kind      steps.Kind
-	container string
-	inflight  int
-	last      time.Time
-	deferred  bool // emitted only when it closes (relist), and dropped if it changed nothing
-	keep      bool // a deferred step emitted even without changes
-	closed    bool
-	dropped   bool
-}
-
 // Pod is one pod's story as the kubelet's calls tell it.
 type Pod struct {
 	w                    *Watcher
@@ -69,13 +57,14 @@ type Pod struct {
 	lastCont     string
 	joined       bool // podstep saw the pod first in a node-level list
 
-	steps   []steps.Step
-	open    *openStep
-	prev    podstate.Snapshot
-	events  []podstate.Event
-	subs    subscribers
-	changed chan struct{} // Changed: one signal pending at most
-	done    chan struct{} // closed when RemovePodSandbox succeeded
+	steps           []steps.Step // finished, in the order they finished
+	open            map[string]*openStep
+	lastRelistAfter time.Time // the start of the work step the last kept relist followed
+	prev            podstate.Snapshot
+	events          []podstate.Event
+	subs            subscribers
+	changed         chan struct{} // Changed: one signal pending at most
+	done            chan struct{} // closed when RemovePodSandbox succeeded
 }
 
 func newPod(w *Watcher, uid, ns, name string, labels map[string]string) *Pod {
@@ -94,6 +83,33 @@ func (p *Pod) Removed() <-chan struct{} { return p.done }
 
 func (p *Pod) lastKind() steps.Kind  { return p.lastKind_ }
 func (p *Pod) lastContainer() string { return p.lastCont }
+
+// openStep is a step still taking calls. A pod has up to one per slot
+// (slotOf): the pod worker's calls (sandbox, image, create, start, hooks,
+// teardown) and the status reads (the PLEG's relist, GetPodStatus) come
+// from different goroutines of the kubelet, at the same time.
+type openStep struct {
+	step      steps.Step
+	slot      string
+	kind      steps.Kind
+	container string
+	inflight  int
+	last      time.Time
+	keep      bool // a relist shown even if it changed nothing
+	closed    bool
+	dropped   bool
+}
+
+// slotOf is the slot of a step kind: "relist", "probe/<c>" or "work".
+func slotOf(kind steps.Kind, container string) string {
+	switch kind {
+	case steps.KindRelist:
+		return "relist"
+	case steps.KindReady:
+		return "probe/" + container
+	}
+	return "work"
+}
 
 // joins says whether a call of kind for container goes to the open step.
 func (o *openStep) joins(kind steps.Kind, container string) bool {
@@ -124,18 +140,23 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 		p.stopping = true
 	case steps.KindCreate:
 		p.inferInit(info.container)
-		if o := p.open; o != nil && o.kind == steps.KindPull && o.container == "" {
+		if o := p.open["work"]; o != nil && o.kind == steps.KindPull && o.container == "" {
 			// The image was for this container: pull/<name>.
-			ps := &p.steps[o.idx]
-			o.container, ps.Container, ps.Name = info.container, info.container, steps.KindPull.String()+"/"+info.container
+			o.container, o.step.Container, o.step.Name = info.container, info.container, steps.KindPull.String()+"/"+info.container
 			if k := p.containers[info.container]; k != nil && k.init {
-				ps.Stage = steps.StageInit
+				o.step.Stage = steps.StageInit
 			}
 		}
 	}
-	o := p.open
+	slot := slotOf(info.kind, info.container)
+	if r := p.open["relist"]; slot != "relist" && r != nil && r.inflight == 0 {
+		// The kubelet acts on what its reads found: they are a step of
+		// their own, before this one (and what they changed is theirs).
+		p.closeSlot("relist")
+	}
+	o := p.open[slot]
 	if o == nil || !o.joins(info.kind, info.container) {
-		p.closeOpen()
+		p.closeSlot(slot)
 		o = p.openStep(info.kind, info.container, now)
 	}
 	o.inflight++
@@ -144,9 +165,6 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 		p.lastKind_, p.lastCont = info.kind, info.container
 	}
 	info.shown = shown
-	if !o.deferred {
-		p.queue(steps.Event{Kind: steps.CallSent, Method: c.Name()})
-	}
 	return o
 }
 
@@ -159,25 +177,55 @@ func (p *Pod) inferInit(next string) {
 	}
 	prev.init = true
 	last := steps.Stage("")
-	for i := range p.steps {
-		s := &p.steps[i]
+	retag := func(s *steps.Step) {
 		if s.Stage == steps.StageContainers && (s.Container == prev.name || s.Kind == steps.KindRelist && last == steps.StageInit) {
 			s.Stage = steps.StageInit
 		}
 		last = s.Stage
+	}
+	for i := range p.steps {
+		retag(&p.steps[i])
+	}
+	for _, o := range p.openSteps() {
+		retag(&o.step)
 	}
 	// The status is now read with it as an init container: the next step's
 	// changes start from there.
 	p.prev = p.snapshot()
 }
 
-// openStep starts a step of kind (w.mu held).
+// openSteps are the open steps in the order they opened.
+func (p *Pod) openSteps() []*openStep {
+	var out []*openStep
+	for _, o := range p.open {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].step.Started.Before(out[j].step.Started) })
+	return out
+}
+
+// lastWork is the newest step of the pod worker's, closed or open.
+func (p *Pod) lastWork() *steps.Step {
+	if o := p.open["work"]; o != nil {
+		return &o.step
+	}
+	for i := len(p.steps) - 1; i >= 0; i-- {
+		if slotOf(p.steps[i].Kind, p.steps[i].Container) == "work" {
+			return &p.steps[i]
+		}
+	}
+	return nil
+}
+
+// openStep starts a step of kind (w.mu held). Its ID is given when it
+// closes: steps are numbered in the order they finish, as they are shown.
 func (p *Pod) openStep(kind steps.Kind, container string, now time.Time) *openStep {
 	d := describe(kind, container)
 	st := d.stage
-	if kind == steps.KindRelist && len(p.steps) > 0 {
-		st = p.steps[len(p.steps)-1].Stage // a relist belongs to the stage it watches
-		if st == steps.StagePostStart || st == steps.StageReady {
+	lw := p.lastWork()
+	if kind == steps.KindRelist && lw != nil {
+		st = lw.Stage // a relist belongs to the stage it watches
+		if st == steps.StagePostStart || st == steps.StageReady || st == steps.StageTeardown {
 			st = steps.StageContainers
 		}
 	}
@@ -188,23 +236,18 @@ func (p *Pod) openStep(kind steps.Kind, container string, now time.Time) *openSt
 		// The container GC pruning an old instance of a running pod.
 		st = steps.StageContainers
 	}
-	s := steps.Step{ID: len(p.steps) + 1, Stage: st, Kind: kind, Name: d.name, Title: d.title, Container: container,
-		Mirrors: d.mirrors, Explain: d.explain, State: steps.Running, Started: now}
-	p.steps = append(p.steps, s)
-	// A relist is shown only if it found something; a pull only once the
-	// CreateContainer that follows names its container.
-	o := &openStep{idx: len(p.steps) - 1, kind: kind, container: container, last: now,
-		deferred: kind == steps.KindRelist || kind == steps.KindPull, keep: kind == steps.KindPull}
-	if o.deferred && o.idx > 0 {
-		switch p.steps[o.idx-1].Kind {
-		case steps.KindStart, steps.KindPostStart:
-			o.keep = true // SyncPod's relist after a start, as `podstep run` shows it
-		}
+	o := &openStep{slot: slotOf(kind, container), kind: kind, container: container, last: now,
+		step: steps.Step{Stage: st, Kind: kind, Name: d.name, Title: d.title, Container: container,
+			Mirrors: d.mirrors, Explain: d.explain, State: steps.Running, Started: now}}
+	if kind == steps.KindRelist && lw != nil && (lw.Kind == steps.KindStart || lw.Kind == steps.KindPostStart) && p.lastRelistAfter != lw.Started {
+		// SyncPod's relist after a start, as `podstep run` shows it.
+		o.keep = true
+		p.lastRelistAfter = lw.Started
 	}
-	p.open = o
-	if !o.deferred {
-		p.queue(steps.Event{Kind: steps.StepStarted, Step: copyStep(s)})
+	if p.open == nil {
+		p.open = map[string]*openStep{}
 	}
+	p.open[o.slot] = o
 	return o
 }
 
@@ -218,35 +261,27 @@ func (p *Pod) callDone(info *callInfo, c *proxy.Call, resp, shown proto.Message,
 	}
 	call := cri.Call{Seq: int(c.Seq), Method: c.Name(), Request: info.shown, Response: shown, Err: err, Start: start, Duration: c.Duration}
 	p.apply(info, c, resp, c.Err)
-	if o == nil || o.dropped {
+	if o == nil || o.closed {
 		return
 	}
-	s := &p.steps[o.idx]
-	s.Calls = append(s.Calls, call)
+	o.step.Calls = append(o.step.Calls, call)
 	o.inflight--
 	o.last = p.w.opts.Now()
-	if o.closed {
-		return
-	}
-	if !o.deferred {
-		cc := call
-		p.queue(steps.Event{Kind: steps.CallDone, Method: call.Method, Call: &cc})
-	}
 	if single(o.kind) && o.inflight == 0 {
-		p.closeOpen()
+		p.closeSlot(o.slot)
 	}
 }
 
-// closeOpen finishes the open step: its result, the pod after it, what it
-// changed; then its events go out (w.mu held).
-func (p *Pod) closeOpen() {
-	o := p.open
+// closeSlot finishes the slot's open step: its result, the pod after it,
+// what it changed; then its events go out, all together (w.mu held).
+func (p *Pod) closeSlot(slot string) {
+	o := p.open[slot]
 	if o == nil {
 		return
 	}
-	p.open = nil
+	delete(p.open, slot)
 	o.closed = true
-	s := &p.steps[o.idx]
+	s := &o.step
 	end := s.Started
 	for _, c := range s.Calls {
 		if e := c.Start.Add(c.Duration); e.After(end) {
@@ -263,27 +298,33 @@ func (p *Pod) closeOpen() {
 	s.Changes = podstate.Diff(p.prev, snap)
 	s.Events = podstate.NewEvents(p.prev, snap)
 	s.Pod = &snap
-	if o.deferred && !o.keep && len(s.Changes) == 0 && len(s.Events) == 0 {
+	if o.kind == steps.KindRelist && !o.keep && len(s.Changes) == 0 && len(s.Events) == 0 {
 		// A relist that found nothing new: counted with the polling.
 		for _, c := range s.Calls {
 			p.w.polling[c.Method]++
 		}
 		o.dropped = true
-		p.steps = p.steps[:o.idx]
 		return
 	}
 	p.prev = snap
-	if o.deferred {
-		started := copyStep(*s)
-		started.State, started.Result, started.Pod, started.Changes, started.Events, started.Calls = steps.Running, steps.Result{}, nil, nil, nil, nil
-		p.queue(steps.Event{Kind: steps.StepStarted, Step: started})
-		for i := range s.Calls {
-			c := s.Calls[i]
-			p.queue(steps.Event{Kind: steps.CallSent, Method: c.Method})
-			p.queue(steps.Event{Kind: steps.CallDone, Method: c.Method, Call: &c})
-		}
+	s.ID = len(p.steps) + 1
+	p.steps = append(p.steps, *s)
+	started := copyStep(*s)
+	started.State, started.Result, started.Pod, started.Changes, started.Events, started.Calls, started.Duration = steps.Running, steps.Result{}, nil, nil, nil, nil, 0
+	p.queue(steps.Event{Kind: steps.StepStarted, Step: started})
+	for i := range s.Calls {
+		c := s.Calls[i]
+		p.queue(steps.Event{Kind: steps.CallSent, Method: c.Method})
+		p.queue(steps.Event{Kind: steps.CallDone, Method: c.Method, Call: &c})
 	}
 	p.queue(steps.Event{Kind: steps.StepDone, Step: copyStep(*s), Pod: &snap})
+}
+
+// closeAll finishes every open step (w.mu held).
+func (p *Pod) closeAll() {
+	for _, o := range p.openSteps() {
+		p.closeSlot(o.slot)
+	}
 }
 
 // queue adds an event for the pod's subscribers (w.mu held).
@@ -560,14 +601,12 @@ func (p *Pod) joinedContainer(lc *runtimeapi.Container) {
 // missedStep says, as a step of its own, what podstep found already made
 // when it joined: the calls that made it were not seen (w.mu held).
 func (p *Pod) missedStep(what string) {
-	p.closeOpen()
-	now := p.w.opts.Now()
-	o := p.openStep(steps.KindRelist, "", now)
+	p.closeSlot("relist")
+	o := p.openStep(steps.KindRelist, "", p.w.opts.Now())
 	o.keep = true
-	s := &p.steps[o.idx]
-	s.Title = "podstep joined late"
-	s.Result.Warnings = append(s.Result.Warnings, "missed: "+what+" existed before podstep saw this pod; the calls that made it were not seen")
-	p.closeOpen()
+	o.step.Title = "podstep joined late"
+	o.step.Result.Warnings = append(o.step.Result.Warnings, "missed: "+what+" existed before podstep saw this pod; the calls that made it were not seen")
+	p.closeSlot("relist")
 }
 
 func short(id string) string {

@@ -20,7 +20,7 @@ func (p *Pod) Summary() report.Summary {
 	defer w.mu.Unlock()
 	snap := p.prev
 	s := report.Summary{Pod: p.Key(), UID: p.UID, Display: snap.Display, Ready: snap.Ready, Restarts: snap.Restarts,
-		PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: !p.removed}
+		PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Watched: true}
 	var first, createEnd time.Time
 	var cri, teardown time.Duration
 	var failed *steps.Step

@@ -305,3 +305,43 @@ func TestPullSecretsMasked(t *testing.T) {
 		t.Errorf("the pull's request is not there:\n%s", b.String())
 	}
 }
+
+// TestReadsDuringStart: the kubelet's status reads (another goroutine:
+// the PLEG) while StartContainer is under way do not cut the start step:
+// it keeps its call, and the reads are a relist of their own.
+func TestReadsDuringStart(t *testing.T) {
+	r := newRig(t, Options{})
+	ctx := context.Background()
+	cfg := sandboxConfig("slow", "uid-slow")
+	cfg.Annotations = map[string]string{"sim.podstep.dev/delay.StartContainer": "300ms"}
+	k := &kubelet{t: t, c: r.client, cfg: cfg, ids: map[string]string{}}
+	k.sandbox(ctx)
+	img := &runtimeapi.ImageSpec{Image: "docker.io/library/busybox:1.35"}
+	_, err := k.c.ImageStatus(ctx, img)
+	k.must(err)
+	cr, err := k.c.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: k.sb, Config: containerConfig(cfg, "app", "sleep", "9"), SandboxConfig: cfg})
+	k.must(err)
+	k.ids["app"] = cr.ContainerId
+	done := make(chan error, 1)
+	go func() { _, err := k.c.StartContainer(ctx, cr.ContainerId); done <- err }()
+	time.Sleep(100 * time.Millisecond)
+	k.relist(ctx) // while StartContainer runs
+	k.must(<-done)
+	r.settle()
+	p := r.w.Pods()[0]
+	var start *steps.Step
+	for _, s := range p.Steps() {
+		if s.Name == "start/app" {
+			s := s
+			start = &s
+		}
+	}
+	if start == nil || len(start.Calls) != 1 || start.Calls[0].Method != "StartContainer" || start.Duration < 250*time.Millisecond {
+		t.Fatalf("start/app %+v: want its StartContainer call and its 300 ms\nsteps %q", start, names(p.Steps()))
+	}
+	for i, s := range p.Steps() {
+		if s.ID != i+1 {
+			t.Errorf("step %d has ID %d: steps are numbered in the order they finish", i+1, s.ID)
+		}
+	}
+}

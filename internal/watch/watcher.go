@@ -112,7 +112,7 @@ func (w *Watcher) Close() {
 	w.stopOnce.Do(func() { close(w.stop) })
 	w.mu.Lock()
 	for _, p := range w.list {
-		p.closeOpen()
+		p.closeAll()
 	}
 	w.mu.Unlock()
 	w.deliver()
@@ -194,8 +194,7 @@ func (w *Watcher) gate(ctx context.Context, c *proxy.Call) {
 	var req proto.Message
 	if info != nil && info.pod != nil && info.pod.followed && info.step != nil && !info.step.dropped {
 		pod = info.pod
-		s := pod.steps[info.step.idx]
-		stage, name, req = s.Stage, s.Name, info.shown
+		stage, name, req = info.step.step.Stage, info.step.step.Name, info.shown
 	}
 	w.mu.Unlock()
 	if pod == nil {
@@ -262,9 +261,12 @@ func (w *Watcher) tick() {
 		w.mu.Lock()
 		now := w.opts.Now()
 		for _, p := range w.list {
-			// A pull waits for the CreateContainer that names its container.
-			if o := p.open; o != nil && o.inflight == 0 && now.Sub(o.last) >= w.opts.Quiet && !(o.kind == steps.KindPull && o.container == "") {
-				p.closeOpen()
+			for _, o := range p.openSteps() {
+				// A pull waits for the CreateContainer that names its
+				// container; single-call steps close with their answer.
+				if o.inflight == 0 && now.Sub(o.last) >= w.opts.Quiet && !single(o.kind) && !(o.kind == steps.KindPull && o.container == "") {
+					p.closeSlot(o.slot)
+				}
 			}
 		}
 		w.mu.Unlock()
@@ -364,7 +366,7 @@ func (w *Watcher) classify(c *proxy.Call, req proto.Message) *callInfo {
 	}
 	if info.pod != nil && info.kind == steps.KindRelist {
 		// Status reads while the pod is being torn down belong to the teardown.
-		if o := info.pod.open; o != nil && info.pod.steps[o.idx].Stage == steps.StageTeardown {
+		if o := info.pod.open["work"]; o != nil && o.step.Stage == steps.StageTeardown {
 			info.kind = o.kind
 			info.container = o.container
 		}

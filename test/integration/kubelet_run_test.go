@@ -123,7 +123,8 @@ func startKubelet(t *testing.T, bin, dir, sock string, port, healthz int) *kubel
 	}
 	k.cmd = exec.Command(bin, "--config="+cfg, "--root-dir="+k.root, "--hostname-override="+kubeletNode, "--v=2")
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a test binary killed by its timeout takes the kubelet along.
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := k.cmd.Start(); err != nil {
 		t.Fatalf("start kubelet: %v", err)
 	}
@@ -165,7 +166,7 @@ func (k *kubelet) logTail(n int) string {
 // rename, as the reference traces were made; name is the pod's name.
 func (k *kubelet) drop(t *testing.T, e *env, file, name string) {
 	t.Helper()
-	b, err := os.ReadFile(e.local(filepath.Join("kubelet", file)))
+	b, err := os.ReadFile(e.local(filepath.Join("kubelet", strings.TrimSuffix(file, ".yaml"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func (e *env) startProxy(t *testing.T, sock string, args ...string) *proxyRun {
 		exited: make(chan struct{})}
 	p.cmd = exec.Command(e.bin, p.args...)
 	p.cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	p.cmd.Stderr = &p.stderr
+	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -350,6 +351,24 @@ func (p *proxyRun) String() string {
 	}
 	fmt.Fprintf(&b, "--- stderr\n%s", p.stderr.String())
 	return b.String()
+}
+
+// waitCalled waits until a call went through the proxy: the kubelet's
+// connection to it is up (after a proxy restart, the kubelet's gRPC
+// client reconnects with a back-off of a second or more).
+func (p *proxyRun) waitCalled(t *testing.T, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !strings.Contains(p.stderrText(), "first call through the proxy"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no call through the proxy within %s\n%s", d, p)
+		}
+	}
+}
+
+func (p *proxyRun) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
 }
 
 // waitStep waits for a step line that matches.
@@ -441,4 +460,31 @@ func podContainer(t *testing.T, c *criClient, pod, name string) *runtimeapi.Cont
 		}
 	}
 	return nil
+}
+
+// unmountKubelet undoes the kubelet's own mounts under dir: it bind-mounts
+// its root dir onto itself (rshared) as it starts, and leaves that when
+// it stops.
+func unmountKubelet(t *testing.T, dir string) {
+	t.Helper()
+	ms := mountsUnder(dir)
+	for i := len(ms) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(ms[i], syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", ms[i], err)
+		} else {
+			t.Logf("unmounted the kubelet's %s", ms[i])
+		}
+	}
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

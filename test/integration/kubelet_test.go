@@ -48,6 +48,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 		if left := removeKubeletPods(t, c); len(left) > 0 {
 			t.Errorf("the kubelet's pods were still there at the end (removed now): %v", left)
 		}
+		unmountKubelet(t, dir)
 		for _, m := range mountsUnder(dir) {
 			t.Errorf("mount left under the kubelet's dir: %s", m)
 		}
@@ -67,6 +68,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 		name := "hello-" + kubeletNode
 		rec := filepath.Join(dir, "hello.rec")
 		p := e.startProxy(t, sock, "--pod", "default/"+name, "--record", rec)
+		p.waitCalled(t, 30*time.Second)
 		k.drop(t, e, "hello.yaml", "hello")
 		start := p.waitStep(t, k, "start/hello", 60*time.Second, stepNamed("start/hello"))
 		time.Sleep(1500 * time.Millisecond) // the relist after the start
@@ -106,6 +108,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 		name := "init-" + kubeletNode
 		rec := filepath.Join(dir, "init.rec.gz")
 		p := e.startProxy(t, sock, "--pod", "default/"+name, "--record", rec)
+		p.waitCalled(t, 30*time.Second)
 		k.drop(t, e, "init.yaml", "init")
 		p.waitStep(t, k, "start/main", 60*time.Second, stepNamed("start/main"))
 		time.Sleep(1500 * time.Millisecond)
@@ -160,6 +163,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 	t.Run("postStart", func(t *testing.T) {
 		name := "poststart-" + kubeletNode
 		p := e.startProxy(t, sock, "--pod", "default/"+name)
+		p.waitCalled(t, 30*time.Second)
 		k.drop(t, e, "poststart.yaml", "poststart")
 		hook := p.waitStep(t, k, "post-start/app", 60*time.Second, stepNamed("post-start/app"))
 		if code := p.stop(t); code != 0 {
@@ -187,6 +191,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 	t.Run("failing init container", func(t *testing.T) {
 		name := "initfail-" + kubeletNode
 		p := e.startProxy(t, sock, "--pod", "default/"+name)
+		p.waitCalled(t, 30*time.Second)
 		k.drop(t, e, "initfail.yaml", "initfail")
 		p.waitStep(t, k, "a relist that saw setup exit 3", 60*time.Second, func(s proxyStep) bool {
 			return s.Name == "relist" && strings.Contains(s.Summary, "setup exited 3")
@@ -214,6 +219,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 	t.Run("hold", func(t *testing.T) {
 		name := "held-" + kubeletNode
 		p := e.startProxy(t, sock, "--pod", "default/"+name, "--hold", "--hold-stage", "sandbox")
+		p.waitCalled(t, 30*time.Second)
 		k.drop(t, e, "hello.yaml", "held")
 		p.waitHeld(t, k, "RunPodSandbox", 60*time.Second)
 		time.Sleep(time.Second)
@@ -271,6 +277,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 	t.Run("proxy restarted mid-pod", func(t *testing.T) {
 		name := "slowinit-" + kubeletNode
 		a := e.startProxy(t, sock, "--pod", "default/"+name)
+		a.waitCalled(t, 30*time.Second)
 		k.drop(t, e, "slowinit.yaml", "slowinit")
 		a.waitStep(t, k, "start/setup", 60*time.Second, stepNamed("start/setup"))
 		if code := a.stop(t); code != 0 {
@@ -335,9 +342,14 @@ func TestKubeletThroughProxy(t *testing.T) {
 		if k.cmd.ProcessState == nil {
 			t.Error("the kubelet is still running")
 		}
+		// Its own bind mount of its root dir (the kubelet leaves it); the
+		// pods left none.
 		for _, m := range mountsUnder(dir) {
-			t.Errorf("mount left: %s", m)
+			if m != k.root {
+				t.Errorf("mount left: %s", m)
+			}
 		}
+		unmountKubelet(t, dir)
 		for name, uid := range pods {
 			if uid == "" {
 				continue
