@@ -123,8 +123,7 @@ func startKubelet(t *testing.T, bin, dir, sock string, port, healthz int) *kubel
 	}
 	k.cmd = exec.Command(bin, "--config="+cfg, "--root-dir="+k.root, "--hostname-override="+kubeletNode, "--v=2")
 	k.cmd.Stdout, k.cmd.Stderr = logf, logf
-	// Pdeathsig: a test binary killed by its timeout takes the kubelet along.
-	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := k.cmd.Start(); err != nil {
 		t.Fatalf("start kubelet: %v", err)
 	}
