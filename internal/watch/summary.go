@@ -9,7 +9,7 @@ import (
 
 // Summary is the pod as podstep last saw it, in the summary object `podstep
 // run -o json` ends with. Outcome is "removed" (the kubelet removed its
-// sandbox), "failed" (a step failed and nothing recovered it), "running"
+// sandbox), "stopped" (it stopped it), "failed" (a step failed and nothing recovered it), "running"
 // (every container created runs) or "pending". Timing.CreateMs is from
 // the first call to the end of the last creation step, CRIMs the runtime's
 // share (the creation steps' calls, relists left out), OverheadMs the kubelet's own (and its waits); TeardownMs the
@@ -56,6 +56,8 @@ func (p *Pod) Summary() report.Summary {
 	switch {
 	case p.removed:
 		s.Outcome = "removed"
+	case p.stopping:
+		s.Outcome = "stopped"
 	case failed != nil:
 		s.Outcome, s.ExitCode = "failed", 1
 		s.Failed = &report.Failure{Stage: failed.Stage, Step: failed.Name, Reason: failed.Result.Reason, Message: failed.Result.Message}

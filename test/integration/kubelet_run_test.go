@@ -311,8 +311,7 @@ func (p *proxyRun) line(b []byte) {
 	defer p.mu.Unlock()
 	p.raw = append(p.raw, string(b))
 	var head struct {
-		Type  string         `json:"type"`
-		Calls map[string]int `json:"calls"`
+		Type string `json:"type"`
 	}
 	if json.Unmarshal(b, &head) != nil {
 		return
@@ -332,7 +331,11 @@ func (p *proxyRun) line(b []byte) {
 		p.summary = &summaryEvent{}
 		json.Unmarshal(b, p.summary)
 	case "polling":
-		p.polling = head.Calls
+		var pl struct {
+			Calls map[string]int `json:"calls"`
+		}
+		json.Unmarshal(b, &pl)
+		p.polling = pl.Calls
 	}
 }
 
@@ -341,7 +344,12 @@ func (p *proxyRun) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var b strings.Builder
-	fmt.Fprintf(&b, "podstep %s\n", strings.Join(p.args, " "))
+	fmt.Fprintf(&b, "podstep %s\n%d lines on stdout\n", strings.Join(p.args, " "), len(p.raw))
+	for _, l := range p.raw {
+		if !strings.Contains(l, `"type":"step"`) {
+			fmt.Fprintf(&b, "  %.200s\n", l)
+		}
+	}
 	for _, s := range p.steps {
 		fmt.Fprintf(&b, "  step %2d %-12s %-20s %-6s %s %v\n", s.ID, s.Stage, s.Name, s.State, s.Summary, s.Warnings)
 	}

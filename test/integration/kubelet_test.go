@@ -45,6 +45,12 @@ func TestKubeletThroughProxy(t *testing.T) {
 	k := startKubelet(t, bin, dir, sock, port, healthz)
 	t.Cleanup(func() {
 		k.stop(t)
+		if t.Failed() {
+			keep := filepath.Join(os.TempDir(), "podstep-kubelet-"+time.Now().Format("150405")+".log")
+			if b, err := os.ReadFile(k.logFile); err == nil && os.WriteFile(keep, b, 0o644) == nil {
+				t.Logf("the kubelet's log is kept in %s", keep)
+			}
+		}
 		if left := removeKubeletPods(t, c); len(left) > 0 {
 			t.Errorf("the kubelet's pods were still there at the end (removed now): %v", left)
 		}
