@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -412,7 +413,8 @@ func sandboxesNamed(t *testing.T, c *criClient, name string) []string {
 	return out
 }
 
-// lastPlan is the last plan line of a recording.
+// lastPlan is a recording's plan as its plan lines leave it (each replaces
+// the steps from its "from" on), one JSON object per step.
 func lastPlan(t *testing.T, rec string) string {
 	t.Helper()
 	var text string
@@ -425,11 +427,26 @@ func lastPlan(t *testing.T, rec string) string {
 		}
 		text = string(b)
 	}
-	last := ""
+	var plan []json.RawMessage
 	for _, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, `{"type":"plan"`) {
-			last = l
+		if !strings.HasPrefix(l, `{"type":"plan"`) {
+			continue
+		}
+		var p struct {
+			From  int               `json:"from"`
+			Steps []json.RawMessage `json:"steps"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatalf("plan line %q: %v", l, err)
+		}
+		if p.From-1 <= len(plan) {
+			plan = append(plan[:p.From-1], p.Steps...)
 		}
 	}
-	return last
+	var b strings.Builder
+	for _, s := range plan {
+		b.Write(s)
+		b.WriteString("\n")
+	}
+	return b.String()
 }
