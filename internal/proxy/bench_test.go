@@ -24,7 +24,8 @@ import (
 // interleaved. It reports the median and 99th percentile of the direct and
 // proxied latencies and of what the proxy added (the proxied percentile
 // minus the direct one). The runtime is PODSTEP_BENCH_ENDPOINT (the harness
-// containerd), else the simulated runtime. Run: hack/bench-proxy.sh.
+// containerd), else the simulated runtime; PODSTEP_BENCH_NO_WATCH=1 leaves
+// the watcher out. Run: hack/bench-proxy.sh.
 func BenchmarkAddedLatency(b *testing.B) {
 	upstream := os.Getenv("PODSTEP_BENCH_ENDPOINT")
 	dir, err := os.MkdirTemp("", "pxb")
@@ -42,7 +43,11 @@ func BenchmarkAddedLatency(b *testing.B) {
 	}
 	w := watch.New(watch.Options{})
 	defer w.Close()
-	srv, err := proxy.New(upstream, w.Hooks())
+	hooks := w.Hooks()
+	if os.Getenv("PODSTEP_BENCH_NO_WATCH") != "" {
+		hooks = proxy.Hooks{} // the bare proxy: what the watcher adds is the difference
+	}
+	srv, err := proxy.New(upstream, hooks)
 	if err != nil {
 		b.Fatal(err)
 	}
