@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -59,6 +60,7 @@ type Pod struct {
 
 	steps           []steps.Step // finished, in the order they finished
 	open            map[string]*openStep
+	draining        []*openStep // out of their slot, waiting for an answer
 	lastRelistAfter time.Time // the start of the work step the last kept relist followed
 	prev            podstate.Snapshot
 	events          []podstate.Event
@@ -96,6 +98,7 @@ type openStep struct {
 	inflight  int
 	last      time.Time
 	keep      bool // a relist shown even if it changed nothing
+	draining  bool // out of its slot, finishes with its last answer
 	closed    bool
 	dropped   bool
 }
@@ -156,7 +159,15 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 	}
 	o := p.open[slot]
 	if o == nil || !o.joins(info.kind, info.container) {
-		p.closeSlot(slot)
+		if o != nil && o.inflight > 0 {
+			// Its answer is still to come (two of the kubelet's goroutines
+			// at once): it finishes when that comes.
+			delete(p.open, slot)
+			o.draining = true
+			p.draining = append(p.draining, o)
+		} else {
+			p.closeSlot(slot)
+		}
 		o = p.openStep(info.kind, info.container, now)
 	}
 	o.inflight++
@@ -267,7 +278,10 @@ func (p *Pod) callDone(info *callInfo, c *proxy.Call, resp, shown proto.Message,
 	o.step.Calls = append(o.step.Calls, call)
 	o.inflight--
 	o.last = p.w.opts.Now()
-	if single(o.kind) && o.inflight == 0 {
+	switch {
+	case o.draining && o.inflight == 0:
+		p.closeStep(o)
+	case single(o.kind) && o.inflight == 0:
 		p.closeSlot(o.slot)
 	}
 }
@@ -280,7 +294,18 @@ func (p *Pod) closeSlot(slot string) {
 		return
 	}
 	delete(p.open, slot)
+	p.closeStep(o)
+}
+
+// closeStep finishes o (w.mu held).
+func (p *Pod) closeStep(o *openStep) {
+	if o.closed {
+		return
+	}
 	o.closed = true
+	if o.draining {
+		p.draining = slices.DeleteFunc(p.draining, func(x *openStep) bool { return x == o })
+	}
 	s := &o.step
 	end := s.Started
 	for _, c := range s.Calls {
@@ -322,6 +347,9 @@ func (p *Pod) closeSlot(slot string) {
 
 // closeAll finishes every open step (w.mu held).
 func (p *Pod) closeAll() {
+	for _, o := range slices.Clone(p.draining) {
+		p.closeStep(o)
+	}
 	for _, o := range p.openSteps() {
 		p.closeSlot(o.slot)
 	}

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,7 @@ type Watcher struct {
 	polling     map[string]int       // node-level calls by method
 	active      *Pod                 // the pod the last creation call was for
 	runtime     string               // the runtime's name, from a Version answer
+	imageFor    *Pod                 // the pod of the last ImageStatus with annotations
 	queue       []queued             // events to deliver (deliver)
 	newPods     []*Pod               // followed pods not announced yet
 
@@ -333,7 +335,7 @@ func (w *Watcher) classify(c *proxy.Call, req proto.Message) *callInfo {
 		}
 		info.kind = steps.KindPull
 	case *runtimeapi.ImageStatusRequest:
-		info.pod = w.creating()
+		info.pod = w.imagePod(r.GetImage().GetAnnotations())
 		info.kind = steps.KindPull
 	case *runtimeapi.CreateContainerRequest:
 		info.pod = w.bySandbox[r.GetPodSandboxId()]
@@ -387,8 +389,30 @@ func (w *Watcher) byID(info *callInfo, id string) {
 	}
 }
 
-// creating is the pod a call that names no pod (ImageStatus) is for: the
-// one whose creation is under way, if any.
+// imagePod is the pod an ImageStatus is for. The image manager's check
+// sends the pod's annotations (EnsureImageExists,
+// pkg/kubelet/images/image_manager.go), which RunPodSandbox sent too: the
+// pod whose sandbox config has the same ones. The lookup of the image's
+// user that follows sends none: the pod of the last check (w.mu held).
+func (w *Watcher) imagePod(annotations map[string]string) *Pod {
+	if len(annotations) > 0 {
+		for _, p := range w.list {
+			if p.config != nil && !p.stopping && maps.Equal(p.config.GetAnnotations(), annotations) {
+				w.imageFor = p
+				return p
+			}
+		}
+	}
+	if p := w.imageFor; p != nil && !p.stopping {
+		if o := p.open["work"]; o != nil && o.kind == steps.KindPull {
+			return p
+		}
+	}
+	return w.creating()
+}
+
+// creating is the pod a call that names no pod is for: the one whose
+// creation is under way, if any.
 func (w *Watcher) creating() *Pod {
 	if p := w.active; p != nil && p.sandboxID != "" && !p.stopping {
 		return p
