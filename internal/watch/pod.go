@@ -61,7 +61,7 @@ type Pod struct {
 	steps           []steps.Step // finished, in the order they finished
 	open            map[string]*openStep
 	draining        []*openStep // out of their slot, waiting for an answer
-	lastRelistAfter time.Time // the start of the work step the last kept relist followed
+	lastRelistAfter time.Time   // the start of the work step the last kept relist followed
 	prev            podstate.Snapshot
 	events          []podstate.Event
 	subs            subscribers
