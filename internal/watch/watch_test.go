@@ -345,3 +345,34 @@ func TestReadsDuringStart(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoPodsAtOnce: two pods created at the same time (two pod workers);
+// each image check goes to the pod whose annotations it carries.
+func TestTwoPodsAtOnce(t *testing.T) {
+	r := newRig(t, Options{})
+	ctx := context.Background()
+	ks := map[string]*kubelet{}
+	for _, n := range []string{"a", "b"} {
+		cfg := sandboxConfig(n, "uid-"+n)
+		cfg.Annotations = map[string]string{"kubernetes.io/config.hash": "uid-" + n, "kubernetes.io/config.source": "file"}
+		ks[n] = &kubelet{t: t, c: r.client, cfg: cfg, ids: map[string]string{}}
+		ks[n].sandbox(ctx)
+	}
+	for _, n := range []string{"a", "b"} {
+		_, err := r.client.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: "docker.io/library/busybox:1.35", Annotations: ks[n].cfg.Annotations})
+		ks[n].must(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		k := ks[n]
+		_, err := r.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: k.sb, Config: containerConfig(k.cfg, "c"+n, "sleep", "9"), SandboxConfig: k.cfg})
+		k.must(err)
+	}
+	r.settle()
+	for _, p := range r.w.Pods() {
+		n := strings.TrimPrefix(p.Name, "")
+		want := []string{"sandbox run-sandbox", "sandbox sandbox-status", "containers pull/c" + n, "containers create/c" + n}
+		if got := names(p.Steps()); !reflect.DeepEqual(got, want) {
+			t.Errorf("pod %s: steps %q, want %q", p.Name, got, want)
+		}
+	}
+}
