@@ -168,6 +168,8 @@ type proxySession struct {
 	mu       sync.Mutex
 	printers map[*watch.Pod]*report.Printer
 	pods     chan *watch.Pod // followed pods, for the TUI
+
+	rtName, rtVersion, rtAPI string // the runtime's Version answer (--record)
 }
 
 func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
@@ -196,6 +198,8 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		pods: make(chan *watch.Pod, 1),
 		rt:   render.Runtime{Endpoint: upstream, Why: "a kubelet's calls through podstep proxy at " + o.listen + "; upstream from " + why}}
 	if o.record != "" {
+		// The runtime as it answers Version, for the recording's header.
+		s.rtName, s.rtVersion, s.rtAPI = runtimeVersion(ctx, upstream)
 		if s.rec, err = record.Create(o.record); err != nil {
 			return usageErr("--record %s: %v", o.record, err)
 		}
@@ -276,7 +280,8 @@ func (s *proxySession) onPod(p *watch.Pod) {
 		host, _ := os.Hostname()
 		h := record.Header{Podstep: version, Host: host, OS: runtime.GOOS + "/" + runtime.GOARCH,
 			Interactive: !s.o.auto, Output: s.o.output, Flags: map[string]string{},
-			Runtime:  record.Runtime{Endpoint: s.rt.Endpoint, Why: s.rt.Why},
+			Runtime: record.Runtime{Endpoint: s.rt.Endpoint, Why: s.rt.Why,
+				Name: s.rtName, Version: s.rtVersion, APIVersion: s.rtAPI},
 			Manifest: record.Manifest{File: "(a kubelet's pod, seen through podstep proxy)", Pod: p.Pod()}}
 		s.cmd.Flags().VisitAll(func(f *pflag.Flag) {
 			if f.Name != "help" {
