@@ -22,6 +22,7 @@ import (
 // rig is a simulated runtime (a real CRI gRPC server) behind a proxy fed
 // to a watcher, and a CRI client playing the kubelet through the proxy.
 type rig struct {
+	ep     string // the proxy's endpoint
 	w      *Watcher
 	client *cri.Client
 	mu     sync.Mutex
@@ -62,6 +63,7 @@ func newRig(t *testing.T, o Options) *rig {
 	}
 	go ps.Serve(l)
 	t.Cleanup(ps.Stop)
+	r.ep = ep
 	if r.client, err = cri.Dial(ep, "", cri.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -375,4 +377,8 @@ func TestTwoPodsAtOnce(t *testing.T) {
 			t.Errorf("pod %s: steps %q, want %q", p.Name, got, want)
 		}
 	}
+}
+
+func runReq(k *kubelet) *runtimeapi.RunPodSandboxRequest {
+	return &runtimeapi.RunPodSandboxRequest{Config: k.cfg}
 }
