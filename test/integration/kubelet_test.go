@@ -256,6 +256,49 @@ func TestKubeletThroughProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("hold in the TUI", func(t *testing.T) {
+		name := "tuiheld-" + kubeletNode
+		tui := startTUI(t, "podstep-proxy-tui", 160, 45, e.bin, "proxy", "--listen", "unix://"+sock, "--upstream", e.endpoint,
+			"--pod", "default/"+name, "--hold", "--hold-stage", "sandbox", "--no-color")
+		tui.waitFor("the proxy waiting for the pod", func(f string) bool { return strings.Contains(f, "waiting for the kubelet to create pod") })
+		time.Sleep(2 * time.Second) // the kubelet reconnects
+		k.drop(t, e, "hello.yaml", "tuiheld")
+		f := tui.waitFor("RunPodSandbox held", func(f string) bool { return strings.Contains(f, "RunPodSandbox: HELD") })
+		if !strings.Contains(f, "the kubelet gives up in") || !strings.Contains(f, "RunPodSandbox request (will send)") {
+			t.Errorf("the held call and its deadline are not shown:\n%s", f)
+		}
+		time.Sleep(time.Second)
+		if sb := sandboxesNamed(t, c, name); len(sb) != 0 {
+			t.Fatalf("a sandbox exists while RunPodSandbox is held: %v", sb)
+		}
+		tui.key("n")
+		tui.waitFor("PodSandboxStatus held", func(f string) bool { return strings.Contains(f, "PodSandboxStatus: HELD") })
+		if sb := sandboxesNamed(t, c, name); len(sb) != 1 {
+			t.Errorf("after n: %d sandboxes, want 1", len(sb))
+		}
+		tui.key("c")
+		tui.waitFor("start/hello", func(f string) bool { return strings.Contains(f, "start/hello") })
+		if ct := podContainer(t, c, name, "hello"); ct == nil {
+			t.Error("the kubelet did not go on: hello is not running")
+		} else {
+			pods[name] = ct.Labels["io.kubernetes.pod.uid"]
+		}
+		tui.key("q")
+		tui.waitFor("the quit prompt", func(f string) bool { return strings.Contains(f, "tear the pod down?") })
+		tui.key("Enter")
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if b, err := os.ReadFile(tui.done); err == nil {
+				if code := strings.TrimSpace(string(b)); code != "0" {
+					t.Errorf("podstep proxy exited %s, want 0:\n%s", code, tui.capture())
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("podstep proxy did not exit after q:\n%s", tui.capture())
+			}
+		}
+	})
+
 	t.Run("unknown method passes", func(t *testing.T) {
 		p := e.startProxy(t, sock, "--pod", "default/nothing")
 		call := func(target string) error {
