@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -277,7 +278,8 @@ func TestKubeletThroughProxy(t *testing.T) {
 			t.Errorf("after n: %d sandboxes, want 1", len(sb))
 		}
 		tui.key("c")
-		tui.waitFor("start/hello", func(f string) bool { return strings.Contains(f, "start/hello") })
+		done := regexp.MustCompile(`✓\s+\d+ start/hello`)
+		tui.waitFor("start/hello done", func(f string) bool { return done.MatchString(f) })
 		if ct := podContainer(t, c, name, "hello"); ct == nil {
 			t.Error("the kubelet did not go on: hello is not running")
 		} else {
