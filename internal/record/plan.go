@@ -6,11 +6,10 @@ import (
 )
 
 // planKey is what a plan line must be rewritten for when it changes: the
-// step's name, title, stage (`podstep proxy` learns a container was an init
-// container only once the next one is created) and whether it was skipped.
-// Running and finishing a step changes nothing here: step lines say that.
+// step's name, title and whether it was skipped. Running and finishing a
+// step changes nothing here: step lines say that.
 func planKey(s steps.Step) string {
-	k := s.Name + "\x00" + s.Title + "\x00" + string(s.Stage)
+	k := s.Name + "\x00" + s.Title
 	if s.State == steps.Skipped {
 		k += "\x00skipped"
 	}
