@@ -87,7 +87,7 @@ record "fuzz (hack/fuzz.sh, 10 s per target)" $?
 # The packages with goroutines (the engine and its actions, the TUI, the pod state tracker, the
 # CRI client and its hooks, the simulated runtime, the signal handling in cmd) again under the
 # race detector.
-RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./cmd/podstep)
+RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./cmd/podstep ./internal/proxy ./internal/watch)
 section "go test -race ${RACE_PKGS[*]}"
 go test -race "${RACE_PKGS[@]}"
 record "go test -race (concurrent packages)" $?
