@@ -246,7 +246,9 @@ func (s *Server) pump(ctx, out context.Context, ss grpc.ServerStream, c *Call) e
 				c.Request, first = m.payload, false
 			}
 			if err := cs.SendMsg(m); err != nil {
-				up <- err
+				// The upstream ended the call (io.EOF): its status comes
+				// from the other direction.
+				up <- nil
 				return
 			}
 		}
