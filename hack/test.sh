@@ -88,7 +88,7 @@ record "fuzz (hack/fuzz.sh, 10 s per target)" $?
 # The packages with goroutines (the engine and its actions, the TUI, the pod state tracker, the
 # CRI client and its hooks, the simulated runtime, bench's pod workers, the signal handling in cmd) again under the
 # race detector.
-RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./internal/bench ./cmd/podstep ./internal/trace)
+RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./internal/bench ./cmd/podstep ./internal/trace ./internal/proxy ./internal/watch)
 section "go test -race ${RACE_PKGS[*]}"
 go test -race "${RACE_PKGS[@]}"
 record "go test -race (concurrent packages)" $?
@@ -172,6 +172,14 @@ if [ $build != 0 ]; then
 	finish
 fi
 
+# The proxy test runs a real kubelet v1.37.0 behind podstep proxy: built once from the Go module
+# proxy (several minutes cold), then cached in ~/.cache/podstep/kubelet-v1.37.0 (hack/kubelet-build.sh).
+section "hack/kubelet-build.sh"
+KUBELET_BIN=$(bash hack/kubelet-build.sh | tail -n 1)
+kb=$?
+[ -x "$KUBELET_BIN" ] || kb=1
+record "hack/kubelet-build.sh (kubelet v1.37.0 for the proxy test)" $kb
+
 # The TUI test drives podstep in a real terminal, inside tmux.
 if ! command -v tmux >/dev/null; then
 	apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; } ||
@@ -230,8 +238,8 @@ integration() {
 	PODSTEP_BIN=$TMP/podstep PODSTEP_ENDPOINT=$endpoint PODSTEP_CNI_SUBNET=$subnet PODSTEP_RUNTIME=$name \
 		PODSTEP_REGISTRY=$registry PODSTEP_REGISTRY_USER=$(harness_value PODSTEP_REGISTRY_USER) \
 		PODSTEP_REGISTRY_PASSWORD=$(harness_value PODSTEP_REGISTRY_PASSWORD) \
-		PODSTEP_REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE) \
-		go test -count=1 -timeout 10m -tags integration ./test/integration/ -v
+		PODSTEP_REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE) PODSTEP_KUBELET=$KUBELET_BIN \
+		go test -count=1 -timeout 15m -tags integration ./test/integration/ -v
 	rc=$?
 	record "integration suite on $name ($((SECONDS - start)) s)" $rc
 	harness_down "$rt"

@@ -33,6 +33,10 @@ type Summary struct {
 	Timing   Timing            `json:"timing"`
 	Kept     bool              `json:"kept"`
 	Leftover *steps.LeftBehind `json:"leftover,omitempty"` // what a teardown that did not finish left
+	// Watched is true for a kubelet's pod seen through `podstep proxy`:
+	// the kubelet made (and removes) it, and Timing.OverheadMs is the
+	// kubelet's own time, not podstep's.
+	Watched bool `json:"watched,omitempty"`
 }
 
 // Failure names where and why the pod failed.
@@ -241,8 +245,24 @@ func (p *Printer) Finish(s Summary) {
 	if ip == "" {
 		ip = "<none>"
 	}
-	fmt.Fprintf(p.w, "pod/%s  READY %s  STATUS %s  RESTARTS %d  IP %s  created in %s (runtime %s, podstep %s, %d CRI calls)",
-		s.Pod, s.Ready, status, s.Restarts, ip, render.Ms(s.Timing.CreateMs), render.Ms(s.Timing.CRIMs), render.Ms(s.Timing.OverheadMs), s.Timing.Calls)
+	who := "podstep"
+	if s.Watched {
+		who = "kubelet"
+	}
+	fmt.Fprintf(p.w, "pod/%s  READY %s  STATUS %s  RESTARTS %d  IP %s  created in %s (runtime %s, %s %s, %d CRI calls)",
+		s.Pod, s.Ready, status, s.Restarts, ip, render.Ms(s.Timing.CreateMs), render.Ms(s.Timing.CRIMs), who, render.Ms(s.Timing.OverheadMs), s.Timing.Calls)
+	if s.Watched {
+		if s.Outcome == "removed" {
+			fmt.Fprintf(p.w, "; removed by the kubelet (teardown %s)\n", render.Ms(s.Timing.TeardownMs))
+		} else {
+			fmt.Fprintf(p.w, "; the kubelet's pod, %s when podstep stopped watching\n", s.Outcome)
+		}
+		if s.Failed != nil {
+			fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
+				s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
+		}
+		return
+	}
 	interrupted := ""
 	if s.Outcome == "interrupted" {
 		interrupted = color.New(color.FgYellow, color.Bold).Sprint("interrupted") + ", "

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/podstep/podstep/internal/cri"
 )
 
 // ErrNoContainer is returned by ContainerLog for a container not created yet.
@@ -44,6 +46,13 @@ func (e *Engine) ContainerLog(name string, max int) ([]LogLine, error) {
 	if path == "" {
 		return nil, ErrNoContainer
 	}
+	return ReadLog(path, max, e.redactor)
+}
+
+// ReadLog reads the end of a CRI container log file (at most max lines;
+// 0: all), each line's text masked by red. `podstep proxy` reads a real
+// kubelet's container logs with it.
+func ReadLog(path string, max int, red *cri.Redactor) ([]LogLine, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err // a *fs.PathError: it names the file
@@ -63,7 +72,7 @@ func (e *Engine) ContainerLog(name string, max int) ([]LogLine, error) {
 		lines = lines[len(lines)-max:]
 	}
 	for i := range lines {
-		lines[i].Text = e.redactor.Text(lines[i].Text)
+		lines[i].Text = red.Text(lines[i].Text)
 	}
 	return lines, nil
 }

@@ -138,7 +138,7 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 }
 
 // Init starts listening to the engine.
-func (m *model) Init() tea.Cmd { return tea.Batch(m.waitEvent(), m.waitLoaded()) }
+func (m *model) Init() tea.Cmd { return tea.Batch(m.waitEvent(), m.waitLoaded(), m.waitLive()) }
 
 // waitEvent delivers the next engine event; Update re-arms it.
 func (m *model) waitEvent() tea.Cmd {
@@ -241,6 +241,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.waitEvent()
 	case runDoneMsg:
 		return m, tea.Batch(m.runDone(msg), m.waitEvent())
+	case liveMsg:
+		return m, m.live()
 	case spinner.TickMsg:
 		if !m.busy {
 			return m, nil // let the spinner stop

@@ -73,7 +73,7 @@ func (m *model) planRow(i, w int) string {
 	if s.State == steps.Done || s.State == steps.Failed {
 		dur = " " + m.fmtDur(s.Duration)
 	} else if s.State == steps.Running {
-		dur = " " + m.fmtDur(m.now().Sub(m.runStart))
+		dur = " " + m.fmtDur(m.now().Sub(m.runningSince(s)))
 	}
 	name := fmt.Sprintf("%2d %s", s.ID, s.Name)
 	room := w - 4 - lipgloss.Width(dur)

@@ -91,7 +91,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 			add(st.Dim.Render("pending"))
 		}
 	case steps.Running:
-		l := fmt.Sprintf("running %s", m.fmtDur(m.now().Sub(m.runStart)))
+		l := fmt.Sprintf("running %s", m.fmtDur(m.now().Sub(m.runningSince(s))))
 		if m.method != "" {
 			l += " · waiting for " + m.method
 		}

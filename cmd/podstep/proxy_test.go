@@ -1,0 +1,40 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestProxyBadInput: bad flags are one clear error, exit 2, before
+// anything listens or is dialled.
+func TestProxyBadInput(t *testing.T) {
+	dir := t.TempDir()
+	sock := "unix://" + filepath.Join(dir, "p.sock")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no listen", []string{"proxy", "--auto"}, "--listen is required"},
+		{"bad listen", []string{"proxy", "--auto", "--listen", "http://x"}, `unsupported scheme "http"`},
+		{"bad output", []string{"proxy", "--auto", "--listen", sock, "-o", "yaml"}, `-o/--output "yaml": expected text, short or json`},
+		{"pod without namespace", []string{"proxy", "--auto", "--listen", sock, "--pod", "web"}, `--pod "web": expected NAMESPACE/NAME`},
+		{"unknown stage", []string{"proxy", "--auto", "--listen", sock, "--hold", "--hold-stage", "nope"}, `--hold-stage "nope": expected one of`},
+		{"stage without hold", []string{"proxy", "--auto", "--listen", sock, "--hold-stage", "sandbox"}, "--hold-stage needs --hold"},
+		{"zero timeout", []string{"proxy", "--auto", "--listen", sock, "--request-timeout", "0s"}, "--request-timeout 0s"},
+		{"upstream is listen", []string{"proxy", "--auto", "--listen", sock, "--upstream", sock}, "the proxy would call itself"},
+		{"TUI without pod", []string{"proxy", "--listen", sock}, "the TUI follows one pod"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q (stdout %q)", code, errOut, tc.want, out)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "p.sock")); err == nil {
+				t.Errorf("the socket was made")
+			}
+		})
+	}
+}

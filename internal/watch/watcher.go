@@ -1,0 +1,492 @@
+package watch
+
+import (
+	"context"
+	"maps"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/proxy"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// The kubelet's labels on sandboxes and containers (pkg/kubelet/types/labels.go).
+const (
+	labelPodName       = "io.kubernetes.pod.name"
+	labelPodNamespace  = "io.kubernetes.pod.namespace"
+	labelPodUID        = "io.kubernetes.pod.uid"
+	labelContainerName = "io.kubernetes.container.name"
+)
+
+// OtherPods is the polling count of calls for pods not followed (--pod).
+const OtherPods = "other pods' calls"
+
+// Options configure a Watcher.
+type Options struct {
+	// Follow is the "namespace/name" of the one pod to follow; "" follows
+	// every pod. Other pods' calls pass untouched and are not shown.
+	Follow string
+	// Redactor masks secrets in what is shown (registry credentials in
+	// PullImage always); nil: a new one.
+	Redactor *cri.Redactor
+	// Quiet is how long a step of several calls (pull, relist, teardown,
+	// probe) stays open after its last answer; 0: 150 ms.
+	Quiet time.Duration
+	// OnPod is called once for each followed pod, when it is first seen,
+	// before any of its events.
+	OnPod func(*Pod)
+	// Hold, when set, may keep a followed pod's calls before they go
+	// upstream.
+	Hold *Hold
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Watcher attributes the calls through a proxy to pods and steps.
+type Watcher struct {
+	opts Options
+	red  *cri.Redactor
+
+	mu          sync.Mutex
+	pods        map[string]*Pod // by UID
+	list        []*Pod          // in the order first seen
+	bySandbox   map[string]*Pod
+	byContainer map[string]*ctr
+	calls       map[uint64]*callInfo // in flight
+	polling     map[string]int       // node-level calls by method
+	active      *Pod                 // the pod the last creation call was for
+	runtime     string               // the runtime's name, from a Version answer
+	imageFor    *Pod                 // the pod of the last ImageStatus with annotations
+	queue       []queued             // events to deliver (deliver)
+	newPods     []*Pod               // followed pods not announced yet
+
+	deliverMu sync.Mutex // one delivery at a time, in queue order
+	stop      chan struct{}
+	stopOnce  sync.Once
+}
+
+type queued struct {
+	pod *Pod
+	ev  steps.Event
+}
+
+// callInfo is what arrived decided about a call.
+type callInfo struct {
+	pod       *Pod
+	kind      steps.Kind
+	container string
+	req       proto.Message // as sent
+	shown     proto.Message // redacted, as shown
+	step      *openStep
+}
+
+// New returns a watcher; its Hooks go to proxy.New. Close stops its timer.
+func New(o Options) *Watcher {
+	if o.Quiet == 0 {
+		o.Quiet = 150 * time.Millisecond
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	w := &Watcher{opts: o, red: o.Redactor, pods: map[string]*Pod{}, bySandbox: map[string]*Pod{},
+		byContainer: map[string]*ctr{}, calls: map[uint64]*callInfo{}, polling: map[string]int{}, stop: make(chan struct{})}
+	if w.red == nil {
+		w.red = &cri.Redactor{}
+	}
+	go w.tick()
+	return w
+}
+
+// Hooks are the proxy hooks feeding the watcher (and its hold).
+func (w *Watcher) Hooks() proxy.Hooks {
+	return proxy.Hooks{Arrived: w.arrived, Gate: w.gate, Done: w.done}
+}
+
+// Close stops the watcher's timer and closes every step still open.
+func (w *Watcher) Close() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	w.mu.Lock()
+	for _, p := range w.list {
+		p.closeAll()
+	}
+	w.mu.Unlock()
+	w.deliver()
+}
+
+// Pods lists the followed pods seen so far.
+func (w *Watcher) Pods() []*Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*Pod
+	for _, p := range w.list {
+		if p.followed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Polling is the node-level calls seen, by method, and the calls of pods
+// not followed.
+func (w *Watcher) Polling() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int, len(w.polling))
+	for k, v := range w.polling {
+		out[k] = v
+	}
+	return out
+}
+
+// FormatPolling is the one counted line of node-level calls: "Version ×7,
+// ListContainers ×30", most frequent first.
+func FormatPolling(m map[string]int) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var l []kv
+	for k, v := range m {
+		l = append(l, kv{k, v})
+	}
+	sort.Slice(l, func(i, j int) bool {
+		if l[i].v != l[j].v {
+			return l[i].v > l[j].v
+		}
+		return l[i].k < l[j].k
+	})
+	var parts []string
+	for _, e := range l {
+		parts = append(parts, e.k+" ×"+strconv.Itoa(e.v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// arrived decodes and attributes a call as it arrives.
+func (w *Watcher) arrived(c *proxy.Call) {
+	req := decode(c.Method, c.Request, false)
+	w.mu.Lock()
+	info := w.classify(c, req)
+	w.calls[c.Seq] = info
+	if info.pod != nil {
+		info.step = info.pod.callArrived(info, c, w.red.Redact(req))
+	}
+	w.mu.Unlock()
+	w.deliver()
+}
+
+// gate holds a followed pod's call when the hold says so.
+func (w *Watcher) gate(ctx context.Context, c *proxy.Call) {
+	h := w.opts.Hold
+	if h == nil {
+		return
+	}
+	w.mu.Lock()
+	info := w.calls[c.Seq]
+	var stage steps.Stage
+	var pod *Pod
+	var name string
+	var req proto.Message
+	if info != nil && info.pod != nil && info.pod.followed && info.step != nil && !info.step.dropped {
+		pod = info.pod
+		stage, name, req = info.step.step.Stage, info.step.step.Name, info.shown
+	}
+	w.mu.Unlock()
+	if pod == nil {
+		return
+	}
+	h.wait(ctx, c, req, pod, stage, name)
+}
+
+// done decodes the answer and updates the pod. Node-level answers are
+// decoded only when they can name pods podstep has not seen (the lists)
+// or the runtime (Version).
+func (w *Watcher) done(c *proxy.Call) {
+	w.mu.Lock()
+	info := w.calls[c.Seq]
+	delete(w.calls, c.Seq)
+	w.mu.Unlock()
+	var resp proto.Message
+	if c.Err == nil && !c.Streaming && (info != nil && info.pod != nil || learns[c.Name()]) {
+		resp = decode(c.Method, c.Response, true)
+	}
+	var shown proto.Message
+	var err error
+	if info != nil && info.pod != nil {
+		shown, err = w.red.Redact(resp), w.red.Error(c.Err)
+	}
+	w.mu.Lock()
+	if v, ok := resp.(*runtimeapi.VersionResponse); ok && v.GetRuntimeName() != "" {
+		w.runtime = v.GetRuntimeName()
+	}
+	if info == nil || info.pod == nil {
+		w.polling[c.Name()]++
+		w.learn(resp)
+	} else {
+		if !info.pod.followed {
+			w.polling[OtherPods]++
+		}
+		info.pod.callDone(info, c, resp, shown, err)
+	}
+	w.mu.Unlock()
+	w.deliver()
+}
+
+// learns are the node-level methods whose answers are read.
+var learns = map[string]bool{"ListPodSandbox": true, "ListContainers": true, "Version": true}
+
+// tick closes steps of several calls once they have been quiet.
+func (w *Watcher) tick() {
+	t := time.NewTicker(w.opts.Quiet / 3)
+	defer t.Stop()
+	var poked time.Time
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		if h := w.opts.Hold; h != nil && time.Since(poked) >= time.Second && len(h.Held()) > 0 {
+			// A second off the held calls' deadlines.
+			poked = time.Now()
+			for _, x := range h.Held() {
+				x.Pod.poke()
+			}
+		}
+		w.mu.Lock()
+		now := w.opts.Now()
+		for _, p := range w.list {
+			for _, o := range p.openSteps() {
+				// A pull waits for the CreateContainer that names its
+				// container; single-call steps close with their answer.
+				if o.inflight == 0 && now.Sub(o.last) >= w.opts.Quiet && !single(o.kind) && !(o.kind == steps.KindPull && o.container == "") {
+					p.closeSlot(o.slot)
+				}
+			}
+		}
+		w.mu.Unlock()
+		w.deliver()
+	}
+}
+
+// deliver hands queued events to each pod's subscribers, outside w.mu (a
+// subscriber may read the pod), one delivery at a time and in order.
+func (w *Watcher) deliver() {
+	w.deliverMu.Lock()
+	defer w.deliverMu.Unlock()
+	for {
+		w.mu.Lock()
+		q, np := w.queue, w.newPods
+		w.queue, w.newPods = nil, nil
+		w.mu.Unlock()
+		if len(q) == 0 && len(np) == 0 {
+			return
+		}
+		for _, p := range np {
+			if w.opts.OnPod != nil {
+				w.opts.OnPod(p)
+			}
+		}
+		for _, e := range q {
+			e.pod.subs.emit(e.ev)
+			e.pod.poke()
+		}
+	}
+}
+
+// classify decides which pod and step a call belongs to (w.mu held).
+func (w *Watcher) classify(c *proxy.Call, req proto.Message) *callInfo {
+	info := &callInfo{req: req}
+	switch r := req.(type) {
+	case *runtimeapi.RunPodSandboxRequest:
+		info.pod = w.podOf(r.GetConfig().GetMetadata(), r.GetConfig().GetLabels())
+		if info.pod != nil {
+			info.pod.config = r.GetConfig()
+		}
+		info.kind = steps.KindRunSandbox
+	case *runtimeapi.PodSandboxStatusRequest:
+		info.pod = w.bySandbox[r.GetPodSandboxId()]
+		info.kind = steps.KindRelist
+		if info.pod != nil && info.pod.lastKind() == steps.KindRunSandbox {
+			info.kind = steps.KindSandboxStatus
+		}
+	case *runtimeapi.ListPodSandboxRequest:
+		info.pod = w.podByFilter(r.GetFilter().GetLabelSelector(), r.GetFilter().GetId())
+		info.kind = steps.KindRelist
+	case *runtimeapi.ListContainersRequest:
+		info.pod = w.podByFilter(r.GetFilter().GetLabelSelector(), r.GetFilter().GetPodSandboxId())
+		info.kind = steps.KindRelist
+	case *runtimeapi.ContainerStatusRequest:
+		if k := w.byContainer[r.GetContainerId()]; k != nil {
+			info.pod, info.container = k.pod, k.name
+		}
+		info.kind = steps.KindRelist
+	case *runtimeapi.PullImageRequest:
+		info.pod = w.podOf(r.GetSandboxConfig().GetMetadata(), r.GetSandboxConfig().GetLabels())
+		if info.pod == nil {
+			info.pod = w.creating()
+		}
+		info.kind = steps.KindPull
+	case *runtimeapi.ImageStatusRequest:
+		info.pod = w.imagePod(r.GetImage().GetAnnotations())
+		info.kind = steps.KindPull
+	case *runtimeapi.CreateContainerRequest:
+		info.pod = w.bySandbox[r.GetPodSandboxId()]
+		if info.pod == nil {
+			info.pod = w.podOf(r.GetSandboxConfig().GetMetadata(), r.GetSandboxConfig().GetLabels())
+		}
+		info.container = r.GetConfig().GetMetadata().GetName()
+		info.kind = steps.KindCreate
+	case *runtimeapi.StartContainerRequest:
+		w.byID(info, r.GetContainerId())
+		info.kind = steps.KindStart
+	case *runtimeapi.ExecSyncRequest:
+		w.byID(info, r.GetContainerId())
+		info.kind = steps.KindReady
+		if info.pod != nil && info.pod.lastKind() == steps.KindStart && info.pod.lastContainer() == info.container {
+			info.kind = steps.KindPostStart
+		}
+	case *runtimeapi.StopContainerRequest:
+		w.byID(info, r.GetContainerId())
+		info.kind = steps.KindStopContainers
+	case *runtimeapi.RemoveContainerRequest:
+		w.byID(info, r.GetContainerId())
+		info.kind = steps.KindRemoveContainers
+	case *runtimeapi.StopPodSandboxRequest:
+		info.pod = w.bySandbox[r.GetPodSandboxId()]
+		info.kind = steps.KindStopSandbox
+	case *runtimeapi.RemovePodSandboxRequest:
+		info.pod = w.bySandbox[r.GetPodSandboxId()]
+		info.kind = steps.KindRemoveSandbox
+	}
+	if info.pod != nil && info.kind == steps.KindRelist {
+		// Status reads while the pod is being torn down belong to the teardown.
+		if o := info.pod.open["work"]; o != nil && o.step.Stage == steps.StageTeardown {
+			info.kind = o.kind
+			info.container = o.container
+		}
+	}
+	if info.pod != nil {
+		switch info.kind {
+		case steps.KindRunSandbox, steps.KindPull, steps.KindCreate, steps.KindStart, steps.KindPostStart:
+			w.active = info.pod
+		}
+	}
+	return info
+}
+
+// byID attributes a call naming a container ID.
+func (w *Watcher) byID(info *callInfo, id string) {
+	if k := w.byContainer[id]; k != nil {
+		info.pod, info.container = k.pod, k.name
+	}
+}
+
+// imagePod is the pod an ImageStatus is for. The image manager's check
+// sends the pod's annotations (EnsureImageExists,
+// pkg/kubelet/images/image_manager.go), which RunPodSandbox sent too: the
+// pod whose sandbox config has the same ones. The lookup of the image's
+// user that follows sends none: the pod of the last check (w.mu held).
+func (w *Watcher) imagePod(annotations map[string]string) *Pod {
+	if len(annotations) > 0 {
+		for _, p := range w.list {
+			if p.config != nil && !p.stopping && maps.Equal(p.config.GetAnnotations(), annotations) {
+				w.imageFor = p
+				return p
+			}
+		}
+	}
+	if p := w.imageFor; p != nil && !p.stopping {
+		if o := p.open["work"]; o != nil && o.kind == steps.KindPull {
+			return p
+		}
+	}
+	return w.creating()
+}
+
+// creating is the pod a call that names no pod is for: the one whose
+// creation is under way, if any.
+func (w *Watcher) creating() *Pod {
+	if p := w.active; p != nil && p.sandboxID != "" && !p.stopping {
+		return p
+	}
+	return nil
+}
+
+// podOf finds or makes the pod a sandbox config or labels name.
+func (w *Watcher) podOf(md *runtimeapi.PodSandboxMetadata, labels map[string]string) *Pod {
+	uid, ns, name := md.GetUid(), md.GetNamespace(), md.GetName()
+	if uid == "" {
+		uid, ns, name = labels[labelPodUID], labels[labelPodNamespace], labels[labelPodName]
+	}
+	if uid == "" {
+		return nil
+	}
+	if p := w.pods[uid]; p != nil {
+		return p
+	}
+	p := newPod(w, uid, ns, name, labels)
+	w.pods[uid] = p
+	w.list = append(w.list, p)
+	if p.followed {
+		w.newPods = append(w.newPods, p)
+	}
+	return p
+}
+
+// podByFilter is the pod a filtered list asks about (by its UID label or a
+// sandbox ID); nil for the node-level, unfiltered lists.
+func (w *Watcher) podByFilter(labels map[string]string, sandboxID string) *Pod {
+	if uid := labels[labelPodUID]; uid != "" {
+		return w.pods[uid]
+	}
+	if sandboxID != "" {
+		return w.bySandbox[sandboxID]
+	}
+	return nil
+}
+
+// learn reads the node-level lists' answers for pods and containers podstep
+// did not see created (it started after them, or was restarted).
+func (w *Watcher) learn(resp proto.Message) {
+	switch r := resp.(type) {
+	case *runtimeapi.ListPodSandboxResponse:
+		for _, sb := range r.GetItems() {
+			if w.bySandbox[sb.GetId()] != nil {
+				continue
+			}
+			p := w.podOf(sb.GetMetadata(), sb.GetLabels())
+			if p == nil {
+				continue
+			}
+			p.joinedSandbox(sb)
+		}
+	case *runtimeapi.ListContainersResponse:
+		for _, c := range r.GetContainers() {
+			if w.byContainer[c.GetId()] != nil {
+				continue
+			}
+			p := w.bySandbox[c.GetPodSandboxId()]
+			if p == nil {
+				continue
+			}
+			p.joinedContainer(c)
+		}
+	}
+}
+
+// runtimeName is the runtime's name for container IDs ("containerd://ID"),
+// as its Version call answered (w.mu held).
+func (w *Watcher) runtimeName() string {
+	if w.runtime == "" {
+		return "cri"
+	}
+	return w.runtime
+}
