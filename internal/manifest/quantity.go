@@ -113,6 +113,9 @@ func checkQuantities(raw []byte, t reflect.Type, name string) (string, string) {
 		} else {
 			s = string(raw) // a number
 		}
+		// As Quantity.UnmarshalJSON, which trims white space before parsing:
+		// "1e18 " is the quantity 1e18, and must be checked as one.
+		s = strings.TrimSpace(s)
 		msg := quantityTextProblem(corev1.ResourceName(name), s)
 		if msg == "" {
 			q, err := resource.ParseQuantity(s)
