@@ -76,7 +76,7 @@ sim() {
 		echo "$k1" >>"$TMP/k1" && echo "$k16" >>"$TMP/k16" && echo "$ratio" >>"$TMP/ratio"
 		echo "$c1" >>"$TMP/cpu1" && echo "$c16" >>"$TMP/cpu16" && echo "$cratio" >>"$TMP/cpuratio"
 		# files K: p50 own time of the dirs step plus that of the remove-dirs step at K.
-		files() { jq --argjson k "$1" '[.levels[] | select(.concurrency == $k) | .own_steps[] | select(.name == "dirs" or .name == "remove-dirs") | .p50_ms] | add' "$TMP/sim.json"; }
+		files() { jq --argjson k "$1" '[.levels[] | select(.concurrency == $k) | .own_steps[] | select(.name == "dirs" or .name == "remove-dirs") | .p50_ms] | add' "$TMP/sim.json" | awk '{ printf "%.3f", $1 }'; }
 		f1=$(files 1) && f16=$(files 16)
 		r1=$(awk -v a="$k1" -v b="$f1" 'BEGIN { printf "%.3f", a - b }')
 		r16=$(awk -v a="$k16" -v b="$f16" 'BEGIN { printf "%.3f", a - b }')
