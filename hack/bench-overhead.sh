@@ -81,7 +81,7 @@ sim() {
 		own_split() { jq -r --argjson k "$1" -f hack/bench-overhead-split.jq "$TMP/sim.json"; }
 		read -r f1 r1 < <(own_split 1) && read -r f16 r16 < <(own_split 16)
 		rratio=$(awk -v a="$r1" -v b="$r16" 'BEGIN { if (a + 0 > 0) printf "%.3f", b / a; else print "n/a" }')
-		echo "         file steps K=1 ${f1} ms, K=16 ${f16} ms; the rest K=1 ${r1} ms, K=16 ${r16} ms (${rratio}x)"
+		[ "$f1" = n/a ] || echo "         file steps K=1 ${f1} ms, K=16 ${f16} ms; the rest K=1 ${r1} ms, K=16 ${r16} ms (${rratio}x)"
 		if [ "$rratio" != n/a ] && [ "$f16" != n/a ]; then
 			echo "$f1" >>"$TMP/files1" && echo "$f16" >>"$TMP/files16"
 			echo "$r1" >>"$TMP/rest1" && echo "$r16" >>"$TMP/rest16" && echo "$rratio" >>"$TMP/restratio"
