@@ -6,7 +6,10 @@
 #   podstep's own time per pod (median of the pods: wall less CRI calls less deliberate waits)
 #   at K=1 and at K=16 pods at once, and the ratio (bar: <= 2x); and podstep's CPU per pod (bench
 #   runs the simulated runtime in a process of its own); with the pods' dirs on disk, then on
-#   tmpfs (/dev/shm).
+#   tmpfs (/dev/shm). And where the own time goes, per pod (the median over the pods): the own
+#   time of the steps that make, write or remove the pod's files (dirs; run-sandbox: the log dir;
+#   create: etc-hosts and the termination-message file; remove-dirs), added, and the rest of the
+#   own time (the steps that touch no file, and the time between steps), at K=1 and K=16.
 # - With PODSTEP_ENDPOINT, RUNS times `podstep bench -n 20 --grace-period 0` of the hello pod on
 #   that runtime: podstep's own time per pod against the CRI floor (bar: <= 5%).
 # Prints the median over the RUNS of each figure, and each run's. It does not judge them.
@@ -61,6 +64,7 @@ sim() {
 	shift
 	echo "$label, $RUNS runs of: podstep bench $* --scale 1,16 -n 64 --warmup 4"
 	: >"$TMP/k1" && : >"$TMP/k16" && : >"$TMP/ratio" && : >"$TMP/cpu1" && : >"$TMP/cpu16" && : >"$TMP/cpuratio"
+	: >"$TMP/files1" && : >"$TMP/files16" && : >"$TMP/rest1" && : >"$TMP/rest16" && : >"$TMP/restratio"
 	for i in $(seq "$RUNS"); do
 		bench "$TMP/sim.json" "$@" --scale 1,16 -n 64 --warmup 4
 		k1=$(jq '.levels[] | select(.concurrency == 1) | .own.p50_ms' "$TMP/sim.json")
@@ -72,8 +76,19 @@ sim() {
 		echo "  run $i: own p50 K=1 ${k1} ms, K=16 ${k16} ms (${ratio}x); CPU per pod K=1 ${c1} ms, K=16 ${c16} ms (${cratio}x)"
 		echo "$k1" >>"$TMP/k1" && echo "$k16" >>"$TMP/k16" && echo "$ratio" >>"$TMP/ratio"
 		echo "$c1" >>"$TMP/cpu1" && echo "$c16" >>"$TMP/cpu16" && echo "$cratio" >>"$TMP/cpuratio"
+		# own_split K: per pod, the own time of the steps that touch the pod's files, added, and the rest
+		# of the own time; prints the medians over the pods of each ("n/a n/a" without own_steps).
+		own_split() { jq -r --argjson k "$1" -f hack/bench-overhead-split.jq "$TMP/sim.json"; }
+		read -r f1 r1 < <(own_split 1) && read -r f16 r16 < <(own_split 16)
+		rratio=$(awk -v a="$r1" -v b="$r16" 'BEGIN { if (a + 0 > 0) printf "%.3f", b / a; else print "n/a" }')
+		[ "$f1" = n/a ] || echo "         file steps K=1 ${f1} ms, K=16 ${f16} ms; the rest K=1 ${r1} ms, K=16 ${r16} ms (${rratio}x)"
+		if [ "$rratio" != n/a ] && [ "$f16" != n/a ]; then
+			echo "$f1" >>"$TMP/files1" && echo "$f16" >>"$TMP/files16"
+			echo "$r1" >>"$TMP/rest1" && echo "$r16" >>"$TMP/rest16" && echo "$rratio" >>"$TMP/restratio"
+		fi
 	done
 	echo "median: own time per pod K=1 $(median <"$TMP/k1") ms, K=16 $(median <"$TMP/k16") ms, K=16/K=1 $(median <"$TMP/ratio")x (bar <= 2x)"
+	[ -s "$TMP/files1" ] && echo "median: own time in the file steps K=1 $(median <"$TMP/files1") ms, K=16 $(median <"$TMP/files16") ms; the rest K=1 $(median <"$TMP/rest1") ms, K=16 $(median <"$TMP/rest16") ms, K=16/K=1 $(median <"$TMP/restratio")x"
 	echo "median: process CPU per pod K=1 $(median <"$TMP/cpu1") ms, K=16 $(median <"$TMP/cpu16") ms, K=16/K=1 $(median <"$TMP/cpuratio")x"
 }
 

@@ -25,6 +25,11 @@ type Pod struct {
 	CRIMs  float64 `json:"cri_ms"`
 	WaitMs float64 `json:"wait_ms"`
 	OwnMs  float64 `json:"own_ms"`
+	// OwnSteps is podstep's own time in the steps of each kind (named as
+	// the steps are: dirs, create, remove-dirs…): the steps' time less
+	// their CRI calls, of the steps that do not wait on purpose. OwnMs
+	// less their sum is the time between steps.
+	OwnSteps map[string]float64 `json:"own_steps_ms"`
 	// Started says whether every container was seen running (the end of
 	// the startup SLIs); TotalMs and SLIMs are set only then.
 	Started bool    `json:"started"`
@@ -52,7 +57,7 @@ type Call struct {
 // eng.Steps() has them after Teardown). created and teardown are the wall
 // times of the creation and the teardown.
 func Measure(pod *corev1.Pod, all []steps.Step, created, teardown time.Duration) Pod {
-	p := Pod{Name: pod.Name, UID: string(pod.UID), Phases: map[string]float64{}, Stateful: isStatefulPod(pod)}
+	p := Pod{Name: pod.Name, UID: string(pod.UID), Phases: map[string]float64{}, OwnSteps: map[string]float64{}, Stateful: isStatefulPod(pod)}
 	var cri, wait time.Duration
 	for _, s := range all {
 		if s.State == steps.Pending || s.State == steps.Skipped {
@@ -68,6 +73,9 @@ func Measure(pod *corev1.Pod, all []steps.Step, created, teardown time.Duration)
 		cri += in
 		if s.Kind.Waits() {
 			wait += s.Duration - in
+		} else {
+			k := s.Kind.String()
+			p.OwnSteps[k] = round(p.OwnSteps[k] + ms(int64(s.Duration-in)))
 		}
 		if s.State == steps.Failed && p.Failed == "" && s.Stage != steps.StageTeardown {
 			p.Failed = string(s.Stage) + "/" + s.Name + ": " + s.Result.Reason + ": " + s.Result.Message

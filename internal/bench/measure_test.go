@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -131,3 +132,41 @@ func TestMeasure(t *testing.T) {
 type errTest struct{}
 
 func (errTest) Error() string { return "pull failed" }
+
+// TestOwnSteps: each step kind's own time is its time less its CRI calls,
+// the waiting steps have none, and Build summarises them in the order a
+// pod goes through the steps.
+func TestOwnSteps(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+	all := []steps.Step{
+		step(steps.KindAdmit, "", 0, 1, waiting("app")),
+		step(steps.KindRunSandbox, "", 10, 110, waiting("app"), call("RunPodSandbox", 20, 100)),
+		step(steps.KindCreate, "app", 210, 230, waiting("app"), call("CreateContainer", 212, 228)),
+		step(steps.KindStart, "app", 230, 260, running("app"), call("StartContainer", 231, 259)),
+		{Kind: steps.KindReady, Stage: steps.StageContainers, State: steps.Done, Started: at(260), Duration: 40 * time.Millisecond, Pod: running("app")},
+		step(steps.KindRemoveDirs, "", 300, 307, running("app")),
+	}
+	p := Measure(pod, all, 300*time.Millisecond, 7*time.Millisecond)
+	want := map[string]float64{"admit": 1, "run-sandbox": 20, "create": 4, "start": 2, "remove-dirs": 7}
+	if len(p.OwnSteps) != len(want) {
+		t.Errorf("own steps %v, want %v", p.OwnSteps, want)
+	}
+	for k, v := range want {
+		if p.OwnSteps[k] != v {
+			t.Errorf("own time of %s = %v, want %v (all %v)", k, p.OwnSteps[k], v, p.OwnSteps)
+		}
+	}
+	q := p
+	q.OwnSteps = map[string]float64{"admit": 3, "remove-dirs": 9}
+	l := Build(1, []Pod{p, q}, time.Second, 0)
+	var names []string
+	for _, s := range l.OwnSteps {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, ","); got != "admit,run-sandbox,create,start,remove-dirs" {
+		t.Errorf("own steps in the order %s, want admit,run-sandbox,create,start,remove-dirs", got)
+	}
+	if l.OwnSteps[0].N != 2 || l.OwnSteps[0].Max != 3 || l.OwnSteps[1].N != 1 {
+		t.Errorf("admit %+v, run-sandbox %+v: want 2 samples up to 3 ms, and 1", l.OwnSteps[0], l.OwnSteps[1])
+	}
+}

@@ -3,6 +3,8 @@ package bench
 import (
 	"sort"
 	"time"
+
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // Schema names the JSON layout of a Result; a reader refuses another.
@@ -67,6 +69,9 @@ type Level struct {
 	Own   Series `json:"own"`
 	Wait  Series `json:"wait"`
 	Wall  Series `json:"wall"`
+	// OwnSteps is podstep's own time per pod in the steps of each kind
+	// (Pod.OwnSteps), in the order of the steps: where Own goes.
+	OwnSteps []Series `json:"own_steps"`
 	// OwnPct is the median own time as a percentage of the median CRI floor.
 	OwnPct float64 `json:"own_pct_of_floor"`
 	// Errors are the failed pods' first failures.
@@ -119,6 +124,7 @@ func Build(concurrency int, all []Pod, wall, cpu time.Duration) Level {
 		}
 		l.Methods = append(l.Methods, s)
 	}
+	l.OwnSteps = ownSteps(pods)
 	var sli, total, floor, own, wait, wallv []float64
 	for _, p := range pods {
 		if p.Failed != "" {
@@ -142,4 +148,22 @@ func Build(concurrency int, all []Pod, wall, cpu time.Duration) Level {
 		l.OwnPct = round(100 * l.Own.P50 / l.Floor.P50)
 	}
 	return l
+}
+
+// ownSteps summarises the pods' own time per step kind, in the order of
+// steps.Kind (the order a pod goes through them).
+func ownSteps(pods []Pod) []Series {
+	byKind := map[string][]float64{}
+	for _, p := range pods {
+		for k, v := range p.OwnSteps {
+			byKind[k] = append(byKind[k], v)
+		}
+	}
+	var out []Series
+	for k := steps.Kind(1); k.String() != ""; k++ {
+		if vals, ok := byKind[k.String()]; ok {
+			out = append(out, Summarize(k.String(), vals))
+		}
+	}
+	return out
 }

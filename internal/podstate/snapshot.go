@@ -202,7 +202,8 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 // PodScheduled, which the kubelet always sets true. Must be called with
 // t.mu held.
 func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
-	var conds []corev1.PodCondition
+	// Room for all six at once: Snapshot runs after every step of every pod.
+	conds := make([]corev1.PodCondition, 0, 6)
 	add := func(typ corev1.PodConditionType, ok bool, why, msg string) {
 		conds = append(conds, t.cond(typ, ok, why, msg))
 	}

@@ -1,7 +1,6 @@
 package volume
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -24,38 +23,53 @@ func Mounts(dir string) ([]Mount, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	// One read of the whole table (a few KiB): no scanner buffer to
+	// allocate per call, as teardown reads it for every pod.
+	data, err := readMountTable()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	out := parseMountinfo(string(data), dir)
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Path) > len(out[j].Path) })
+	return out, nil
+}
+
+// readMountTable reads /proc/self/mountinfo (a variable for the tests,
+// which count the reads).
+var readMountTable = func() ([]byte, error) { return os.ReadFile("/proc/self/mountinfo") }
+
+// parseMountinfo returns the mounts of a mountinfo table at or below dir
+// (absolute, clean), in the table's order. Each line is
+//
+//	id parent major:minor root mountpoint options [optional...] - fstype source superopts
+func parseMountinfo(table, dir string) []Mount {
 	var out []Mount
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		// id parent major:minor root mountpoint options [optional...] - fstype source superopts
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 7 {
-			continue
+	for line := range strings.Lines(table) {
+		n, mp, fstype, dash := 0, "", "", false
+		for f := range strings.FieldsSeq(line) {
+			if dash {
+				fstype = f
+				break
+			}
+			if n == 4 {
+				mp = f
+			}
+			dash = n >= 6 && f == "-"
+			n++
 		}
-		mp := unescapeMountinfo(fields[4])
+		if n < 7 {
+			continue // not a mountinfo line
+		}
+		if !strings.HasPrefix(mp, dir) && !strings.Contains(mp, `\`) {
+			continue // most mounts are elsewhere: no unescaping
+		}
+		mp = unescapeMountinfo(mp)
 		if mp != dir && !strings.HasPrefix(mp, dir+"/") {
 			continue
 		}
-		fstype := ""
-		for i := 6; i < len(fields)-1; i++ {
-			if fields[i] == "-" {
-				fstype = fields[i+1]
-				break
-			}
-		}
 		out = append(out, Mount{Path: mp, FSType: fstype})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Path) > len(out[j].Path) })
-	return out, nil
+	return out
 }
 
 // unescapeMountinfo undoes the kernel's octal escapes (\040 for a space).
@@ -109,6 +123,12 @@ func TeardownMounts(dir string) ([]Mount, error) {
 	if err != nil {
 		return nil, err
 	}
+	return teardownMounts(dir, ms)
+}
+
+// teardownMounts unmounts ms (the mounts at or below dir, deepest first)
+// but dir itself.
+func teardownMounts(dir string, ms []Mount) ([]Mount, error) {
 	abs, _ := filepath.Abs(dir)
 	var done []Mount
 	var errs []error
@@ -127,6 +147,17 @@ func TeardownMounts(dir string) ([]Mount, error) {
 	return done, errors.Join(errs...)
 }
 
+// below keeps the mounts of ms at or below dir (absolute, clean).
+func below(ms []Mount, dir string) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		if m.Path == dir || strings.HasPrefix(m.Path, dir+"/") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // TeardownPod unmounts everything podstep mounted for the pod whose dir is
 // podDir (<root>/pods/<uid>), so that the dir can be removed: first the
 // subPath bind mounts (CleanSubPaths, as UnmountVolume does before each
@@ -134,21 +165,35 @@ func TeardownMounts(dir string) ([]Mount, error) {
 // if anything is still mounted below podDir: removing the dir then would
 // delete through the mount (a subPath of a hostPath volume is the host's
 // own files). It returns what it unmounted. A missing dir is not an error.
+//
+// It reads the mount table once for the volumes and the final check, and
+// again for the check only when it unmounted something: a pod with no
+// volume on a tmpfs (most pods) costs one read, not three, which matters
+// when many pods are torn down at once (podstep bench --concurrency).
 func TeardownPod(podDir string) ([]Mount, error) {
 	done, err := CleanSubPaths(podDir)
 	if err != nil {
 		return done, fmt.Errorf("error cleaning subPath mounts: %w", err)
 	}
-	ms, err := TeardownMounts(filepath.Join(podDir, "volumes"))
+	abs, err := filepath.Abs(filepath.Clean(podDir))
+	if err != nil {
+		return done, err
+	}
+	left, err := Mounts(abs)
+	if err != nil {
+		return done, err
+	}
+	volumes := filepath.Join(abs, "volumes")
+	ms, err := teardownMounts(volumes, below(left, volumes))
 	done = append(done, ms...)
 	if err != nil {
 		return done, err
 	}
-	left, err := Mounts(podDir)
-	if err != nil {
-		return done, err
+	if len(ms) > 0 {
+		if left, err = Mounts(abs); err != nil {
+			return done, err
+		}
 	}
-	abs, _ := filepath.Abs(podDir)
 	var still []string
 	for _, m := range left {
 		if m.Path != abs {
