@@ -114,6 +114,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 			return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot write etc-hosts")
 		}
 	}
+	// GenerateRunContainerOptions makes containers/<name> (not makePodDataDirs).
 	if err := os.MkdirAll(filepath.Dir(c.termLog), 0o750); err != nil {
 		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot make the termination-message file")
 	}

@@ -25,14 +25,14 @@ func (dirsStep) mirrors() string {
 }
 
 func (dirsStep) explain() string {
-	return "The kubelet makes the pod's data directory under its root dir, pods/<uid>, with volumes/ (where volume plugins put their data), plugins/ and containers/ (one folder per container for its termination-message file). The etc-hosts file next to them is written later, when the first container's config is made."
+	return "The kubelet makes the pod's data directory under its root dir, pods/<uid>, with volumes/ (where volume plugins put their data) and plugins/. The rest is made later, when each container's config is made: containers/<name>/ for its termination-message file (GenerateRunContainerOptions), and the etc-hosts file (makeMounts)."
 }
 
 func (dirsStep) requests(*Engine) []Request { return nil }
 
 func (dirsStep) run(_ context.Context, e *Engine) Result {
 	dirs := []string{e.rt.podDir}
-	for _, sub := range []string{"volumes", "plugins", "containers"} {
+	for _, sub := range []string{"volumes", "plugins"} {
 		dirs = append(dirs, filepath.Join(e.rt.podDir, sub))
 	}
 	if _, err := os.Stat(e.rt.podDir); err == nil {
@@ -54,7 +54,7 @@ func (dirsStep) run(_ context.Context, e *Engine) Result {
 	if err := mark.Dir(e.rt.podDir, string(e.pod.UID)); err != nil {
 		return fail(reason.FailedMakePodDataDirs, err, "cannot record the pod dir for podstep cleanup")
 	}
-	return ok("made "+e.rt.podDir+"/{volumes,plugins,containers}", kv("pod dir", e.rt.podDir))
+	return ok("made "+e.rt.podDir+"/{volumes,plugins}", kv("pod dir", e.rt.podDir))
 }
 
 // makeLogDir makes the pod's log dir, as the runtime's RunPodSandbox would
