@@ -38,6 +38,7 @@ func TestKubeletTraceJaeger(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "cri.sock")
+	var uid string // the pod's, from the spans
 	service := fmt.Sprintf("podstep-proxy-%d", time.Now().UnixNano())
 	te := *e
 	te.extraEnv = []string{"OTEL_SERVICE_NAME=" + service}
@@ -63,9 +64,8 @@ func TestKubeletTraceJaeger(t *testing.T) {
 		}
 		unmountKubelet(t, dir)
 		// The kubelet's log dir of the pod (its container GC removes it later).
-		logs, _ := filepath.Glob(filepath.Join("/var/log/pods", "default_hello-"+kubeletNode+"_*"))
-		for _, l := range logs {
-			os.RemoveAll(l)
+		if uid != "" {
+			os.RemoveAll(filepath.Join("/var/log/pods", "default_hello-"+kubeletNode+"_"+uid))
 		}
 		for _, m := range mountsUnder(dir) {
 			t.Errorf("mount left under the kubelet's dir: %s", m)
@@ -118,6 +118,9 @@ func TestKubeletTraceJaeger(t *testing.T) {
 	k.stop(t)
 	if pw := os.Getenv("PODSTEP_REGISTRY_PASSWORD"); pw != "" && strings.Contains(raw, pw) {
 		t.Errorf("the traces hold the registry password")
+	}
+	if s := found["RunPodSandbox"]; s != nil {
+		uid = s.tag("k8s.pod.uid")
 	}
 	for _, m := range methods {
 		s := found[m]
