@@ -42,6 +42,7 @@ func TestKubeletTraceJaeger(t *testing.T) {
 	service := fmt.Sprintf("podstep-proxy-%d", time.Now().UnixNano())
 	te := *e
 	te.extraEnv = []string{"OTEL_SERVICE_NAME=" + service}
+	t.Logf("the proxy's spans: service %s", service)
 	p := te.startProxy(t, sock, "--pod", "default/hello-"+kubeletNode, "--otlp-endpoint", otlpHTTP)
 
 	// The kubelet's OTLP exporter is gRPC, host:port (component-base tracing).
@@ -207,14 +208,15 @@ func ancestor(spans map[string]*jaegerSpan, s *jaegerSpan, service, name string)
 	return nil
 }
 
-// ancestry is s and the spans above it: "kubelet syncPod ← ...".
+// ancestry is s, the spans above it and containerd's below, with their
+// durations: "kubelet syncPod 1012.3ms → ...".
 func ancestry(spans map[string]*jaegerSpan, s *jaegerSpan) string {
 	var parts []string
 	for p := s; p != nil; p = spans[p.parent()] {
-		parts = append([]string{p.service + " " + p.OperationName}, parts...)
+		parts = append([]string{fmt.Sprintf("%s %s %.1fms", p.service, p.OperationName, float64(p.Duration)/1000)}, parts...)
 	}
 	if c := childOf(spans, s, "containerd"); c != nil {
-		parts = append(parts, c.service+" "+c.OperationName)
+		parts = append(parts, fmt.Sprintf("%s %s %.1fms", c.service, c.OperationName, float64(c.Duration)/1000))
 	}
 	return strings.Join(parts, " → ")
 }
