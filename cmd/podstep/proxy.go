@@ -274,7 +274,7 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	if x != nil {
 		spans.End()
 		if x.Shutdown(ctx, stderr) {
-			fmt.Fprintf(stderr, "podstep: spans exported to %s\n", x.Config().URL)
+			fmt.Fprintf(stderr, "podstep: %d spans of CRI calls exported to %s\n", spans.Spans(), x.Config().URL)
 		}
 	}
 	if err != nil {

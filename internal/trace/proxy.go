@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -50,8 +51,18 @@ type Proxy struct {
 	lookup func(seq uint64) (ProxyCall, bool)
 	errMsg func(error) string
 
+	spans atomic.Int64 // calls' spans recorded
+
 	mu   sync.Mutex
 	pods map[string]oteltrace.Span // by UID
+}
+
+// Spans is how many calls' spans were recorded (sampled) so far.
+func (p *Proxy) Spans() int64 {
+	if p == nil {
+		return 0
+	}
+	return p.spans.Load()
 }
 
 // Proxy returns the span maker of podstep proxy: lookup says what the
@@ -106,6 +117,9 @@ func (p *Proxy) Span(ctx context.Context, c *proxy.Call) ([]string, func(*proxy.
 	sctx, span := p.tracer.Start(pctx, strings.TrimPrefix(c.Method, "/"),
 		oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithTimestamp(c.Arrived),
 		oteltrace.WithAttributes(attrs...))
+	if span.IsRecording() {
+		p.spans.Add(1)
+	}
 	var kv kvCarrier
 	propagator.Inject(sctx, &kv)
 	return kv, func(c *proxy.Call) {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestKubeletTraceJaeger(t *testing.T) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("proxy exit %d\n%s", code, p)
 	}
-	if !strings.Contains(p.stderrText(), "podstep: spans exported to "+otlpHTTP) || strings.Contains(p.stderrText(), "warning") {
+	if !regexp.MustCompile(`podstep: [1-9][0-9]* spans of CRI calls exported to `+regexp.QuoteMeta(otlpHTTP)).MatchString(p.stderrText()) || strings.Contains(p.stderrText(), "warning") {
 		t.Errorf("want 'spans exported' and no warning on the proxy's stderr\n%s", p.stderrText())
 	}
 
