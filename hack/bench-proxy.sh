@@ -6,6 +6,8 @@
 # and through the proxy (with the watcher decoding and attributing every call, as
 # `podstep proxy` does), interleaved; prints the median and 99th percentile of both and what
 # the proxy added. Endpoint: $CONTAINER_RUNTIME_ENDPOINT, else the harness socket.
+# PODSTEP_BENCH_OTLP=http://127.0.0.1:PORT: with `podstep proxy --otlp-endpoint`'s span per call,
+# exported there (each call carrying a sampled traceparent, as from a kubelet that traces).
 set -euo pipefail
 
 COUNT=${1:-3}

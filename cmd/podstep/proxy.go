@@ -26,6 +26,7 @@ import (
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/trace"
 	"github.com/podstep/podstep/internal/tui"
 	"github.com/podstep/podstep/internal/watch"
 )
@@ -47,6 +48,7 @@ type proxyOptions struct {
 	hold           bool
 	holdStages     []string
 	requestTimeout time.Duration
+	trace          trace.Options
 }
 
 func newProxyCmd(g *globalOptions) *cobra.Command {
@@ -77,6 +79,7 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
 	f.BoolVar(&o.hold, "hold", false, "hold each call of the followed pod before it goes to the runtime, until released (TUI: n; --auto: a line on stdin, c to continue)")
 	f.StringSliceVar(&o.holdStages, "hold-stage", nil, "with --hold, hold only the calls of these stages (e.g. sandbox,init)")
 	f.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
+	o.trace.AddFlags(f)
 	return cmd
 }
 
@@ -190,9 +193,18 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	defer cancel()
 	signal.Ignore(syscall.SIGPIPE)
 
+	// Tracing is resolved before anything listens: a bad endpoint is bad usage.
+	cfg, err := o.trace.Resolve(nil)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	upstream, why, err := o.upstreamOf(ctx, g)
 	if err != nil {
 		return err
+	}
+	x, err := trace.SetupServer(ctx, cfg, version)
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	s := &proxySession{cmd: cmd, o: o, stdout: stdout, stderr: stderr, printers: map[*watch.Pod]*report.Printer{},
 		pods: make(chan *watch.Pod, 1),
@@ -220,6 +232,8 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		first.Do(func() { fmt.Fprintf(stderr, "podstep: first call through the proxy: %s\n", c.Name()) })
 		arrived(c)
 	}
+	spans := x.Proxy(s.callOf, s.w.ErrorMessage)
+	hooks.Span = spans.Hook()
 	srv, err := proxy.New(upstream, hooks)
 	if err != nil {
 		return runtimeErr(err)
@@ -235,6 +249,9 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		follow = "pod " + o.pod
 	}
 	fmt.Fprintf(stderr, "podstep: proxy at %s → runtime %s (%s), following %s\n", o.listen, upstream, why, follow)
+	if x != nil {
+		fmt.Fprintf(stderr, "podstep: a span per CRI call to %s (%s)\n", x.Config().URL, x.Config().Protocol)
+	}
 
 	if interactive {
 		err = s.runTUI(ctx, g)
@@ -254,10 +271,23 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	srv.GracefulStop(time.Second)
 	s.w.Close()
 	s.finish()
+	if x != nil {
+		spans.End()
+		if x.Shutdown(ctx, stderr) {
+			fmt.Fprintf(stderr, "podstep: %d spans of CRI calls exported to %s\n", spans.Spans(), x.Config().URL)
+		}
+	}
 	if err != nil {
 		return runtimeErr(fmt.Errorf("proxy: %w", err))
 	}
 	return nil
+}
+
+// callOf is what the watcher made of a call, for its span.
+func (s *proxySession) callOf(seq uint64) (trace.ProxyCall, bool) {
+	a, ok := s.w.Attribution(seq)
+	return trace.ProxyCall{Namespace: a.Namespace, Name: a.Name, UID: a.UID, Container: a.Container,
+		Step: a.Step, Stage: string(a.Stage)}, ok
 }
 
 // onPod starts showing (and maybe recording) a followed pod.

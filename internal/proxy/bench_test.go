@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/proxy"
 	"github.com/podstep/podstep/internal/sim"
+	"github.com/podstep/podstep/internal/trace"
 	"github.com/podstep/podstep/internal/watch"
 )
 
@@ -25,7 +27,11 @@ import (
 // proxied latencies and of what the proxy added (the proxied percentile
 // minus the direct one). The runtime is PODSTEP_BENCH_ENDPOINT (the harness
 // containerd), else the simulated runtime; PODSTEP_BENCH_NO_WATCH=1 leaves
-// the watcher out. Run: hack/bench-proxy.sh.
+// the watcher out. PODSTEP_BENCH_OTLP=URL adds `--otlp-endpoint URL`'s span
+// per call (the OTLP/HTTP collector at URL gets them), and every call then
+// carries a sampled traceparent, as from a kubelet that traces (both ways,
+// so a runtime that traces does the same work for both). Run:
+// hack/bench-proxy.sh.
 func BenchmarkAddedLatency(b *testing.B) {
 	upstream := os.Getenv("PODSTEP_BENCH_ENDPOINT")
 	dir, err := os.MkdirTemp("", "pxb")
@@ -46,6 +52,23 @@ func BenchmarkAddedLatency(b *testing.B) {
 	hooks := w.Hooks()
 	if os.Getenv("PODSTEP_BENCH_NO_WATCH") != "" {
 		hooks = proxy.Hooks{} // the bare proxy: what the watcher adds is the difference
+	}
+	ctx := context.Background()
+	if u := os.Getenv("PODSTEP_BENCH_OTLP"); u != "" {
+		cfg, err := trace.Options{Endpoint: u}.Resolve(func(string) string { return "" })
+		if err != nil {
+			b.Fatal(err)
+		}
+		x, err := trace.SetupServer(ctx, cfg, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer x.Shutdown(ctx, os.Stderr)
+		hooks.Span = x.Proxy(func(seq uint64) (trace.ProxyCall, bool) {
+			a, ok := w.Attribution(seq)
+			return trace.ProxyCall{Namespace: a.Namespace, Name: a.Name, UID: a.UID, Container: a.Container, Step: a.Step, Stage: string(a.Stage)}, ok
+		}, w.ErrorMessage).Hook()
+		ctx = metadata.AppendToOutgoingContext(ctx, "traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	}
 	srv, err := proxy.New(upstream, hooks)
 	if err != nil {
@@ -76,7 +99,6 @@ func BenchmarkAddedLatency(b *testing.B) {
 		}
 	}
 	calls := 2000
-	ctx := context.Background()
 	call := func(c *cri.Client, i int) time.Duration {
 		t := time.Now()
 		var err error

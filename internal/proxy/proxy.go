@@ -40,6 +40,12 @@ type Hooks struct {
 	Gate func(ctx context.Context, c *Call)
 	// Done is called when the answer came back (or the call failed).
 	Done func(*Call)
+	// Span, when set, opens the call's span (tracing) once Arrived has
+	// seen it, before the Gate: ctx is the caller's, with its incoming
+	// metadata (the kubelet's traceparent). It returns metadata key/value
+	// pairs that replace the caller's in the call going upstream (the W3C
+	// trace context of the proxy's own span), and end, called after Done.
+	Span func(ctx context.Context, c *Call) (md []string, end func(*Call))
 }
 
 // Server forwards every call it gets to the upstream runtime.
@@ -154,7 +160,10 @@ func (s *Server) handle(_ any, ss grpc.ServerStream) error {
 		return err
 	}
 	c.Request = req.payload
-	s.arrived(ctx, c)
+	out, end := s.arrived(ctx, out, c)
+	if end != nil {
+		defer func() { end(c) }()
+	}
 	if err := ctx.Err(); err != nil {
 		c.Err = status.FromContextError(err).Err()
 		s.done(c)
@@ -183,16 +192,37 @@ func (s *Server) handle(_ any, ss grpc.ServerStream) error {
 	return ss.SendMsg(resp)
 }
 
-// arrived tells the observer and waits at the gate.
-func (s *Server) arrived(ctx context.Context, c *Call) {
+// arrived tells the observer, opens the call's span (out gets its trace
+// context in place of the caller's) and waits at the gate.
+func (s *Server) arrived(ctx, out context.Context, c *Call) (context.Context, func(*Call)) {
 	if s.hooks.Arrived != nil {
 		s.hooks.Arrived(c)
+	}
+	var end func(*Call)
+	if s.hooks.Span != nil {
+		var md []string
+		md, end = s.hooks.Span(ctx, c)
+		if len(md) > 0 {
+			out = replaceMD(out, md)
+		}
 	}
 	if s.hooks.Gate != nil {
 		t := time.Now()
 		s.hooks.Gate(ctx, c)
 		c.Held = time.Since(t)
 	}
+	return out, end
+}
+
+// replaceMD sets key/value pairs in ctx's outgoing metadata, replacing the
+// caller's values of those keys.
+func replaceMD(ctx context.Context, kv []string) context.Context {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	md = md.Copy()
+	for i := 0; i+1 < len(kv); i += 2 {
+		md.Set(kv[i], kv[i+1])
+	}
+	return metadata.NewOutgoingContext(ctx, md)
 }
 
 func (s *Server) done(c *Call) {
@@ -218,7 +248,10 @@ func outgoing(ctx context.Context) context.Context {
 // pump forwards a streaming call (or one the CRI does not name, whose
 // shape podstep cannot know) message by message in both directions.
 func (s *Server) pump(ctx, out context.Context, ss grpc.ServerStream, c *Call) error {
-	s.arrived(ctx, c)
+	out, end := s.arrived(ctx, out, c)
+	if end != nil {
+		defer func() { end(c) }()
+	}
 	ctx, cancel := context.WithCancel(out)
 	defer cancel()
 	c.Start = time.Now()

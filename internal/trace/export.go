@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
@@ -47,6 +48,25 @@ type Exporter struct {
 // errors are collected for Shutdown's one warning line instead of being
 // logged as they happen.
 func Setup(ctx context.Context, cfg *Config, version string) (*Exporter, error) {
+	return setup(ctx, cfg, version, func(exp sdktrace.SpanExporter) sdktrace.SpanProcessor {
+		return newBatchAtEnd(exp, maxBatch)
+	})
+}
+
+// serverBatchTimeout is how often a long-running command (the proxy)
+// exports the spans ended since the last export.
+const serverBatchTimeout = time.Second
+
+// SetupServer is Setup for a command that runs until stopped (podstep
+// proxy): spans go out in the background at least every second (the
+// SDK's batch span processor), not only at the end.
+func SetupServer(ctx context.Context, cfg *Config, version string) (*Exporter, error) {
+	return setup(ctx, cfg, version, func(exp sdktrace.SpanExporter) sdktrace.SpanProcessor {
+		return sdktrace.NewBatchSpanProcessor(exp, sdktrace.WithBatchTimeout(serverBatchTimeout))
+	})
+}
+
+func setup(ctx context.Context, cfg *Config, version string, proc func(sdktrace.SpanExporter) sdktrace.SpanProcessor) (*Exporter, error) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -73,7 +93,7 @@ func Setup(ctx context.Context, cfg *Config, version string) (*Exporter, error) 
 	}
 	x.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
-		sdktrace.WithSpanProcessor(newBatchAtEnd(exp, maxBatch)))
+		sdktrace.WithSpanProcessor(proc(exp)))
 	x.tracer = x.tp.Tracer(scope, oteltrace.WithInstrumentationVersion(version))
 	return x, nil
 }

@@ -103,8 +103,8 @@ authorization:
 
 // startKubelet starts the kubelet (the proxy must already listen on sock:
 // the kubelet asks the runtime's Version as it starts) and waits for its
-// healthz.
-func startKubelet(t *testing.T, bin, dir, sock string, port, healthz int) *kubelet {
+// healthz. extra lines are added to its config (tracing:).
+func startKubelet(t *testing.T, bin, dir, sock string, port, healthz int, extra ...string) *kubelet {
 	t.Helper()
 	k := &kubelet{dir: dir, manifests: filepath.Join(dir, "manifests"), root: filepath.Join(dir, "root"), sock: sock,
 		logFile: filepath.Join(dir, "kubelet.log"), exited: make(chan error, 1), healthz: healthz}
@@ -114,7 +114,7 @@ func startKubelet(t *testing.T, bin, dir, sock string, port, healthz int) *kubel
 		}
 	}
 	cfg := filepath.Join(dir, "kubelet-config.yaml")
-	if err := os.WriteFile(cfg, []byte(kubeletConfig(sock, k.manifests, port, healthz)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(kubeletConfig(sock, k.manifests, port, healthz)+strings.Join(extra, "\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logf, err := os.Create(k.logFile)
@@ -265,7 +265,7 @@ func (e *env) startProxy(t *testing.T, sock string, args ...string) *proxyRun {
 	p := &proxyRun{args: append([]string{"proxy", "--listen", "unix://" + sock, "--upstream", e.endpoint, "--auto", "-o", "json"}, args...),
 		exited: make(chan struct{})}
 	p.cmd = exec.Command(e.bin, p.args...)
-	p.cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	p.cmd.Env = append(append(os.Environ(), "NO_COLOR=1"), e.extraEnv...)
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
