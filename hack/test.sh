@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # podstep's one test command:  bash hack/test.sh
 #
-#   1. go vet (all packages, and the integration package with its build tag); go mod tidy -diff
+#   1. go vet (all packages, and the integration package with its build tag); gofmt -l; go mod tidy -diff
 #   2. go test ./...                     unit tests; go test -race on the concurrent packages
 #   3. as root: the integration suite against a real containerd and a private registry, once per
 #      runtime: Debian's containerd 1.6, then containerd 2.4.2 (PODSTEP_CONTAINERD=1.6 / 2)
@@ -70,6 +70,15 @@ record "go vet -tags integration ./test/integration/" $?
 section "GOOS=darwin go build ./..."
 GOOS=darwin go build ./...
 record "GOOS=darwin go build ./... (replay runs on macOS)" $?
+
+section "gofmt -l"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+	printf 'gofmt would change:\n%s\n' "$unformatted"
+	record "gofmt -l (every Go file formatted)" 1
+else
+	record "gofmt -l (every Go file formatted)" 0
+fi
 
 section "go mod tidy -diff"
 go mod tidy -diff

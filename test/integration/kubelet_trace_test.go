@@ -82,7 +82,7 @@ func TestKubeletTraceJaeger(t *testing.T) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("proxy exit %d\n%s", code, p)
 	}
-	exported := regexp.MustCompile(`podstep: [1-9][0-9]* spans of CRI calls exported to `+regexp.QuoteMeta(otlpHTTP)).FindString(p.stderrText())
+	exported := regexp.MustCompile(`podstep: [1-9][0-9]* spans of CRI calls exported to ` + regexp.QuoteMeta(otlpHTTP)).FindString(p.stderrText())
 	t.Logf("the proxy said: %s", exported)
 	if exported == "" || strings.Contains(p.stderrText(), "warning") {
 		t.Errorf("want 'spans exported' and no warning on the proxy's stderr\n%s", p.stderrText())
