@@ -3,18 +3,13 @@ package steps
 import (
 	"context"
 	"fmt"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/reason"
 )
 
@@ -49,25 +44,6 @@ func (r driverRuntime) RuntimeConfig(context.Context, *runtimeapi.RuntimeConfigR
 
 func (driverRuntime) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
 	return &runtimeapi.ListPodSandboxResponse{}, nil
-}
-
-func serveRuntime(t *testing.T, srv runtimeapi.RuntimeServiceServer) *cri.Client {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(g, srv)
-	go g.Serve(l)
-	t.Cleanup(g.Stop)
-	c, err := cri.Dial("unix://"+sock, "", cri.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // containerdConfig is containerd 1.6's verbose Status config, cut down,
@@ -105,7 +81,7 @@ func TestCgroupDriver(t *testing.T) {
 		{name: "unimplemented, no config", rt: driverRuntime{}, flag: "cgroupfs", wantDriver: "cgroupfs", wantDetail: "cgroupfs from --cgroup-driver"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := serveRuntime(t, tc.rt)
+			c := serveFake(t, tc.rt)
 			o := testOptions(t)
 			o.Config.CgroupDriver, o.CgroupDriverSet = tc.flag, tc.flagSet
 			e, err := New(parse(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: app, image: busybox}]\n"), c, o)

@@ -3,11 +3,9 @@ package steps
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,25 +26,6 @@ func (brokenImages) ImageStatus(context.Context, *runtimeapi.ImageStatusRequest)
 	return nil, status.Error(codes.Unknown, "image store is corrupt")
 }
 
-func serveImages(t *testing.T, srv runtimeapi.ImageServiceServer) *cri.Client {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	runtimeapi.RegisterImageServiceServer(g, srv)
-	go g.Serve(l)
-	t.Cleanup(g.Stop)
-	c, err := cri.Dial("unix://"+sock, "", cri.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // TestImageFailures checks what the kubelet reports when the image step
 // fails before any pull: EnsureImageExists's reason (the container's
 // Waiting reason), its own event, and startContainer's "Error: <reason>"
@@ -62,7 +41,9 @@ func TestImageFailures(t *testing.T) {
 		events  []string
 	}{
 		{"ImageStatus fails", fmt.Sprintf(faultPod, `x: "y"`, "docker.io/library/nginx:1", "IfNotPresent"),
-			func(t *testing.T) *cri.Client { return serveImages(t, brokenImages{}) },
+			func(t *testing.T) *cri.Client {
+				return serveCRI(t, func(g *grpc.Server) { runtimeapi.RegisterImageServiceServer(g, brokenImages{}) })
+			},
 			reason.ErrImageInspect, `Failed to inspect image "": image store is corrupt`,
 			[]string{`Warning InspectFailed Failed to inspect image "": image store is corrupt`, "Warning Failed Error: ImageInspectError"}},
 		{"never pull, absent", never, newSim, reason.ErrImageNeverPull, `Container image "docker.io/library/absent:1" is not present with pull policy of Never`,

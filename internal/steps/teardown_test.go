@@ -2,7 +2,6 @@ package steps
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -140,25 +138,6 @@ func (s *startingRuntime) ContainerStatus(context.Context, *runtimeapi.Container
 func (s *startingRuntime) StopContainer(context.Context, *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	s.record("StopContainer")
 	return &runtimeapi.StopContainerResponse{}, nil
-}
-
-func serveFake(t *testing.T, srv runtimeapi.RuntimeServiceServer) *cri.Client {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(g, srv)
-	go g.Serve(l)
-	t.Cleanup(g.Stop)
-	c, err := cri.Dial("unix://"+sock, "", cri.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // TestRemoveContainerWaitsForStart: a container "in starting state" is
