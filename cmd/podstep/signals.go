@@ -35,8 +35,8 @@ type interrupts struct {
 	policy signalPolicy
 	now    func() time.Time
 	first  chan struct{} // closed by the first interrupt
-	once  sync.Once
-	done  chan struct{}
+	once   sync.Once
+	done   chan struct{}
 
 	mu  sync.Mutex
 	eng *steps.Engine // what is left comes from it, once there is one
