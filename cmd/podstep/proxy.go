@@ -49,6 +49,7 @@ type proxyOptions struct {
 	holdStages     []string
 	requestTimeout time.Duration
 	trace          trace.Options
+	socket         socketOptions
 }
 
 func newProxyCmd(g *globalOptions) *cobra.Command {
@@ -80,6 +81,7 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
 	f.StringSliceVar(&o.holdStages, "hold-stage", nil, "with --hold, hold only the calls of these stages (e.g. sandbox,init)")
 	f.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
 	o.trace.AddFlags(f)
+	o.socket.addFlags(f)
 	return cmd
 }
 
@@ -117,7 +119,7 @@ func (o *proxyOptions) validate() error {
 	if o.requestTimeout <= 0 {
 		return usageErr("--request-timeout %s: expected a duration > 0 (the kubelet's runtimeRequestTimeout, 2m by default)", o.requestTimeout)
 	}
-	return nil
+	return o.socket.validate(o.listen)
 }
 
 // upstreamOf picks the runtime as `run` does: --upstream, --runtime-endpoint,
@@ -238,10 +240,11 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	if err != nil {
 		return runtimeErr(err)
 	}
-	l, err := proxy.Listen(o.listen)
+	l, err := o.socket.listen.Listen(o.listen)
 	if err != nil {
 		return usageErr("--listen: %v", err)
 	}
+	o.socket.warn(stderr, o.listen)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	follow := "every pod"
