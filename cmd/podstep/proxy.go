@@ -50,6 +50,7 @@ type proxyOptions struct {
 	requestTimeout time.Duration
 	trace          trace.Options
 	socket         socketOptions
+	maxPods        int
 }
 
 func newProxyCmd(g *globalOptions) *cobra.Command {
@@ -82,6 +83,7 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
 	f.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
 	o.trace.AddFlags(f)
 	o.socket.addFlags(f)
+	f.IntVar(&o.maxPods, "max-pods", watch.DefaultMaxPods, "how many removed pods podstep remembers; past it the oldest is forgotten (its summary printed, its recording ended)")
 	return cmd
 }
 
@@ -118,6 +120,9 @@ func (o *proxyOptions) validate() error {
 	}
 	if o.requestTimeout <= 0 {
 		return usageErr("--request-timeout %s: expected a duration > 0 (the kubelet's runtimeRequestTimeout, 2m by default)", o.requestTimeout)
+	}
+	if o.maxPods < 1 || o.maxPods > 100000 {
+		return usageErr("--max-pods %d: expected 1 to 100000 (removed pods remembered)", o.maxPods)
 	}
 	return o.socket.validate(o.listen)
 }
@@ -227,7 +232,7 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		s.hold = watch.NewHold(watch.HoldOptions{Stages: stages, RequestTimeout: o.requestTimeout,
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
-	s.w = watch.New(watch.Options{Follow: o.pod, Hold: s.hold, OnPod: s.onPod})
+	s.w = watch.New(watch.Options{Follow: o.pod, Hold: s.hold, OnPod: s.onPod, MaxPods: o.maxPods, OnForget: s.onForget})
 	hooks := s.w.Hooks()
 	arrived, first := hooks.Arrived, sync.Once{}
 	hooks.Arrived = func(c *proxy.Call) {
@@ -325,6 +330,23 @@ func (s *proxySession) onPod(p *watch.Pod) {
 			fmt.Fprintf(s.stderr, "podstep: --record %s: %v\n", s.o.record, err)
 		}
 		p.Subscribe(s.rec.Observe)
+	}
+}
+
+// onForget ends what is kept of a pod the watcher forgot (--max-pods):
+// its summary is printed and its recording ended now.
+func (s *proxySession) onForget(p *watch.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := p.Summary()
+	if pr := s.printers[p]; pr != nil {
+		pr.Finish(sum)
+		delete(s.printers, p)
+	}
+	if p == s.recPod && s.rec != nil {
+		if err := s.rec.Finish(sum); err != nil {
+			fmt.Fprintf(s.stderr, "podstep: --record %s: %v\n", s.o.record, err)
+		}
 	}
 }
 
