@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,14 +82,17 @@ func (o *benchOptions) validate(cmd *cobra.Command) error {
 	if err := o.run.validate(); err != nil {
 		return err
 	}
-	if o.n < 1 {
-		return usageErr("-n/--count %d: expected at least 1 pod", o.n)
+	if o.n < 1 || o.n > bench.MaxPods {
+		return usageErr("-n/--count %d: expected 1 to %d pods", o.n, bench.MaxPods)
 	}
-	if o.warmup < 0 {
-		return usageErr("--warmup %d: expected 0 or more pods", o.warmup)
+	if o.warmup < 0 || o.warmup > bench.MaxPods {
+		return usageErr("--warmup %d: expected 0 to %d pods", o.warmup, bench.MaxPods)
 	}
 	if o.output != "text" && o.output != "json" {
 		return usageErr("-o/--output %q: expected text or json", o.output)
+	}
+	if !(o.threshold >= 0 && o.threshold <= 1e6) { // NaN too
+		return usageErr("--threshold %g: expected a percentage from 0 to 1e6", o.threshold)
 	}
 	if o.threshold < 0 {
 		return usageErr("--threshold %g: expected a percentage ≥ 0", o.threshold)
@@ -127,7 +129,7 @@ const maxConcurrency = 110
 
 // readBaseline reads a --compare baseline: a bench result as JSON.
 func readBaseline(path string) (*bench.Result, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, bench.MaxBaseline, "a podstep bench result (JSON)")
 	if err != nil {
 		return nil, usageErr("--compare: %v", err)
 	}

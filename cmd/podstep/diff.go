@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/diff"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
 )
 
@@ -92,7 +92,7 @@ func missingManifest(a, b *diff.Recording) bool {
 }
 
 func readDiffInput(path string) (*diff.Recording, error) {
-	data, err := os.ReadFile(path)
+	data, err := readLimited(path, record.MaxSize, "a podstep recording or a kubelet's CRI trace")
 	if err != nil {
 		return nil, usageErr("diff: %v", err)
 	}
