@@ -7,6 +7,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/podstep/podstep/internal/record"
 )
 
 // What the proxy keeps of each call's bodies (what it shows, records and
@@ -22,10 +24,11 @@ const (
 	// one, after FieldCut, is cut harder (shorter fields, shorter lists).
 	MaxBody = 256 << 10
 	// StepBudget is the protobuf size of the bodies one step keeps: past
-	// it, its later calls keep only their first 64 bytes of each field and
-	// 10 items of each list. With JSON's worst expansion (×6 for control
-	// characters) a step stays under record.MaxLine.
-	StepBudget = 8 << 20
+	// it, its later calls are cut to almost nothing (no field, no list
+	// item, the marks). With JSON's worst expansion (×6: a control
+	// character is \u0001) a step's line stays under record.MaxLine, what
+	// replay reads.
+	StepBudget = record.MaxLine / 8
 )
 
 // cutLevels are the successive cuts: longest field kept, most list items.
