@@ -31,7 +31,7 @@ var machineDefaults = map[string]string{
 // (cobra's doc generator: podstep.md, podstep_run.md, ...) into dir.
 func writeCLIReference(dir string) error {
 	root := newRootCmd()
-	root.DisableAutoGenTag = true // no date: the pages are compared byte for byte
+	root.DisableAutoGenTag = true   // no date: the pages are compared byte for byte
 	root.InitDefaultCompletionCmd() // cobra adds it only when it executes
 	var fix func(*cobra.Command)
 	fix = func(c *cobra.Command) {
