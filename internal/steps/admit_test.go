@@ -83,7 +83,7 @@ func TestScenarios(t *testing.T) {
 			o.Config.Gates = g
 			o.Node = manifestNode(t, b)
 			e := runAll(t, b, newSim(t), o)
-			defer e.Teardown(context.Background())
+			defer teardown(t, e)
 
 			var stage, step, reason, message string
 			exit := 0
