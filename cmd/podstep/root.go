@@ -27,6 +27,18 @@ type globalOptions struct {
 
 // Execute runs podstep with args and returns the process exit code.
 func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	return exitCode(err, stderr)
+}
+
+// newRootCmd builds the podstep command tree. Besides Execute, the CLI
+// reference in docs/cli is generated from it (clidocs_test.go).
+func newRootCmd() *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:   "podstep",
@@ -49,10 +61,6 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			return g.absDirs()
 		},
 	}
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 
 	pf := root.PersistentFlags()
@@ -67,9 +75,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
-
-	err := root.Execute()
-	return exitCode(err, stderr)
+	return root
 }
 
 // absDirs makes --root-dir and --log-dir absolute: the runtime mounts

@@ -54,8 +54,12 @@ func FuzzReadRecording(f *testing.F) {
 		f.Add(seed[:len(seed)*2/3])
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
-		zw.Write(seed)
-		zw.Close()
+		if _, err := zw.Write(seed); err != nil {
+			f.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			f.Fatal(err)
+		}
 		f.Add(gz.Bytes())
 	}
 	f.Add([]byte{})

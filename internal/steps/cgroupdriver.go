@@ -76,10 +76,10 @@ func (e *Engine) cgroupDriver(ctx context.Context) ([]Detail, []string, *Result)
 		return append(details, kv("  runtime's driver", "unknown: its Status info has no containerd runtime config to read it from; nothing to check --cgroup-driver against")), nil, nil
 	}
 	details = append(details, kv("  runtime's driver", fmt.Sprintf("%s (%s, from CRI Status verbose info: podstep's check, not the kubelet's)", driver, where)))
-	switch {
-	case driver == flag:
+	switch driver {
+	case flag:
 		return details, nil, nil
-	case driver == "systemd":
+	case "systemd":
 		msg := fmt.Sprintf("--cgroup-driver=cgroupfs, but the runtime's runc uses the systemd cgroup driver (%s) and does not report it (RuntimeConfig Unimplemented), so a kubelet would keep its cgroupfs setting: "+
 			"it would send cgroupfs cgroup paths and runc would refuse RunPodSandbox with: expected cgroupsPath to be of format \"slice:prefix:name\" for systemd cgroups, got %q instead. "+
 			"Set --cgroup-driver=systemd (the kubelet's cgroupDriver: systemd), or SystemdCgroup = false in the runtime's config (then restart it); a runtime that answers RuntimeConfig (containerd 2.x) settles it for the kubelet",
