@@ -70,11 +70,9 @@ func TestFlagBounds(t *testing.T) {
 func TestInputBounds(t *testing.T) {
 	dir := t.TempDir()
 	huge := filepath.Join(dir, "huge.json")
-	hf, _ := os.Create(huge)
-	for range 65 {
-		hf.Write([]byte(strings.Repeat("y", 1<<20)))
+	if err := os.WriteFile(huge, []byte(strings.Repeat("y", 65<<20)), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	hf.Close()
 	for _, tc := range []struct {
 		args []string
 		want string

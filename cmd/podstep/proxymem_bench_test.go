@@ -47,8 +47,10 @@ func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer os.RemoveAll(d)
-	os.Mkdir(filepath.Join(d, "sim"), 0o700)
+	defer func() { _ = os.RemoveAll(d) }()
+	if err := os.Mkdir(filepath.Join(d, "sim"), 0o700); err != nil {
+		tb.Fatal(err)
+	}
 	bin := bin
 	if b := os.Getenv("PODSTEP_PROXY_MEM_BIN"); b != "" {
 		bin = b
@@ -59,7 +61,7 @@ func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64)
 	if err := sim.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	defer func() { stdin.Close(); sim.Wait() }()
+	defer func() { _ = stdin.Close(); _ = sim.Wait() }()
 	upstream, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		tb.Fatal(err)
@@ -67,12 +69,12 @@ func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64)
 	sock := filepath.Join(d, "p.sock")
 	px := exec.Command(bin, append([]string{"proxy", "--auto", "-o", "short", "--listen", "unix://" + sock, "--upstream", strings.TrimSpace(upstream)}, extra...)...)
 	devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	defer devnull.Close()
+	defer func() { _ = devnull.Close() }()
 	px.Stdout, px.Stderr = devnull, devnull
 	if err := px.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	defer func() { px.Process.Signal(os.Interrupt); px.Wait() }()
+	defer func() { _ = px.Process.Signal(os.Interrupt); _ = px.Wait() }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(sock); err == nil {
 			break
@@ -86,7 +88,7 @@ func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	rt, img := runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
 	ctx := context.Background()
 	hook := []string{"echo", strings.Repeat("h", 256<<10)}

@@ -29,15 +29,17 @@ func TestProxyRecordBigBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	os.Mkdir(filepath.Join(d, "sim"), 0o700)
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	if err := os.Mkdir(filepath.Join(d, "sim"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	sim := exec.Command(bin, "sim-serve", "--until-stdin-closes", filepath.Join(d, "sim"))
 	stdin, _ := sim.StdinPipe()
 	out, _ := sim.StdoutPipe()
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); sim.Wait() })
+	t.Cleanup(func() { _ = stdin.Close(); _ = sim.Wait() })
 	upstream, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func TestProxyRecordBigBodies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	rt := runtimeapi.NewRuntimeServiceClient(conn)
 	ctx := context.Background()
 	labels := map[string]string{"io.kubernetes.pod.name": "big", "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": "uid-big"}
@@ -96,8 +98,10 @@ func TestProxyRecordBigBodies(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	px.Process.Signal(os.Interrupt)
-	px.Wait()
+	if err := px.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	_ = px.Wait() // the recording is checked below
 	fi, err := os.Stat(rec)
 	if err != nil {
 		t.Fatal(err)

@@ -66,5 +66,5 @@ func (s *socketOptions) warn(stderr io.Writer, listen string) {
 	if proxy.CheckLoopback(strings.TrimPrefix(t, "dns:///")) == nil {
 		return
 	}
-	fmt.Fprintf(stderr, "podstep: warning: --allow-remote: the CRI at %s has no authentication; anyone who reaches it can run containers as root on this node\n", listen)
+	_, _ = fmt.Fprintf(stderr, "podstep: warning: --allow-remote: the CRI at %s has no authentication; anyone who reaches it can run containers as root on this node\n", listen)
 }

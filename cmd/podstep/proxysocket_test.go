@@ -21,15 +21,17 @@ func TestProxyUnderTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(d) })
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
 	sim := exec.Command(bin, "sim-serve", "--until-stdin-closes", filepath.Join(d, "sim"))
-	os.Mkdir(filepath.Join(d, "sim"), 0o700)
+	if err := os.Mkdir(filepath.Join(d, "sim"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	stdin, _ := sim.StdinPipe()
 	out, _ := sim.StdoutPipe()
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); sim.Wait() })
+	t.Cleanup(func() { _ = stdin.Close(); _ = sim.Wait() })
 	upstream, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +54,7 @@ func TestProxyUnderTimeout(t *testing.T) {
 				break
 			}
 		}
-		cmd.Wait()
+		_ = cmd.Wait() // its exit code is checked below
 		if mode&os.ModeSocket == 0 || mode.Perm() != 0o660 {
 			t.Errorf("run %d: socket mode %s under umask 000, want srw-rw----", i, mode)
 		}

@@ -17,7 +17,7 @@ func readLimited(path string, max int64, what string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	var buf bytes.Buffer
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= max {
 		buf.Grow(int(fi.Size()) + 1)

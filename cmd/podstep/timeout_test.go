@@ -66,7 +66,7 @@ func timeoutBenchOnce(t *testing.T, timeout string, i int) (string, int) {
 		"--grace-period", "0", "--root-dir", root, "--log-dir", logs)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	cmd.Run()
+	_ = cmd.Run() // its exit code is checked below
 	code := cmd.ProcessState.ExitCode()
 	var bad []string
 	switch code {

@@ -101,16 +101,18 @@ func (o ListenOptions) listenUnix(p string) (net.Listener, error) {
 			return nil, fmt.Errorf("%s exists and is not a socket", p)
 		}
 		if c, err := net.DialTimeout("unix", p, 200*time.Millisecond); err == nil {
-			c.Close()
+			_ = c.Close()
 			return nil, fmt.Errorf("something already answers on %s", p)
 		}
-		os.Remove(p)
+		if err := os.Remove(p); err != nil {
+			return nil, fmt.Errorf("remove the stale socket: %w", err)
+		}
 	}
 	private, err := os.MkdirTemp(dir, ".podstep-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(private)
+	defer func() { _ = os.RemoveAll(private) }() // empty once renamed; best effort
 	tmp := filepath.Join(private, "s")
 	l, err := net.Listen("unix", tmp)
 	if err != nil {
@@ -130,7 +132,7 @@ func (o ListenOptions) listenUnix(p string) (net.Listener, error) {
 		err = os.Rename(tmp, p)
 	}
 	if err != nil {
-		l.Close()
+		_ = l.Close()
 		return nil, err
 	}
 	return &unixListener{UnixListener: ul, path: p}, nil
@@ -175,6 +177,10 @@ type unixListener struct {
 
 func (l *unixListener) Close() error {
 	err := l.UnixListener.Close()
-	l.once.Do(func() { os.Remove(l.path) })
+	l.once.Do(func() {
+		if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) && err == nil {
+			err = rerr
+		}
+	})
 	return err
 }

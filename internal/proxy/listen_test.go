@@ -16,7 +16,9 @@ func TestSocketMode(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	base := shortDir(t)
-	os.Chmod(base, 0o755)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	p := filepath.Join(base, "a", "b", "cri.sock")
 	l, err := Listen("unix://" + p)
 	if err != nil {
@@ -44,8 +46,10 @@ func TestSocketMode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	c.Close()
-	l.Close()
+	_ = c.Close()
+	if err := l.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
 	if _, err := os.Lstat(p); !os.IsNotExist(err) {
 		t.Errorf("socket left after Close: %v", err)
 	}
@@ -62,7 +66,7 @@ func TestSocketGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	for _, f := range []string{p, filepath.Dir(p)} {
 		fi, err := os.Lstat(f)
 		if err != nil {
@@ -101,7 +105,7 @@ func TestListenTCP(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", tc.ep, err, tc.err)
 		}
 		if l != nil {
-			l.Close()
+			_ = l.Close()
 		}
 	}
 }

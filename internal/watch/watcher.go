@@ -306,13 +306,6 @@ func (w *Watcher) deliver() {
 		if len(q) == 0 && len(np) == 0 && len(gone) == 0 {
 			return
 		}
-		defer func() {
-			for _, p := range gone {
-				if w.opts.OnForget != nil {
-					w.opts.OnForget(p)
-				}
-			}
-		}()
 		for _, p := range np {
 			if w.opts.OnPod != nil {
 				w.opts.OnPod(p)
@@ -321,6 +314,12 @@ func (w *Watcher) deliver() {
 		for _, e := range q {
 			e.pod.subs.emit(e.ev)
 			e.pod.poke()
+		}
+		// After their last events.
+		for _, p := range gone {
+			if w.opts.OnForget != nil {
+				w.opts.OnForget(p)
+			}
 		}
 	}
 }
