@@ -96,6 +96,10 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "NoSuchGate=true"},
 		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "ProcMountType=false"},
 		{"plan", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "ContainerStopSignals=maybe"},
+		// plan checks what run checks (session.Options.Validate).
+		{"plan", "-f", "../../testdata/pods/hello.yaml", "--cgroup-driver", "bogus"},
+		{"plan", "-f", "../../testdata/pods/hello.yaml", "--settle", "-1s"},
+		{"plan", "-f", "../../testdata/pods/hello.yaml", "-o", "text"},
 	}
 	for _, args := range cases {
 		code, _, errOut := run(t, args...)
