@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/podstep/podstep/internal/session"
 )
 
 // flagBound is the range of a numeric flag, by name, on every command that
@@ -60,7 +62,7 @@ func checkFlagBounds(cmd *cobra.Command) error {
 			return
 		}
 		if math.IsNaN(v) || v < b.min || v > b.max {
-			err = usageErr("--%s %s: expected %s", f.Name, f.Value.String(), b.expected)
+			err = session.Usagef("--%s %s: expected %s", f.Name, f.Value.String(), b.expected)
 		}
 	})
 	return err

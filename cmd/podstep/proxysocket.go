@@ -11,6 +11,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/proxy"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // socketOptions are proxy's flags on who may use its socket.
@@ -29,28 +30,28 @@ func (s *socketOptions) validate(listen string) error {
 	unix := cri.SocketPath(listen) != ""
 	if s.group != "" {
 		if !unix {
-			return usageErr("--socket-group %q: --listen %s is not a unix socket", s.group, listen)
+			return session.Usagef("--socket-group %q: --listen %s is not a unix socket", s.group, listen)
 		}
 		gid, err := strconv.Atoi(s.group)
 		if err != nil {
 			g, lerr := user.LookupGroup(s.group)
 			if lerr != nil {
-				return usageErr("--socket-group %q: %v", s.group, lerr)
+				return session.Usagef("--socket-group %q: %v", s.group, lerr)
 			}
 			gid, _ = strconv.Atoi(g.Gid)
 		}
 		if gid < 0 {
-			return usageErr("--socket-group %q: expected a group name or id >= 0", s.group)
+			return session.Usagef("--socket-group %q: expected a group name or id >= 0", s.group)
 		}
 		s.listen.Group, s.listen.GroupSet = gid, true
 	}
 	if s.listen.AllowRemote && unix {
-		return usageErr("--allow-remote: --listen %s is a unix socket", listen)
+		return session.Usagef("--allow-remote: --listen %s is a unix socket", listen)
 	}
 	if !unix && !s.listen.AllowRemote {
 		t, _ := cri.Target(listen)
 		if err := proxy.CheckLoopback(strings.TrimPrefix(t, "dns:///")); err != nil {
-			return usageErr("--listen %s: %v", listen, err)
+			return session.Usagef("--listen %s: %v", listen, err)
 		}
 	}
 	return nil

@@ -2,13 +2,13 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/reason"
 )
 
@@ -112,20 +112,8 @@ func cgroupsPathExample(e *Engine) string {
 // the CRI plugin config, whose containerd.runtimes.<name>.options.SystemdCgroup
 // is the runc shim's driver.
 func configCgroupDriver(info map[string]string, handler string) (driver, where string, ok bool) {
-	raw, found := info["config"]
+	cfg, found := cri.ParseContainerdConfig(info)
 	if !found {
-		return "", "", false
-	}
-	var cfg struct {
-		Containerd *struct {
-			DefaultRuntimeName string `json:"defaultRuntimeName"`
-			Runtimes           map[string]struct {
-				Type    string         `json:"runtimeType"`
-				Options map[string]any `json:"options"`
-			} `json:"runtimes"`
-		} `json:"containerd"`
-	}
-	if json.Unmarshal([]byte(raw), &cfg) != nil || cfg.Containerd == nil {
 		return "", "", false
 	}
 	name := handler

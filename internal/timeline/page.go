@@ -17,6 +17,7 @@ import (
 
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // MaxPage is the size the page aims to stay under (the bar is 2 MB for a
@@ -40,11 +41,6 @@ const (
 	// MaxSteps is the most steps on the page.
 	MaxSteps = 2000
 )
-
-// waitKinds are the step kinds that wait on purpose (back-off, an init
-// container's exit, a startup probe, the PLEG's relist, readiness): their
-// time is the run's waiting, not the runtime's or podstep's.
-var waitKinds = map[string]bool{"backoff": true, "wait": true, "startup": true, "relist": true, "ready": true}
 
 // Page is what the page shows, built from a recording's lines in order.
 type Page struct {
@@ -138,7 +134,7 @@ func (p *Page) addStep(sj report.StepJSON) {
 		p.StepsCut++
 		return
 	}
-	s := &Step{StepJSON: sj, Wait: waitKinds[kind(sj.Name)], Anchor: "step-" + strconv.Itoa(sj.ID)}
+	s := &Step{StepJSON: sj, Wait: steps.KindOf(sj.Name).Waits(), Anchor: "step-" + strconv.Itoa(sj.ID)}
 	if p.seen[sj.ID]++; p.seen[sj.ID] > 1 {
 		s.Anchor += "." + strconv.Itoa(p.seen[sj.ID])
 	}
@@ -204,12 +200,6 @@ func (p *Page) fillBodies(room int) {
 			s.Bodies[i] = b
 		}
 	}
-}
-
-// kind is the kind part of a step name: "create" of "create/app".
-func kind(name string) string {
-	k, _, _ := strings.Cut(name, "/")
-	return k
 }
 
 // span is the time from the first step's start to the last step's end.

@@ -1,4 +1,5 @@
-package main
+// Package limit reads input files with a bound on their size.
+package limit
 
 import (
 	"bytes"
@@ -7,12 +8,12 @@ import (
 	"os"
 )
 
-// readLimited reads a whole input file of at most max bytes (what is the
+// ReadFile reads a whole input file of at most max bytes (what is the
 // input: "a recording or trace"). A larger one, or one whose first 64 KiB
 // hold a NUL byte (a device such as /dev/zero, a binary file; a gzip
 // stream is let through, its reader checks it), is an error after reading
 // at most max+1 bytes, not an out-of-memory.
-func readLimited(path string, max int64, what string) ([]byte, error) {
+func ReadFile(path string, max int64, what string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
