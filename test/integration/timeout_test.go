@@ -26,8 +26,9 @@ func TestRunUnderTimeout(t *testing.T) {
 		t.Fatal("coreutils timeout is needed: ", err)
 	}
 	const runs = 12
+	interrupted := 0
 	for i := range runs {
-		after := 200*time.Millisecond + time.Duration(i)*150*time.Millisecond // 0.2 s … 1.85 s
+		after := 150*time.Millisecond + time.Duration(i)*120*time.Millisecond // 0.15 s … 1.47 s
 		t.Run(fmt.Sprintf("after %s", after), func(t *testing.T) {
 			d := newDirs(t)
 			args := []string{"--preserve-status", fmt.Sprintf("%.2f", after.Seconds()), e.bin,
@@ -64,9 +65,15 @@ func TestRunUnderTimeout(t *testing.T) {
 				}
 			}
 			t.Logf("exit %d, %d steps", r.code, len(r.steps))
+			if r.code != 0 {
+				interrupted++
+			}
 			if t.Failed() {
 				e.settle(t)
 			}
 		})
+	}
+	if interrupted < runs/2 {
+		t.Errorf("only %d of %d runs were interrupted (the others ended first): the deadlines need to be earlier", interrupted, runs)
 	}
 }
