@@ -38,8 +38,8 @@ func TestRunUnderTimeout(t *testing.T) {
 			cmd.Env = append(os.Environ(), "NO_COLOR=1")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			kill := time.AfterFunc(runTimeout, func() { cmd.Process.Kill() })
-			cmd.Run()
+			kill := time.AfterFunc(runTimeout, func() { _ = cmd.Process.Kill() })
+			_ = cmd.Run() // its exit code is checked below
 			kill.Stop()
 			r := &result{args: append([]string{"(under timeout)"}, args...), code: cmd.ProcessState.ExitCode(),
 				stdout: stdout.String(), stderr: stderr.String()}
