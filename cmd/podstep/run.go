@@ -91,7 +91,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
 	o.RootDir, o.LogDir = g.rootDir, g.logDir
-	if err := o.Options.Validate(); err != nil {
+	if err := o.Validate(); err != nil { // the embedded session.Options
 		return err
 	}
 	if err := session.CheckOutput(o.output, report.Text, report.Short, report.JSON); err != nil {
