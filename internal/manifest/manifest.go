@@ -51,23 +51,10 @@ func OriginKey(kind, namespace, name string) string {
 	return kind + " " + namespace + "/" + name
 }
 
-// Origin says where the object came from: its Origins entry, else "the
-// manifest" when the file has it, else "".
+// Origin says where an object that did not come from the file came from
+// (its Origins entry); "" for the file's own objects and unknown ones.
 func (b *Bundle) Origin(kind, namespace, name string) string {
-	if o, ok := b.Origins[OriginKey(kind, namespace, name)]; ok {
-		return o
-	}
-	var found bool
-	switch kind {
-	case KindSecret:
-		_, found = b.Secret(namespace, name)
-	case KindConfigMap:
-		_, found = b.ConfigMap(namespace, name)
-	}
-	if found {
-		return "the manifest"
-	}
-	return ""
+	return b.Origins[OriginKey(kind, namespace, name)]
 }
 
 // Secret returns the Secret namespace/name of the bundle, if the file has it.
