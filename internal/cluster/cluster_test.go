@@ -200,6 +200,8 @@ func TestResolveManifest(t *testing.T) {
 	c, cs, minted := fixture(t)
 	pod := clusterPod()
 	pod.UID = "0123456789abcdef0123456789abcdef"
+	pod.Spec.ImagePullSecrets = nil
+	cs.Tracker().Add(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}})
 	b := &manifest.Bundle{Pod: pod, Secrets: map[string]*corev1.Secret{"app/db": {ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}}}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	r, err := c.Resolve(context.Background(), b, nil, ResolveOptions{NoNode: true})
 	if err != nil {
@@ -218,6 +220,12 @@ func TestResolveManifest(t *testing.T) {
 		if a.GetResource().Resource == "nodes" {
 			t.Error("fetched the node with NoNode")
 		}
+	}
+	if len(b.Pod.Spec.ImagePullSecrets) != 1 || b.Pod.Spec.ImagePullSecrets[0].Name != "regcred" {
+		t.Errorf("imagePullSecrets %v, want the service account's [regcred]", b.Pod.Spec.ImagePullSecrets)
+	}
+	if _, ok := b.Secrets["app/regcred"]; !ok {
+		t.Error("the service account's pull secret was not fetched")
 	}
 	if r.Node != nil || len(r.Notes) == 0 {
 		t.Errorf("node %v, notes %v", r.Node, r.Notes)

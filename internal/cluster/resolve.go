@@ -159,6 +159,11 @@ func (c *Client) Resolve(ctx context.Context, b *manifest.Bundle, clusterPod *co
 			return nil, c.classify(err, "get", "pods", ns, pod.Name)
 		}
 	}
+	if r.ClusterPod == nil && len(pod.Spec.ImagePullSecrets) == 0 {
+		if err := c.serviceAccountPullSecrets(ctx, r, pod); err != nil {
+			return nil, err
+		}
+	}
 	if boundUID != "" {
 		pod.UID = ReplayUID(boundUID)
 		r.Notes = append(r.Notes, fmt.Sprintf("podstep runs the pod under its own UID %s, beside the kubelet's %s (sandbox label %s=%s): it never touches the kubelet's sandbox or containers of this pod", pod.UID, boundUID, ReplayLabel, boundUID))
@@ -312,4 +317,33 @@ func (c *Client) nodeFor(ctx context.Context, r *Resolved, name string, self typ
 	r.Fetched = append(r.Fetched, Fetched{Kind: "PodList", Name: "spec.nodeName=" + name, ResourceVersion: list.ResourceVersion, Found: true,
 		Why: fmt.Sprintf("%d other pod(s) on the node: %s", len(names), strings.Join(names, ", "))})
 	return n, nil
+}
+
+// serviceAccountPullSecrets gives a manifest's pod without imagePullSecrets
+// those of its service account, as the API server's ServiceAccount
+// admission plugin does when a pod is created
+// (plugin/pkg/admission/serviceaccount/admission.go Admit); a pod read from
+// the API server already went through it. (get serviceaccounts)
+func (c *Client) serviceAccountPullSecrets(ctx context.Context, r *Resolved, pod *corev1.Pod) error {
+	name := pod.Spec.ServiceAccountName
+	if name == "" {
+		name = "default"
+	}
+	sa, err := c.CS.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		r.Fetched = append(r.Fetched, Fetched{Kind: "ServiceAccount", Namespace: pod.Namespace, Name: name, Why: "imagePullSecrets"})
+		r.Notes = append(r.Notes, fmt.Sprintf("service account %s/%s is not in the cluster (the API server would refuse the pod)", pod.Namespace, name))
+		return nil
+	}
+	if err != nil {
+		return c.classify(err, "get", "serviceaccounts", pod.Namespace, name)
+	}
+	r.Fetched = append(r.Fetched, Fetched{Kind: "ServiceAccount", Namespace: pod.Namespace, Name: name, ResourceVersion: sa.ResourceVersion, Found: true, Why: "imagePullSecrets"})
+	for _, s := range sa.ImagePullSecrets {
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
+	}
+	if len(sa.ImagePullSecrets) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("imagePullSecrets of service account %s/%s added, as the API server's ServiceAccount admission would", pod.Namespace, name))
+	}
+	return nil
 }
