@@ -7,6 +7,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cleanup"
 	"github.com/podstep/podstep/internal/mark"
+	"github.com/podstep/podstep/internal/session"
 )
 
 func newCleanupCmd(g *globalOptions) *cobra.Command {
@@ -25,24 +26,24 @@ use it until then), and only when podstep recorded making it: it holds podstep's
 is listed, and the exit code is 4.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.sim {
-				return usageErr("cleanup: the simulated runtime lives only while podstep runs; there is nothing to clean")
+			if g.ep.Sim {
+				return session.Usagef("cleanup: the simulated runtime lives only while podstep runs; there is nothing to clean")
 			}
-			c, err := connect(cmd.Context(), g)
+			c, err := session.Connect(cmd.Context(), g.ep)
 			if err != nil {
 				return err
 			}
-			defer c.stop()
-			if c.info.Simulated {
-				return runtimeErr(fmt.Errorf("cleanup: no runtime answered (%s); name one with -r", c.info.Why))
+			defer c.Stop()
+			if c.Runtime.Simulated {
+				return session.RuntimeErr(fmt.Errorf("cleanup: no runtime answered (%s); name one with -r", c.Runtime.Why))
 			}
-			done, err := cleanup.Run(cmd.Context(), c.client, grace)
+			done, err := cleanup.Run(cmd.Context(), c.Client, grace)
 			if err != nil {
-				return runtimeErr(err)
+				return session.RuntimeErr(err)
 			}
 			w := cmd.OutOrStdout()
 			if len(done) == 0 {
-				fmt.Fprintf(w, "nothing to clean on %s\n", c.info.Endpoint)
+				fmt.Fprintf(w, "nothing to clean on %s\n", c.Runtime.Endpoint)
 				return nil
 			}
 			left := 0
@@ -61,7 +62,7 @@ is listed, and the exit code is 4.`,
 				}
 			}
 			if left > 0 {
-				return &exitError{ExitLeftBehind, fmt.Errorf("cleanup: %d of %d pods not fully removed", left, len(done))}
+				return &session.Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %d of %d pods not fully removed", left, len(done))}
 			}
 			return nil
 		},

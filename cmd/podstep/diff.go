@@ -11,6 +11,7 @@ import (
 	"github.com/podstep/podstep/internal/diff"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // ExitDiffers is podstep diff's exit code when the recordings differ after
@@ -52,7 +53,7 @@ damaged one, or two recordings of different pod specs without --different-pods).
 
 func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
 	if o.output != report.Text && o.output != report.JSON {
-		return usageErr("diff: --output %q: want text or json", o.output)
+		return session.Usagef("diff: --output %q: want text or json", o.output)
 	}
 	a, err := readDiffInput(pathA)
 	if err != nil {
@@ -65,7 +66,7 @@ func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
 	res := diff.Compare(a, b)
 	if !res.Manifest.Same {
 		if !o.differentPods && !missingManifest(a, b) {
-			return usageErr("diff %s %s: %s (they are not recordings of the same manifest; --different-pods compares them anyway)", pathA, pathB, res.Manifest.Why)
+			return session.Usagef("diff %s %s: %s (they are not recordings of the same manifest; --different-pods compares them anyway)", pathA, pathB, res.Manifest.Why)
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", res.Manifest.Why)
 	}
@@ -79,7 +80,7 @@ func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
 		return err
 	}
 	if res.Differs() {
-		return silentExit(ExitDiffers)
+		return session.Silent(ExitDiffers)
 	}
 	return nil
 }
@@ -94,12 +95,12 @@ func missingManifest(a, b *diff.Recording) bool {
 func readDiffInput(path string) (*diff.Recording, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, usageErr("diff: %v", err)
+		return nil, session.Usagef("diff: %v", err)
 	}
 	if diff.IsTrace(data) {
 		r, err := diff.ReadTrace(path, bytes.NewReader(data))
 		if err != nil {
-			return nil, usageErr("diff: %v", err)
+			return nil, session.Usagef("diff: %v", err)
 		}
 		// The reference traces keep their manifest beside them, as NAME.yaml.
 		if m := filepath.Join(filepath.Dir(path), r.Header.Manifest.File+".yaml"); r.Header.Manifest.File != "" {
@@ -111,7 +112,7 @@ func readDiffInput(path string) (*diff.Recording, error) {
 	}
 	r, err := diff.Read(path, bytes.NewReader(data))
 	if err != nil {
-		return nil, usageErr("diff: %v", err)
+		return nil, session.Usagef("diff: %v", err)
 	}
 	return r, nil
 }

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/session"
 )
 
 func newInfoCmd(g *globalOptions) *cobra.Command {
@@ -42,21 +43,21 @@ Status, RuntimeConfig). Exit code 0 when RuntimeReady and NetworkReady are true,
 func showInfo(cmd *cobra.Command, g *globalOptions) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 	defer cancel()
-	c, err := connect(ctx, g)
+	c, err := session.Connect(ctx, g.ep)
 	if err != nil {
 		return err
 	}
-	defer c.stop()
-	info, err := cri.Info(ctx, c.client)
+	defer c.Stop()
+	info, err := cri.Info(ctx, c.Client)
 	if err != nil {
-		return runtimeErr(fmt.Errorf("runtime at %s: %w", c.info.Endpoint, err))
+		return session.RuntimeErr(fmt.Errorf("runtime at %s: %w", c.Runtime.Endpoint, err))
 	}
 	w := cmd.OutOrStdout()
 	sim := ""
-	if c.info.Simulated {
+	if c.Runtime.Simulated {
 		sim = " (SIMULATED, built-in)"
 	}
-	fmt.Fprintf(w, "endpoint:      %s%s (%s)\n", c.info.Endpoint, sim, c.info.Why)
+	fmt.Fprintf(w, "endpoint:      %s%s (%s)\n", c.Runtime.Endpoint, sim, c.Runtime.Why)
 	fmt.Fprintf(w, "runtime:       %s %s (CRI %s)\n", info.Version.RuntimeName, info.Version.RuntimeVersion, info.Version.RuntimeApiVersion)
 	for _, cond := range info.Status.GetStatus().GetConditions() {
 		fmt.Fprintf(w, "condition:     %s=%t %s\n", cond.Type, cond.Status, cond.Message)
@@ -78,7 +79,7 @@ func showInfo(cmd *cobra.Command, g *globalOptions) error {
 		fmt.Fprintln(w, "warning:       a kubelet uses this runtime; it garbage-collects pods it does not know, podstep's included")
 	}
 	if !info.Ready {
-		return silentExit(ExitRuntime)
+		return session.Silent(ExitRuntime)
 	}
 	return nil
 }

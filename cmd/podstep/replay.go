@@ -10,6 +10,7 @@ import (
 
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // replayOptions are the flags of `podstep replay`.
@@ -46,7 +47,7 @@ first, then where and why it stopped).`,
   podstep replay run.rec.gz --html run.html`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("replay takes one recording FILE, got %d arguments", len(args))
+				return session.Usagef("replay takes one recording FILE, got %d arguments", len(args))
 			}
 			return nil
 		},
@@ -64,7 +65,7 @@ first, then where and why it stopped).`,
 // replay prints the recording at path through the printer of run --auto.
 func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 	if o.output != report.Text && o.output != report.Short && o.output != report.JSON {
-		return usageErr("-o/--output %q: expected text, short or json", o.output)
+		return session.Usagef("-o/--output %q: expected text, short or json", o.output)
 	}
 	if o.html != "" {
 		return replayHTML(cmd, path, o.html)
@@ -81,12 +82,12 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	defer f.Close()
 	rd, err := record.NewReader(f)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	h := rd.Header()
 	rt := h.Runtime.Endpoint
@@ -106,7 +107,7 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 			return nil
 		}
 		if err != nil {
-			return usageErr("replay %s: %v", path, err)
+			return session.Usagef("replay %s: %v", path, err)
 		}
 		switch {
 		case ev.Start != nil:

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/timeline"
 )
 
@@ -21,12 +22,12 @@ import (
 func replayHTML(cmd *cobra.Command, path, out string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	defer f.Close()
 	rd, err := record.NewReader(f)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	page := timeline.New(filepath.Base(path), rd.Header())
 	var damage error
@@ -43,11 +44,11 @@ func replayHTML(cmd *cobra.Command, path, out string) error {
 		page.Add(ev)
 	}
 	if err := writeFileAtomic(out, page.WriteHTML); err != nil {
-		return usageErr("replay %s --html: %v", path, err)
+		return session.Usagef("replay %s --html: %v", path, err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "podstep: wrote the timeline page of %s (%d steps) to %s\n", path, len(page.Steps), out)
 	if damage != nil {
-		return usageErr("replay %s: %v", path, damage)
+		return session.Usagef("replay %s: %v", path, damage)
 	}
 	return nil
 }

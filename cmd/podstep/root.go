@@ -4,25 +4,20 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // globalOptions are the flags every command that reaches a runtime shares.
 type globalOptions struct {
-	runtimeEndpoint string
-	imageEndpoint   string
-	sim             bool
-	timeout         time.Duration
-	pullTimeout     time.Duration
-	rootDir         string
-	logDir          string
-	noColor         bool
-	output          string
+	ep      session.Endpoints // -r, --image-endpoint, --sim, --timeout, --pull-timeout
+	rootDir string
+	logDir  string
+	noColor bool
 }
 
 // Execute runs podstep with args and returns the process exit code.
@@ -50,14 +45,14 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.Usagef("%v", err) })
 
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.runtimeEndpoint, "runtime-endpoint", "r", "", "CRI runtime endpoint (env CONTAINER_RUNTIME_ENDPOINT; default: the first well-known socket that answers, else the simulated runtime)")
-	pf.StringVar(&g.imageEndpoint, "image-endpoint", "", "CRI image service endpoint (env IMAGE_SERVICE_ENDPOINT; default: the runtime endpoint)")
-	pf.BoolVar(&g.sim, "sim", false, "use the built-in simulated CRI runtime")
-	pf.DurationVar(&g.timeout, "timeout", cri.DefaultTimeout, "timeout of each CRI call (image pulls: --pull-timeout)")
-	pf.DurationVar(&g.pullTimeout, "pull-timeout", cri.DefaultPullTimeout, "timeout of each PullImage call")
+	pf.StringVarP(&g.ep.Runtime, "runtime-endpoint", "r", "", "CRI runtime endpoint (env CONTAINER_RUNTIME_ENDPOINT; default: the first well-known socket that answers, else the simulated runtime)")
+	pf.StringVar(&g.ep.Image, "image-endpoint", "", "CRI image service endpoint (env IMAGE_SERVICE_ENDPOINT; default: the runtime endpoint)")
+	pf.BoolVar(&g.ep.Sim, "sim", false, "use the built-in simulated CRI runtime")
+	pf.DurationVar(&g.ep.Timeout, "timeout", cri.DefaultTimeout, "timeout of each CRI call (image pulls: --pull-timeout)")
+	pf.DurationVar(&g.ep.PullTimeout, "pull-timeout", cri.DefaultPullTimeout, "timeout of each PullImage call")
 	pf.StringVar(&g.rootDir, "root-dir", defaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
 	pf.StringVar(&g.logDir, "log-dir", defaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
@@ -66,7 +61,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	root.CompletionOptions.HiddenDefaultCmd = false
 
 	err := root.Execute()
-	return exitCode(err, stderr)
+	return session.Print(err, stderr)
 }
 
 // absDirs makes --root-dir and --log-dir absolute: the runtime mounts
@@ -80,7 +75,7 @@ func (g *globalOptions) absDirs() error {
 	}{{"--root-dir", &g.rootDir}, {"--log-dir", &g.logDir}} {
 		abs, err := filepath.Abs(*d.dir)
 		if err != nil {
-			return usageErr("%s %q: %v", d.flag, *d.dir, err)
+			return session.Usagef("%s %q: %v", d.flag, *d.dir, err)
 		}
 		*d.dir = abs
 	}

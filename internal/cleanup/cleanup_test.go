@@ -29,13 +29,10 @@ func keep(t *testing.T, c *cri.Client, file string) []string {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	e, err := steps.New(b, c, steps.Options{
+	e := steps.New(b, c, steps.Options{
 		Config:    podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		Simulated: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for !e.Finished() {
 		if err := e.Continue(context.Background()); err != nil {
 			t.Fatal(err)

@@ -28,15 +28,12 @@ func capture(b *testing.B) ([]steps.Event, *steps.Engine) {
 	root := b.TempDir()
 	zero := int64(0)
 	var evs []steps.Event
-	eng, err := steps.New(bundle, c, steps.Options{
+	eng := steps.New(bundle, c, steps.Options{
 		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
 		Simulated:    true,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
 	eng.Subscribe(func(ev steps.Event) { evs = append(evs, ev) })
 	for !eng.Finished() {
 		if err := eng.Continue(context.Background()); err != nil {

@@ -57,10 +57,7 @@ func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event
 		BackoffScale: 0.001,
 		Settle:       100 * time.Millisecond,
 	}
-	eng, err := steps.New(b, c, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := steps.New(b, c, o)
 	eng.Subscribe(printer.Observe)
 	eng.Subscribe(observe)
 	rt := render.Runtime{Endpoint: c.RuntimeEndpoint, Simulated: true, Why: "test"}

@@ -141,10 +141,7 @@ func TestAdmitDetails(t *testing.T) {
 	b := load(t, repoFile("testdata/scenarios/out-of-cpu.yaml"))
 	o := testOptions(t)
 	o.Node = manifestNode(t, b)
-	e, err := New(b, nil, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(b, nil, o)
 	s, err := e.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)

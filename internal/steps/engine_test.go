@@ -68,10 +68,7 @@ func testOptions(t *testing.T) Options {
 func TestPlanOrder(t *testing.T) {
 	for _, name := range []string{"hello", "init", "hooks", "env", "hostport"} {
 		t.Run(name, func(t *testing.T) {
-			e, err := New(load(t, repoFile("testdata/pods/"+name+".yaml")), nil, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := New(load(t, repoFile("testdata/pods/"+name+".yaml")), nil, testOptions(t))
 			var b strings.Builder
 			for _, s := range e.Steps() {
 				var methods []string
@@ -91,10 +88,7 @@ func TestPlanOrder(t *testing.T) {
 // runAll runs every creation step and returns the engine.
 func runAll(t *testing.T, b *manifest.Bundle, c *cri.Client, o Options) *Engine {
 	t.Helper()
-	e, err := New(b, c, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(b, c, o)
 	for !e.Finished() {
 		if err := e.Continue(context.Background()); err != nil {
 			t.Fatal(err)
@@ -361,10 +355,7 @@ func TestFailures(t *testing.T) {
 // Next runs exactly one step, and Retry re-runs a failed step.
 func TestBreakpointsAndNext(t *testing.T) {
 	c := newSim(t)
-	e, err := New(load(t, repoFile("testdata/pods/hello.yaml")), c, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(load(t, repoFile("testdata/pods/hello.yaml")), c, testOptions(t))
 	defer e.Teardown(context.Background())
 	ctx := context.Background()
 	s, err := e.Next(ctx)
@@ -525,10 +516,7 @@ func BenchmarkHelloOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		e, err := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs"}, GracePeriod: &zero})
-		if err != nil {
-			b.Fatal(err)
-		}
+		e := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs"}, GracePeriod: &zero})
 		if err := e.Continue(context.Background()); err != nil {
 			b.Fatal(err)
 		}

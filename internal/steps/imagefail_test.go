@@ -51,10 +51,7 @@ func TestImageFailures(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := New(parse(t, tc.pod), tc.client(t), testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := New(parse(t, tc.pod), tc.client(t), testOptions(t))
 			r := pullStep{name: "app"}.run(context.Background(), e)
 			if r.Err == nil || r.Reason != tc.reason {
 				t.Fatalf("reason %q (%v), want %s", r.Reason, r.Err, tc.reason)

@@ -1,6 +1,9 @@
 package steps
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Kind says what a step does; steps of one kind run the same action (for
 // different containers, or again after a restart). Code that treats steps
@@ -88,6 +91,19 @@ func (k Kind) Waits() bool {
 		return true
 	}
 	return false
+}
+
+// Split is the one rule that splits a step's time: the time in its CRI
+// calls (inCalls) is the runtime's; the rest is waiting when the kind Waits,
+// else podstep's own. dur shorter than inCalls (a step still running) counts
+// no rest. Every frontend's split (run's summary, bench, the TUI's and the
+// HTML timeline) comes from here.
+func (k Kind) Split(dur, inCalls time.Duration) (runtime, wait, own time.Duration) {
+	rest := max(0, dur-inCalls)
+	if k.Waits() {
+		return inCalls, rest, 0
+	}
+	return inCalls, 0, rest
 }
 
 // KindOf is the kind of the step named name ("create/app": KindCreate), 0

@@ -34,10 +34,7 @@ metadata:
 stringData:
   token: s3cr3t-Tok-9Xq
 `
-	e, err := New(parse(t, pod), newSim(t), testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(parse(t, pod), newSim(t), testOptions(t))
 	defer e.Teardown(context.Background())
 	if _, err := e.ContainerLog("app", 10); !errors.Is(err, ErrNoContainer) {
 		t.Errorf("before create: %v, want ErrNoContainer", err)

@@ -59,10 +59,7 @@ func TestRestartRulesGate(t *testing.T) {
 // --max-restarts resets podstep gives up.
 func TestRestartAllContainers(t *testing.T) {
 	b := load(t, repoFile("testdata/scenarios/restart-all-containers.yaml"))
-	e, err := New(b, newSim(t), testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(b, newSim(t), testOptions(t))
 	cond := func() *corev1.PodCondition {
 		for _, c := range e.PodState().Status.Conditions {
 			if c.Type == corev1.AllContainersRestarting {
