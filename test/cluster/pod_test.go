@@ -1,0 +1,630 @@
+//go:build cluster
+
+// podstep run --pod on a real cluster (issue 21, items 1-3 and 6): the
+// binary reads the pod and what the kubelet fetches for it from a real
+// kube-apiserver, and replays it on each node's runtime.
+//
+// Environment: KUBECONFIG (an admin's), PODSTEP_BIN; for the tests that
+// replay on a node, PODSTEP_NODE_16/_2 and PODSTEP_ENDPOINT_16/_2 (each
+// node's CRI endpoint), and for the pull secret PODSTEP_REGISTRY_16/_2,
+// PODSTEP_REGISTRY_IMAGE_16/_2, PODSTEP_REGISTRY_USER/_PASSWORD. The tests
+// that need only the API server (RBAC, tokens, an unreachable server) run
+// on any kube-apiserver (a throwaway one without nodes too: they use
+// --sim and a Node object of their own). CI=true turns every missing
+// variable into a failure.
+//
+// The helpers here are prefixed pc (this file's own); the package's shared
+// ones are in helpers_test.go.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+)
+
+// pcEnv is the cluster under test, as this file sees it.
+type pcEnv struct {
+	cs         kubernetes.Interface
+	cfg        *rest.Config
+	kubeconfig string
+	bin        string
+	nodes      []pcNode // the nodes with a runtime podstep can reach
+}
+
+type pcNode struct {
+	name, endpoint, registry, image string
+}
+
+// pcNeed skips (or, with CI=true, fails) a test whose environment is missing.
+func pcNeed(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("not run: %s", why)
+	}
+	t.Skipf("not run: %s", why)
+}
+
+func pcSetup(t *testing.T) *pcEnv {
+	t.Helper()
+	kc, bin := os.Getenv("KUBECONFIG"), os.Getenv("PODSTEP_BIN")
+	if kc == "" || bin == "" {
+		pcNeed(t, "KUBECONFIG and PODSTEP_BIN are needed (hack/cluster-up.sh prints KUBECONFIG)")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		t.Fatalf("KUBECONFIG %s: %v", kc, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &pcEnv{cs: cs, cfg: cfg, kubeconfig: kc, bin: bin}
+	for _, s := range []string{"16", "2"} {
+		if n, ep := os.Getenv("PODSTEP_NODE_"+s), os.Getenv("PODSTEP_ENDPOINT_"+s); n != "" && ep != "" {
+			e.nodes = append(e.nodes, pcNode{name: n, endpoint: ep, registry: os.Getenv("PODSTEP_REGISTRY_" + s), image: os.Getenv("PODSTEP_REGISTRY_IMAGE_" + s)})
+		}
+	}
+	return e
+}
+
+func pcCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// pcNamespace makes a namespace of its own, with its default service
+// account and kube-root-ca.crt (a throwaway API server has no
+// controller-manager to make them), deleted at the end.
+func (e *pcEnv) pcNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := pcCtx(t)
+	ns := fmt.Sprintf("podstep-cc-%06d", rand.IntN(1000000))
+	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+	e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	e.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "test CA"}}, metav1.CreateOptions{})
+	return ns
+}
+
+type pcResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// pcRun runs the podstep binary.
+func (e *pcEnv) pcRun(t *testing.T, args ...string) pcResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("podstep %s: %v", strings.Join(args, " "), err)
+	}
+	t.Logf("podstep %s: exit %d\n%s%s", strings.Join(args, " "), code, errb.String(), out.String())
+	return pcResult{code, out.String(), errb.String()}
+}
+
+// pcAssertNoSecrets fails when any output holds a secret or its base64.
+func pcAssertNoSecrets(t *testing.T, outputs map[string]string, secrets ...string) {
+	t.Helper()
+	for name, out := range outputs {
+		for _, s := range secrets {
+			if s == "" {
+				continue
+			}
+			for _, form := range []string{s, base64.StdEncoding.EncodeToString([]byte(s))} {
+				if strings.Contains(out, form) {
+					t.Errorf("%s shows a secret value", name)
+				}
+			}
+		}
+	}
+}
+
+// pcUnmountUnder unmounts every mount below dir (deepest first).
+func pcUnmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			mounts = append(mounts, f[4])
+		}
+	}
+	for i := len(mounts) - 1; i >= 0; i-- {
+		syscall.Unmount(mounts[i], syscall.MNT_DETACH)
+	}
+}
+
+// pcFakeNode makes a Node object without a kubelet (for the API-only tests).
+func (e *pcEnv) pcFakeNode(t *testing.T, name string, cpu string, taints ...corev1.Taint) {
+	t.Helper()
+	ctx := pcCtx(t)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"podstep.dev/test": "clusterclient"}},
+		Spec: corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")},
+		}}
+	if _, err := e.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// pcKubeconfigFor writes a kubeconfig with a token of service account
+// ns/sa (minted through the admin's TokenRequest) and the admin's server.
+func (e *pcEnv) pcKubeconfigFor(t *testing.T, ns, sa string) string {
+	t.Helper()
+	ctx := pcCtx(t)
+	tr, err := e.cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := clientcmd.LoadFromFile(e.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := raw.Contexts[raw.CurrentContext]
+	cl := raw.Clusters[cur.Cluster]
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: %s\n", cl.Server)
+	if len(cl.CertificateAuthorityData) > 0 {
+		fmt.Fprintf(&sb, "    certificate-authority-data: %s\n", base64.StdEncoding.EncodeToString(cl.CertificateAuthorityData))
+	} else if cl.CertificateAuthority != "" {
+		fmt.Fprintf(&sb, "    certificate-authority: %s\n", cl.CertificateAuthority)
+	} else {
+		sb.WriteString("    insecure-skip-tls-verify: true\n")
+	}
+	fmt.Fprintf(&sb, "contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\n    namespace: %s\nusers:\n- name: u\n  user:\n    token: %s\n", ns, tr.Status.Token)
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(p, []byte(sb.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pcClusterRole reads deploy/clusterrole.yaml's ClusterRole.
+func pcClusterRole(t *testing.T) *rbacv1.ClusterRole {
+	t.Helper()
+	data, err := os.ReadFile("../../deploy/clusterrole.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var cr rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &cr); err == nil && cr.Kind == "ClusterRole" {
+			return &cr
+		}
+	}
+	t.Fatal("deploy/clusterrole.yaml has no ClusterRole")
+	return nil
+}
+
+// pcBind makes a ClusterRole named after the namespace with rules and
+// binds service account ns/sa to it.
+func (e *pcEnv) pcBind(t *testing.T, ns, sa string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := pcCtx(t)
+	name := ns + "-" + sa
+	if _, err := e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := e.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	// RBAC takes effect once the authorizer's cache has the binding.
+	time.Sleep(time.Second)
+}
+
+// apiPod is a pod made directly in the API server, bound to nodeName,
+// with the default kube-api-access volume, a ConfigMap volume, a Secret
+// env and an envFrom.
+func apiPod(name, nodeName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PodSpec{
+			NodeName: nodeName,
+			Containers: []corev1.Container{{
+				Name: "app", Image: "docker.io/library/busybox:1.35", Command: []string{"sleep", "3600"},
+				Env: []corev1.EnvVar{{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}},
+				EnvFrom:      []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+				VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/conf"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}},
+		},
+	}
+}
+
+// pcObjects makes the ConfigMap and Secret of apiPod; it returns the
+// Secret's value.
+func (e *pcEnv) pcObjects(t *testing.T, ns string) string {
+	t.Helper()
+	ctx := pcCtx(t)
+	password := fmt.Sprintf("pw-%016x", rand.Uint64())
+	if _, err := e.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Data: map[string]string{"MODE": "fast", "greeting": "hello from the cluster"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Data: map[string][]byte{"password": []byte(password)}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return password
+}
+
+// pcCreatePod creates pod in ns and returns it with its defaults and the
+// kube-api-access volume the ServiceAccount admission added.
+func (e *pcEnv) pcCreatePod(t *testing.T, ns string, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	p, err := e.cs.CoreV1().Pods(ns).Create(pcCtx(t), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tokenReview asks the API server who token is.
+func (e *pcEnv) tokenReview(t *testing.T, token string) authenticationv1.TokenReviewStatus {
+	t.Helper()
+	tr, err := e.cs.AuthenticationV1().TokenReviews().Create(pcCtx(t), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status
+}
+
+// TestPodTokenOnSim: run --pod on the simulated runtime (its volumes are
+// written for real), kept: the projected token podstep minted through the
+// TokenRequest API authenticates as system:serviceaccount:NS:default and is
+// bound to the cluster's pod; the ConfigMap file holds the cluster's data;
+// no token or Secret value shows in any output or the recording.
+func TestPodTokenOnSim(t *testing.T) {
+	e := pcSetup(t)
+	ns := e.pcNamespace(t)
+	password := e.pcObjects(t, ns)
+	node := ns + "-node"
+	e.pcFakeNode(t, node, "4")
+	pod := e.pcCreatePod(t, ns, apiPod("web", node))
+	root := t.TempDir()
+	t.Cleanup(func() { pcUnmountUnder(root) }) // --keep left the volumes' tmpfs mounts
+	logs := filepath.Join(root, "logs")
+	rec := filepath.Join(root, "run.rec")
+	r := e.pcRun(t, "run", "--auto", "--sim", "-o", "json", "--keep", "--settle", "0", "--kubeconfig", e.kubeconfig,
+		"--pod", ns+"/web", "--root-dir", filepath.Join(root, "root"), "--log-dir", logs, "--record", rec)
+	if r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+	var sum struct {
+		UID     string `json:"uid"`
+		Cluster struct {
+			UID string `json:"uid"`
+		} `json:"cluster"`
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Cluster.UID != string(pod.UID) || sum.UID == string(pod.UID) {
+		t.Errorf("uids: podstep's %s, the cluster's %s (want %s, and podstep's own)", sum.UID, sum.Cluster.UID, pod.UID)
+	}
+	var vol string
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") {
+			vol = v.Name
+		}
+	}
+	if vol == "" {
+		t.Fatal("the API server added no kube-api-access volume (ServiceAccount admission)")
+	}
+	podDir := filepath.Join(root, "root", "pods", sum.UID, "volumes")
+	token, err := os.ReadFile(filepath.Join(podDir, "kubernetes.io~projected", vol, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.tokenReview(t, string(token))
+	if !st.Authenticated || st.User.Username != "system:serviceaccount:"+ns+":default" {
+		t.Errorf("TokenReview: %+v", st)
+	}
+	if got := st.User.Extra["authentication.kubernetes.io/pod-uid"]; len(got) != 1 || got[0] != string(pod.UID) {
+		t.Errorf("token bound to pod uid %v, want %s", got, pod.UID)
+	}
+	greeting, err := os.ReadFile(filepath.Join(podDir, "kubernetes.io~configmap", "conf", "greeting"))
+	if err != nil || string(greeting) != "hello from the cluster" {
+		t.Errorf("ConfigMap file: %q, %v", greeting, err)
+	}
+	recording, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcAssertNoSecrets(t, map[string]string{"stdout": r.stdout, "stderr": r.stderr, "recording": string(recording)}, string(token), password)
+}
+
+// TestPodRBAC: a kubeconfig bound only to deploy/clusterrole.yaml's role
+// runs the pod; one whose role lacks create serviceaccounts/token gets
+// one line naming the verb and resource, exit 2, and nothing is made.
+func TestPodRBAC(t *testing.T) {
+	e := pcSetup(t)
+	ns := e.pcNamespace(t)
+	e.pcObjects(t, ns)
+	node := ns + "-node"
+	e.pcFakeNode(t, node, "4")
+	e.pcCreatePod(t, ns, apiPod("web", node))
+	role := pcClusterRole(t)
+
+	e.pcBind(t, ns, "podstep", role.Rules)
+	root := t.TempDir()
+	r := e.pcRun(t, "run", "--auto", "--sim", "--settle", "0", "--kubeconfig", e.pcKubeconfigFor(t, ns, "podstep"),
+		"--pod", ns+"/web", "--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+	if r.code != 0 {
+		t.Errorf("with deploy/clusterrole.yaml: exit %d", r.code)
+	}
+
+	var less []rbacv1.PolicyRule
+	for _, rule := range role.Rules {
+		if len(rule.Resources) == 1 && rule.Resources[0] == "serviceaccounts/token" {
+			continue
+		}
+		less = append(less, rule)
+	}
+	if len(less) != len(role.Rules)-1 {
+		t.Fatalf("deploy/clusterrole.yaml has no rule for serviceaccounts/token alone")
+	}
+	e.pcBind(t, ns, "notoken", less)
+	root2 := t.TempDir()
+	r = e.pcRun(t, "run", "--auto", "-r", "unix:///nonexistent/podstep-cc.sock", "--kubeconfig", e.pcKubeconfigFor(t, ns, "notoken"),
+		"--pod", ns+"/web", "--root-dir", filepath.Join(root2, "root"), "--log-dir", filepath.Join(root2, "logs"))
+	want := `denied "create" on "serviceaccounts/token" (default) in namespace "` + ns + `": podstep needs create serviceaccounts/token`
+	if r.code != 2 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Errorf("without serviceaccounts/token: exit %d, stderr %q; want exit 2 and one line with %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(filepath.Join(root2, "root")); !os.IsNotExist(err) {
+		t.Errorf("something was made under %s", root2)
+	}
+}
+
+// TestPodUnreachable: an API server that does not answer is exit 3,
+// before the runtime is contacted.
+func TestPodUnreachable(t *testing.T) {
+	e := pcSetup(t)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: x\n"), 0o600)
+	root := t.TempDir()
+	r := e.pcRun(t, "run", "--auto", "-r", "unix:///nonexistent/podstep-cc.sock", "--kubeconfig", kc, "--pod", "default/web",
+		"--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+	if r.code != 3 || !strings.Contains(r.stderr, "API server https://127.0.0.1:1 unreachable") {
+		t.Errorf("exit %d, stderr %q; want exit 3, unreachable", r.code, r.stderr)
+	}
+}
+
+// TestPodAdmissionFromNode: admission uses the API server's Node and the
+// pods bound to it: a node whose allocatable cpu the pod exceeds gives
+// OutOfcpu with the kubelet's message, a NoExecute taint the pod does not
+// tolerate gives the kubelet's TaintToleration rejection, and a pod whose
+// host port another pod on the node holds is refused.
+func TestPodAdmissionFromNode(t *testing.T) {
+	e := pcSetup(t)
+	ns := e.pcNamespace(t)
+	e.pcObjects(t, ns)
+	small, tainted := ns+"-small", ns+"-tainted"
+	e.pcFakeNode(t, small, "1")
+	e.pcFakeNode(t, tainted, "4", corev1.Taint{Key: "podstep.dev/drain", Value: "yes", Effect: corev1.TaintEffectNoExecute})
+	big := apiPod("big", small)
+	big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("600m")}
+	other := apiPod("other", small)
+	other.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}
+	e.pcCreatePod(t, ns, other)
+	e.pcCreatePod(t, ns, big)
+	e.pcCreatePod(t, ns, apiPod("untolerated", tainted))
+	for _, tt := range []struct {
+		pod, reason, message string
+	}{
+		{"big", "OutOfcpu", "Node didn't have enough resource: cpu, requested: 600, used: 500, capacity: 1000"},
+		{"untolerated", "TaintToleration", "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"},
+	} {
+		root := t.TempDir()
+		r := e.pcRun(t, "run", "--auto", "--sim", "-o", "json", "--kubeconfig", e.kubeconfig, "--pod", ns+"/"+tt.pod,
+			"--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+		if r.code != 1 {
+			t.Errorf("%s: exit %d, want 1 (rejected)", tt.pod, r.code)
+		}
+		if !strings.Contains(r.stdout, `"reason":"`+tt.reason+`"`) || !strings.Contains(r.stdout, tt.message) {
+			t.Errorf("%s: want reason %s and message %q", tt.pod, tt.reason, tt.message)
+		}
+	}
+}
+
+// TestPodOnNodes replays a Deployment's pod (the default kube-api-access
+// volume, a ConfigMap volume, a Secret env, an envFrom, a pull secret for
+// the harness's private registry) on each node's runtime: the container
+// writes what it sees to a hostPath dir of its own (subPathExpr
+// $(POD_UID): podstep's pod has its own UID, so the kubelet's copy of the
+// pod writes elsewhere); the token authenticates as the pod's service
+// account, the ConfigMap file and env values equal the cluster's, and no
+// token or Secret value shows in podstep's output.
+func TestPodOnNodes(t *testing.T) {
+	e := pcSetup(t)
+	if len(e.nodes) == 0 {
+		pcNeed(t, "PODSTEP_NODE_16/_2 and PODSTEP_ENDPOINT_16/_2 name no node (hack/cluster-up.sh)")
+	}
+	for _, n := range e.nodes {
+		t.Run(n.name, func(t *testing.T) {
+			ns := e.pcNamespace(t)
+			password := e.pcObjects(t, ns)
+			ctx := pcCtx(t)
+			out := filepath.Join("/tmp", ns)
+			t.Cleanup(func() { os.RemoveAll(out) })
+			pod := apiPod("web", "")
+			pod.Spec.NodeName = ""
+			pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.name}
+			pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			c := &pod.Spec.Containers[0]
+			c.Command = []string{"sh", "-c", `cat /var/run/secrets/kubernetes.io/serviceaccount/token > /out/token; cat /etc/conf/greeting > /out/greeting; printf %s "$PASSWORD" > /out/password; printf %s "$MODE" > /out/mode; exec sleep 3600`}
+			c.Env = append(c.Env, corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "out", MountPath: "/out", SubPathExpr: "$(POD_UID)"})
+			dirType := corev1.HostPathDirectoryOrCreate
+			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: out, Type: &dirType}}})
+			if n.registry != "" && n.image != "" {
+				cfg := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q}}}`, n.registry, os.Getenv("PODSTEP_REGISTRY_USER"), os.Getenv("PODSTEP_REGISTRY_PASSWORD"))
+				if _, err := e.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+					Data: map[string][]byte{".dockerconfigjson": []byte(cfg)}}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "private", Image: n.image, ImagePullPolicy: corev1.PullAlways})
+			} else {
+				t.Log("no PODSTEP_REGISTRY_* for this node: no pull secret in the pod")
+			}
+			one := int32(1)
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: &one,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: pod.Spec}}}
+			if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var real *corev1.Pod
+			if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+				l, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+				if err != nil || len(l.Items) == 0 || l.Items[0].Spec.NodeName == "" {
+					return false, nil
+				}
+				real = &l.Items[0]
+				return true, nil
+			}); err != nil {
+				t.Fatalf("the Deployment's pod was not scheduled: %v", err)
+			}
+			root := t.TempDir()
+			r := e.pcRun(t, "run", "--auto", "-o", "json", "--settle", "0", "--grace-period", "0", "-r", n.endpoint,
+				"--kubeconfig", e.kubeconfig, "--pod", ns+"/"+real.Name, "--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+			var sum struct {
+				UID string `json:"uid"`
+			}
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			json.Unmarshal([]byte(lines[len(lines)-1]), &sum)
+			if r.code != 0 || sum.UID == "" {
+				t.Fatalf("exit %d, summary uid %q", r.code, sum.UID)
+			}
+			mine := filepath.Join(out, sum.UID)
+			read := func(name string) string {
+				b, err := os.ReadFile(filepath.Join(mine, name))
+				if err != nil {
+					t.Errorf("the container wrote no %s: %v", name, err)
+				}
+				return string(b)
+			}
+			token := read("token")
+			st := e.tokenReview(t, token)
+			if !st.Authenticated || st.User.Username != "system:serviceaccount:"+ns+":default" {
+				t.Errorf("TokenReview of the token inside the container: %+v", st)
+			}
+			if got := read("greeting"); got != "hello from the cluster" {
+				t.Errorf("ConfigMap file in the container: %q", got)
+			}
+			if got := read("password"); got != password {
+				t.Error("Secret env in the container differs from the cluster's")
+			}
+			if got := read("mode"); got != "fast" {
+				t.Errorf("envFrom in the container: MODE=%q", got)
+			}
+			pcAssertNoSecrets(t, map[string]string{"stdout": r.stdout, "stderr": r.stderr}, token, password)
+		})
+	}
+}
+
+// TestPodMissingSecret: a Deployment's pod whose Secret volume names a
+// Secret that is not there: podstep's FailedMount reason and message are
+// the real kubelet's event for that pod on that node.
+func TestPodMissingSecret(t *testing.T) {
+	e := pcSetup(t)
+	if len(e.nodes) == 0 {
+		pcNeed(t, "PODSTEP_NODE_16/_2 and PODSTEP_ENDPOINT_16/_2 name no node (hack/cluster-up.sh)")
+	}
+	n := e.nodes[0]
+	ns := e.pcNamespace(t)
+	ctx := pcCtx(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nosecret"}, Spec: corev1.PodSpec{
+		NodeSelector: map[string]string{"kubernetes.io/hostname": n.name},
+		Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers:   []corev1.Container{{Name: "app", Image: "docker.io/library/busybox:1.35", Command: []string{"sleep", "3600"}}},
+		Volumes:      []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "absent"}}}},
+	}}
+	p := e.pcCreatePod(t, ns, pod)
+	var kubelet *corev1.Event
+	sel := fields.OneTermEqualSelector("involvedObject.uid", string(p.UID)).String()
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := e.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return false, nil
+		}
+		for i := range l.Items {
+			if l.Items[i].Reason == "FailedMount" && l.Items[i].Source.Component == "kubelet" {
+				kubelet = &l.Items[i]
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("the kubelet posted no FailedMount: %v", err)
+	}
+	root := t.TempDir()
+	r := e.pcRun(t, "run", "--auto", "-o", "json", "-r", n.endpoint, "--kubeconfig", e.kubeconfig, "--pod", ns+"/nosecret",
+		"--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	if !strings.Contains(r.stdout, `"reason":"FailedMount"`) || !strings.Contains(r.stdout, jsonString(kubelet.Message)) {
+		t.Errorf("podstep's failure is not the kubelet's FailedMount %q", kubelet.Message)
+	}
+}
+
+// jsonString is s as it appears inside a JSON string.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
