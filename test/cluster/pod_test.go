@@ -18,16 +18,21 @@
 package cluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -627,4 +632,106 @@ func TestPodMissingSecret(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
+}
+
+// pcProxy forwards TCP connections to target until stop, which closes the
+// listener and every connection: the API server as podstep sees it stops.
+func pcProxy(t *testing.T, target string) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, u)
+			mu.Unlock()
+			go io.Copy(u, c)
+			go io.Copy(c, u)
+		}
+	}()
+	stop = func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	t.Cleanup(stop)
+	return ln.Addr().String(), stop
+}
+
+// TestPodAPIServerStopped: the API server stops answering after the pod was
+// read (a proxy in front of it is closed while the pod runs): the run goes
+// on without it (everything was read first), tears the pod down, and exits
+// 3 saying the API server is unreachable; nothing is left in the root dir.
+func TestPodAPIServerStopped(t *testing.T) {
+	e := pcSetup(t)
+	ns := e.pcNamespace(t)
+	e.pcObjects(t, ns)
+	node := ns + "-node"
+	e.pcFakeNode(t, node, "4")
+	e.pcCreatePod(t, ns, apiPod("web", node))
+	u, err := url.Parse(e.cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, stop := pcProxy(t, u.Host)
+	raw, err := os.ReadFile(e.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	// The proxy listens on 127.0.0.1 too: the serving certificate still matches.
+	os.WriteFile(kc, []byte(strings.ReplaceAll(string(raw), u.Host, addr)), 0o600)
+	if !strings.Contains(string(raw), u.Host) {
+		t.Fatalf("the kubeconfig does not name %s", u.Host)
+	}
+	root := t.TempDir()
+	cmd := exec.Command(e.bin, "run", "--auto", "--sim", "--settle", "3s", "--kubeconfig", kc, "--pod", ns+"/web",
+		"--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+	stderr, _ := cmd.StderrPipe()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var errText strings.Builder
+	sc := bufio.NewScanner(stderr)
+	stopped := false
+	for sc.Scan() {
+		errText.WriteString(sc.Text() + "\n")
+		if !stopped && strings.Contains(sc.Text(), "fetched from API server") {
+			stop() // the pod and its objects were read: the API server goes away
+			stopped = true
+		}
+	}
+	err = cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	t.Logf("exit %d\n%s%s", code, errText.String(), out.String())
+	if !stopped || code != 3 || !strings.Contains(errText.String(), "unreachable") {
+		t.Errorf("exit %d (stopped %v); want 3 and the API server unreachable", code, stopped)
+	}
+	if !strings.Contains(out.String(), "torn down") {
+		t.Error("the pod was not torn down")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "root", "pods")); len(ents) != 0 {
+		t.Errorf("left in the root dir: %v", ents)
+	}
 }
