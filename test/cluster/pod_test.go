@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -345,6 +346,12 @@ func TestPodTokenOnSim(t *testing.T) {
 		"--pod", ns+"/web", "--root-dir", filepath.Join(root, "root"), "--log-dir", logs, "--record", rec)
 	if r.code != 0 {
 		t.Fatalf("exit %d", r.code)
+	}
+	// One request per object (counted by podstep's transport): the pod, 2
+	// ConfigMaps (settings, kube-root-ca.crt), 1 Secret, 1 TokenRequest,
+	// the Node and the node's pods.
+	if !strings.Contains(r.stderr, "(7 requests)") {
+		t.Errorf("stderr does not say 7 requests: %s", r.stderr)
 	}
 	var sum struct {
 		UID     string `json:"uid"`
@@ -733,5 +740,93 @@ func TestPodAPIServerStopped(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(root, "root", "pods")); len(ents) != 0 {
 		t.Errorf("left in the root dir: %v", ents)
+	}
+}
+
+// BenchmarkRunPod: the wall time of `podstep run --auto --sim` of one pod
+// from a manifest (-f: the pod, its ConfigMap and Secret) and of the same
+// pod read from the API server (--pod: the reads, and with the
+// kube-api-access volume a TokenRequest). Each sub-benchmark reports the
+// median of its iterations (run with -benchtime 10x; hack/bench-cluster.sh).
+func BenchmarkRunPod(b *testing.B) {
+	kc, bin := os.Getenv("KUBECONFIG"), os.Getenv("PODSTEP_BIN")
+	if kc == "" || bin == "" {
+		b.Skip("KUBECONFIG and PODSTEP_BIN are needed")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	ns := fmt.Sprintf("podstep-bench-%06d", rand.IntN(1000000))
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	defer cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{})
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"MODE": "fast", "greeting": "hello"}}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, Data: map[string][]byte{"password": []byte("bench-password-1")}}
+	cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
+	cs.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
+	node := ns + "-node"
+	cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")}}}, metav1.CreateOptions{})
+	defer cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	noToken := apiPod("notoken", node)
+	f := false
+	noToken.Spec.AutomountServiceAccountToken = &f
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, noToken, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, apiPod("withtoken", node), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	// The manifest of the same pod: kubectl get -o yaml, and its objects.
+	got, err := cs.CoreV1().Pods(ns).Get(ctx, "notoken", metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	got.APIVersion, got.Kind = "v1", "Pod"
+	cm.APIVersion, cm.Kind, sec.APIVersion, sec.Kind = "v1", "ConfigMap", "v1", "Secret"
+	nodeObj, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	nodeObj.APIVersion, nodeObj.Kind = "v1", "Node"
+	var docs []string
+	for _, o := range []any{got, cm, sec, nodeObj} {
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		docs = append(docs, string(y))
+	}
+	dir := b.TempDir()
+	file := filepath.Join(dir, "pod.yaml")
+	os.WriteFile(file, []byte(strings.Join(docs, "---\n")), 0o600)
+	common := []string{"run", "--auto", "--sim", "-q", "--settle", "0", "--grace-period", "0", "--root-dir", filepath.Join(dir, "root"), "--log-dir", filepath.Join(dir, "logs")}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"file", []string{"-f", file}},
+		{"pod", []string{"--kubeconfig", kc, "--pod", ns + "/notoken"}},
+		{"pod-token", []string{"--kubeconfig", kc, "--pod", ns + "/withtoken"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var ds []float64
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				out, err := exec.Command(bin, append(append([]string{}, common...), c.args...)...).CombinedOutput()
+				ds = append(ds, float64(time.Since(start).Microseconds())/1000)
+				if err != nil {
+					b.Fatalf("%v\n%s", err, out)
+				}
+			}
+			sort.Float64s(ds)
+			b.ReportMetric(ds[len(ds)/2], "median-ms")
+		})
 	}
 }
