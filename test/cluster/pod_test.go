@@ -492,14 +492,117 @@ func TestPodAdmissionFromNode(t *testing.T) {
 	}
 }
 
+// pcEvidencePod is apiPod whose container writes what it sees to a
+// hostPath dir of its own (/tmp/NS/$(POD_UID) through subPathExpr:
+// podstep's pod has its own UID, so a kubelet's copy of the pod writes
+// elsewhere): the token, the ConfigMap file, the Secret env, the envFrom
+// value. With a registry, the image is the registry's private one, pulled
+// with a pull secret regcred (made here).
+func (e *pcEnv) pcEvidencePod(t *testing.T, ns, registry, image string) (*corev1.PodSpec, string) {
+	t.Helper()
+	out := filepath.Join("/tmp", ns)
+	t.Cleanup(func() { os.RemoveAll(out) })
+	pod := apiPod("web", "")
+	c := &pod.Spec.Containers[0]
+	c.Command = []string{"sh", "-c", `cat /var/run/secrets/kubernetes.io/serviceaccount/token > /out/token; cat /etc/conf/greeting > /out/greeting; printf %s "$PASSWORD" > /out/password; printf %s "$MODE" > /out/mode; exec sleep 3600`}
+	c.Env = append(c.Env, corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "out", MountPath: "/out", SubPathExpr: "$(POD_UID)"})
+	// Ready once everything is written (podstep run --wait-ready waits for it).
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-s", "/out/mode"}}}, PeriodSeconds: 1}
+	dirType := corev1.HostPathDirectoryOrCreate
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: out, Type: &dirType}}})
+	if registry != "" && image != "" {
+		cfg := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q}}}`, registry, os.Getenv("PODSTEP_REGISTRY_USER"), os.Getenv("PODSTEP_REGISTRY_PASSWORD"))
+		if _, err := e.cs.CoreV1().Secrets(ns).Create(pcCtx(t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{".dockerconfigjson": []byte(cfg)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+		c.Image, c.ImagePullPolicy = image, corev1.PullAlways
+	} else {
+		t.Log("no PODSTEP_REGISTRY_*: no pull secret in the pod")
+	}
+	return &pod.Spec, out
+}
+
+// pcReplayAndCheck runs `podstep run --pod` of ns/name on endpoint and
+// checks what the container wrote under out/<podstep's UID>: the token
+// authenticates as the pod's service account (TokenReview) and is bound to
+// the cluster's pod (podstep waits until the pod is Ready: the files are
+// written), the ConfigMap file and env values are the cluster's,
+// and no token, Secret value or registry password shows in the output.
+func (e *pcEnv) pcReplayAndCheck(t *testing.T, ns, name, endpoint, out, password string) {
+	t.Helper()
+	p, err := e.cs.CoreV1().Pods(ns).Get(pcCtx(t), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	r := e.pcRun(t, "run", "--auto", "-o", "json", "--settle", "0", "--grace-period", "0", "-r", endpoint, "--wait-ready", "--ready-timeout", "30s",
+		"--kubeconfig", e.kubeconfig, "--pod", ns+"/"+name, "--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+	var sum struct {
+		UID string `json:"uid"`
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	json.Unmarshal([]byte(lines[len(lines)-1]), &sum)
+	if r.code != 0 || sum.UID == "" || sum.UID == string(p.UID) {
+		t.Fatalf("exit %d, podstep's uid %q (the cluster's %s)", r.code, sum.UID, p.UID)
+	}
+	mine := filepath.Join(out, sum.UID)
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(mine, name))
+		if err != nil {
+			t.Errorf("the container wrote no %s: %v", name, err)
+		}
+		return string(b)
+	}
+	token := read("token")
+	st := e.tokenReview(t, token)
+	if !st.Authenticated || st.User.Username != "system:serviceaccount:"+ns+":default" {
+		t.Errorf("TokenReview of the token inside the container: %+v", st)
+	}
+	if got := st.User.Extra["authentication.kubernetes.io/pod-uid"]; len(got) != 1 || got[0] != string(p.UID) {
+		t.Errorf("the token is bound to pod uid %v, want the cluster's %s", got, p.UID)
+	}
+	if got := read("greeting"); got != "hello from the cluster" {
+		t.Errorf("ConfigMap file in the container: %q", got)
+	}
+	if got := read("password"); got != password {
+		t.Error("the Secret env in the container differs from the cluster's")
+	}
+	if got := read("mode"); got != "fast" {
+		t.Errorf("envFrom in the container: MODE=%q", got)
+	}
+	if len(p.Spec.ImagePullSecrets) > 0 && !strings.Contains(r.stdout, `"secret regcred","value":"found (kubernetes.io/dockerconfigjson) in the API server`) {
+		t.Error("the pull-secrets step does not say regcred came from the API server")
+	}
+	pcAssertNoSecrets(t, map[string]string{"stdout": r.stdout, "stderr": r.stderr}, token, password, os.Getenv("PODSTEP_REGISTRY_PASSWORD"))
+}
+
+// TestPodOnRuntime replays a pod of the cluster on a runtime no kubelet
+// watches (PODSTEP_ENDPOINT, with PODSTEP_REGISTRY and
+// PODSTEP_REGISTRY_IMAGE: hack/containerd-up.sh's), the pod bound to a Node
+// object of the test's: what the container sees is the cluster's.
+func TestPodOnRuntime(t *testing.T) {
+	e := pcSetup(t)
+	ep := os.Getenv("PODSTEP_ENDPOINT")
+	if ep == "" {
+		pcNeed(t, "PODSTEP_ENDPOINT names no runtime (hack/containerd-up.sh)")
+	}
+	ns := e.pcNamespace(t)
+	password := e.pcObjects(t, ns)
+	node := ns + "-node"
+	e.pcFakeNode(t, node, "4")
+	spec, out := e.pcEvidencePod(t, ns, os.Getenv("PODSTEP_REGISTRY"), os.Getenv("PODSTEP_REGISTRY_IMAGE"))
+	spec.NodeName = node
+	e.pcCreatePod(t, ns, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: *spec})
+	e.pcReplayAndCheck(t, ns, "web", ep, out, password)
+}
+
 // TestPodOnNodes replays a Deployment's pod (the default kube-api-access
 // volume, a ConfigMap volume, a Secret env, an envFrom, a pull secret for
-// the harness's private registry) on each node's runtime: the container
-// writes what it sees to a hostPath dir of its own (subPathExpr
-// $(POD_UID): podstep's pod has its own UID, so the kubelet's copy of the
-// pod writes elsewhere); the token authenticates as the pod's service
-// account, the ConfigMap file and env values equal the cluster's, and no
-// token or Secret value shows in podstep's output.
+// the harness's private registry) on each node's runtime, the one its
+// kubelet uses: what the container sees is the cluster's.
 func TestPodOnNodes(t *testing.T) {
 	e := pcSetup(t)
 	if len(e.nodes) == 0 {
@@ -510,33 +613,13 @@ func TestPodOnNodes(t *testing.T) {
 			ns := e.pcNamespace(t)
 			password := e.pcObjects(t, ns)
 			ctx := pcCtx(t)
-			out := filepath.Join("/tmp", ns)
-			t.Cleanup(func() { os.RemoveAll(out) })
-			pod := apiPod("web", "")
-			pod.Spec.NodeName = ""
-			pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.name}
-			pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-			c := &pod.Spec.Containers[0]
-			c.Command = []string{"sh", "-c", `cat /var/run/secrets/kubernetes.io/serviceaccount/token > /out/token; cat /etc/conf/greeting > /out/greeting; printf %s "$PASSWORD" > /out/password; printf %s "$MODE" > /out/mode; exec sleep 3600`}
-			c.Env = append(c.Env, corev1.EnvVar{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"}}})
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "out", MountPath: "/out", SubPathExpr: "$(POD_UID)"})
-			dirType := corev1.HostPathDirectoryOrCreate
-			pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: out, Type: &dirType}}})
-			if n.registry != "" && n.image != "" {
-				cfg := fmt.Sprintf(`{"auths":{%q:{"username":%q,"password":%q}}}`, n.registry, os.Getenv("PODSTEP_REGISTRY_USER"), os.Getenv("PODSTEP_REGISTRY_PASSWORD"))
-				if _, err := e.cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
-					Data: map[string][]byte{".dockerconfigjson": []byte(cfg)}}, metav1.CreateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
-				pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "private", Image: n.image, ImagePullPolicy: corev1.PullAlways})
-			} else {
-				t.Log("no PODSTEP_REGISTRY_* for this node: no pull secret in the pod")
-			}
+			spec, out := e.pcEvidencePod(t, ns, n.registry, n.image)
+			spec.NodeSelector = map[string]string{"kubernetes.io/hostname": n.name}
+			spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 			one := int32(1)
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: appsv1.DeploymentSpec{Replicas: &one,
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: pod.Spec}}}
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: *spec}}}
 			if _, err := e.cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -551,40 +634,7 @@ func TestPodOnNodes(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("the Deployment's pod was not scheduled: %v", err)
 			}
-			root := t.TempDir()
-			r := e.pcRun(t, "run", "--auto", "-o", "json", "--settle", "0", "--grace-period", "0", "-r", n.endpoint,
-				"--kubeconfig", e.kubeconfig, "--pod", ns+"/"+real.Name, "--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
-			var sum struct {
-				UID string `json:"uid"`
-			}
-			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-			json.Unmarshal([]byte(lines[len(lines)-1]), &sum)
-			if r.code != 0 || sum.UID == "" {
-				t.Fatalf("exit %d, summary uid %q", r.code, sum.UID)
-			}
-			mine := filepath.Join(out, sum.UID)
-			read := func(name string) string {
-				b, err := os.ReadFile(filepath.Join(mine, name))
-				if err != nil {
-					t.Errorf("the container wrote no %s: %v", name, err)
-				}
-				return string(b)
-			}
-			token := read("token")
-			st := e.tokenReview(t, token)
-			if !st.Authenticated || st.User.Username != "system:serviceaccount:"+ns+":default" {
-				t.Errorf("TokenReview of the token inside the container: %+v", st)
-			}
-			if got := read("greeting"); got != "hello from the cluster" {
-				t.Errorf("ConfigMap file in the container: %q", got)
-			}
-			if got := read("password"); got != password {
-				t.Error("Secret env in the container differs from the cluster's")
-			}
-			if got := read("mode"); got != "fast" {
-				t.Errorf("envFrom in the container: MODE=%q", got)
-			}
-			pcAssertNoSecrets(t, map[string]string{"stdout": r.stdout, "stderr": r.stderr}, token, password)
+			e.pcReplayAndCheck(t, ns, real.Name, n.endpoint, out, password)
 		})
 	}
 }
