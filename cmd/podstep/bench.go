@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,47 +67,15 @@ func (o *benchOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	if err := o.run.Validate(); err != nil {
 		return err
 	}
-	if o.n < 1 {
-		return session.Usagef("-n/--count %d: expected at least 1 pod", o.n)
+	levels, err := bench.Check(bench.Flags{N: o.n, Warmup: o.warmup, Concurrency: o.concurrency, Scale: o.scale,
+		Threshold: o.threshold, MinChange: o.minChange, Compare: o.compare,
+		ThresholdSet: cmd.Flags().Changed("threshold"), ConcurrencySet: cmd.Flags().Changed("concurrency")})
+	if err != nil {
+		return session.Usagef("%v", err)
 	}
-	if o.warmup < 0 {
-		return session.Usagef("--warmup %d: expected 0 or more pods", o.warmup)
-	}
-	if err := session.CheckOutput(o.output, "text", "json"); err != nil {
-		return err
-	}
-	if o.threshold < 0 {
-		return session.Usagef("--threshold %g: expected a percentage ≥ 0", o.threshold)
-	}
-	if o.minChange < 0 {
-		return session.Usagef("--min-change %s: expected a duration ≥ 0", o.minChange)
-	}
-	if cmd.Flags().Changed("threshold") && o.compare == "" {
-		return session.Usagef("--threshold goes with --compare BASE.json")
-	}
-	if o.scale != "" && cmd.Flags().Changed("concurrency") {
-		return session.Usagef("--concurrency and --scale: give one (--scale runs each concurrency in turn)")
-	}
-	if o.concurrency < 1 || o.concurrency > maxConcurrency {
-		return session.Usagef("--concurrency %d: expected 1 to %d", o.concurrency, maxConcurrency)
-	}
-	o.levels = []int{o.concurrency}
-	if o.scale != "" {
-		o.levels = nil
-		for _, f := range strings.Split(o.scale, ",") {
-			k, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || k < 1 || k > maxConcurrency {
-				return session.Usagef("--scale %q: %q is not a concurrency from 1 to %d (expected e.g. 1,2,4,8,16)", o.scale, f, maxConcurrency)
-			}
-			o.levels = append(o.levels, k)
-		}
-	}
-	return nil
+	o.levels = levels
+	return session.CheckOutput(o.output, "text", "json")
 }
-
-// maxConcurrency bounds --concurrency: more pods at once than a node's
-// default --max-pods (110) says nothing about a node.
-const maxConcurrency = 110
 
 func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 	if err := o.validate(cmd, g); err != nil {

@@ -41,26 +41,7 @@ is listed, and the exit code is 4.`,
 			if err != nil {
 				return session.RuntimeErr(err)
 			}
-			w := cmd.OutOrStdout()
-			if len(done) == 0 {
-				fmt.Fprintf(w, "nothing to clean on %s\n", c.Runtime.Endpoint)
-				return nil
-			}
-			left := 0
-			for _, d := range done {
-				if d.Err != nil {
-					left++
-					fmt.Fprintf(w, "✗ pod %s sandbox %.13s: %v\n", d.Pod, d.SandboxID, d.Err)
-				} else {
-					fmt.Fprintf(w, "✓ pod %s: removed sandbox %.13s, %d container(s), %d dir(s)\n", d.Pod, d.SandboxID, d.Containers, len(d.Dirs))
-				}
-				for _, k := range d.Kept {
-					fmt.Fprintf(w, "  kept: %s\n", k)
-				}
-				if d.Err == nil && len(d.Kept) > 0 {
-					left++
-				}
-			}
+			left := cleanup.Write(cmd.OutOrStdout(), c.Runtime.Endpoint, done)
 			if left > 0 {
 				return &session.Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %d of %d pods not fully removed", left, len(done))}
 			}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/crictl"
-	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
@@ -51,7 +49,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote crictl configs to %s\n", crictlDir)
 			}
-			return printPlan(cmd, eng, output)
+			return report.WritePlan(cmd.OutOrStdout(), eng.Pod(), eng.Steps(), output)
 		},
 	}
 	addPodFlags(cmd, o, time.Second)
@@ -59,48 +57,4 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 	cmd.Flags().StringVar(&crictlDir, "crictl", "", "also write crictl-ready JSON configs into this directory")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "yaml (readable, with comments) or json (one object per step)")
 	return cmd
-}
-
-func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
-	w := cmd.OutOrStdout()
-	pod := eng.Pod()
-	if output == "json" {
-		// One object per step: report.PlanStepJSON, as a recording's plan lists it.
-		enc := json.NewEncoder(w)
-		for _, s := range eng.Steps() {
-			if err := enc.Encode(report.PlanStep(s)); err != nil {
-				return fmt.Errorf("write the plan: %w", err)
-			}
-		}
-		return nil
-	}
-	fmt.Fprintf(w, "# podstep plan for pod %s/%s (uid %s)\n# no runtime contacted; <...> are values the runtime will give\n", pod.Namespace, pod.Name, pod.UID)
-	var stage steps.Stage
-	for _, s := range eng.Steps() {
-		if s.Stage != stage {
-			stage = s.Stage
-			fmt.Fprintf(w, "\n## stage %s\n", stage)
-		}
-		fmt.Fprintf(w, "\n### %d. %s  [%s]\n# kubelet: %s\n", s.ID, s.Title, s.Name, s.Mirrors)
-		for _, line := range render.Wrap(s.Explain, 96) {
-			fmt.Fprintf(w, "# %s\n", line)
-		}
-		if len(s.Requests) == 0 {
-			fmt.Fprintln(w, "# (no CRI call: the kubelet does this itself)")
-		}
-		for _, r := range s.Requests {
-			note := ""
-			if r.Note != "" {
-				note = "  # " + r.Note
-			}
-			fmt.Fprintf(w, "%s:%s\n", r.Method, note)
-			if r.Message == nil {
-				continue
-			}
-			for _, l := range render.ProtoYAML(r.Message) {
-				fmt.Fprintf(w, "  %s\n", l)
-			}
-		}
-	}
-	return nil
 }

@@ -160,23 +160,10 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	hooks := s.Hooks()
-	spans := x.Proxy(func(seq uint64) (trace.ProxyCall, bool) {
-		a, ok := s.W.Attribution(seq)
-		return trace.ProxyCall{Namespace: a.Namespace, Name: a.Name, UID: a.UID, Container: a.Container,
-			Step: a.Step, Stage: string(a.Stage)}, ok
-	}, s.W.ErrorMessage)
-	hooks.Span = spans.Hook()
-	srv, err := proxy.New(upstream, hooks)
+	srv, spans, served, err := o.listenAndServe(s, upstream, x)
 	if err != nil {
-		return session.RuntimeErr(err)
+		return err
 	}
-	l, err := proxy.Listen(o.listen)
-	if err != nil {
-		return session.Usagef("--listen: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
 	follow := "every pod"
 	if o.pod != "" {
 		follow = "pod " + o.pod
@@ -197,6 +184,29 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		return session.RuntimeErr(fmt.Errorf("proxy: %w", err))
 	}
 	return nil
+}
+
+// listenAndServe starts the proxy to upstream on --listen, its calls
+// watched by s and traced by x.
+func (o *proxyOptions) listenAndServe(s *watch.Session, upstream string, x *trace.Exporter) (*proxy.Server, *trace.Proxy, <-chan error, error) {
+	hooks := s.Hooks()
+	spans := x.Proxy(func(seq uint64) (trace.ProxyCall, bool) {
+		a, ok := s.W.Attribution(seq)
+		return trace.ProxyCall{Namespace: a.Namespace, Name: a.Name, UID: a.UID, Container: a.Container,
+			Step: a.Step, Stage: string(a.Stage)}, ok
+	}, s.W.ErrorMessage)
+	hooks.Span = spans.Hook()
+	srv, err := proxy.New(upstream, hooks)
+	if err != nil {
+		return nil, nil, nil, session.RuntimeErr(err)
+	}
+	l, err := proxy.Listen(o.listen)
+	if err != nil {
+		return nil, nil, nil, session.Usagef("--listen: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	return srv, spans, served, nil
 }
 
 // session makes the proxy's watch.Session, and its recording with --record.

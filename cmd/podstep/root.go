@@ -22,6 +22,18 @@ type globalOptions struct {
 
 // Execute runs podstep with args and returns the process exit code.
 func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	return session.Print(err, stderr)
+}
+
+// newRootCmd builds the podstep command tree. Besides Execute, the CLI
+// reference in docs/cli is generated from it (clidocs_test.go).
+func newRootCmd() *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:   "podstep",
@@ -41,10 +53,6 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			return g.absDirs()
 		},
 	}
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.Usagef("%v", err) })
 
 	pf := root.PersistentFlags()
@@ -53,15 +61,13 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.BoolVar(&g.ep.Sim, "sim", false, "use the built-in simulated CRI runtime")
 	pf.DurationVar(&g.ep.Timeout, "timeout", cri.DefaultTimeout, "timeout of each CRI call (image pulls: --pull-timeout)")
 	pf.DurationVar(&g.ep.PullTimeout, "pull-timeout", cri.DefaultPullTimeout, "timeout of each PullImage call")
-	pf.StringVar(&g.rootDir, "root-dir", defaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
-	pf.StringVar(&g.logDir, "log-dir", defaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
+	pf.StringVar(&g.rootDir, "root-dir", session.DefaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
+	pf.StringVar(&g.logDir, "log-dir", session.DefaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
 
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
-
-	err := root.Execute()
-	return session.Print(err, stderr)
+	return root
 }
 
 // absDirs makes --root-dir and --log-dir absolute: the runtime mounts
@@ -80,32 +86,4 @@ func (g *globalOptions) absDirs() error {
 		*d.dir = abs
 	}
 	return nil
-}
-
-// defaultRootDir is /var/lib/podstep for root, else the user's state dir.
-func defaultRootDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/podstep"
-	}
-	return filepath.Join(stateHome(), "podstep")
-}
-
-// defaultLogDir is /var/log/podstep/pods for root (beside, not inside, a
-// kubelet's /var/log/pods), else under the user's state dir.
-func defaultLogDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/log/podstep/pods"
-	}
-	return filepath.Join(stateHome(), "podstep", "logs")
-}
-
-func stateHome() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return os.TempDir()
-	}
-	return filepath.Join(home, ".local", "state")
 }

@@ -84,7 +84,9 @@ func BenchmarkRecorder1000Steps(b *testing.B) {
 					b.Fatal(err)
 				}
 				written += cw.n
-				f.Close()
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/step")
 			b.ReportMetric(float64(written)/float64(b.N)/1000, "bytes/step")

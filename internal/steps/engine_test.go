@@ -24,6 +24,15 @@ import (
 // repoFile is a path relative to the repository root.
 func repoFile(p string) string { return filepath.Join("..", "..", p) }
 
+// teardown tears e down at the end of a test (defer teardown(t, e)) and
+// fails the test when that fails.
+func teardown(t testing.TB, e *Engine) {
+	t.Helper()
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Errorf("teardown: %v", err)
+	}
+}
+
 // newSim starts a simulated runtime and a client for it.
 func newSim(t *testing.T) *cri.Client {
 	t.Helper()
@@ -356,7 +365,7 @@ func TestFailures(t *testing.T) {
 func TestBreakpointsAndNext(t *testing.T) {
 	c := newSim(t)
 	e := New(load(t, repoFile("testdata/pods/hello.yaml")), c, testOptions(t))
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	ctx := context.Background()
 	s, err := e.Next(ctx)
 	if err != nil || s.Name != "admit" || s.State != Done {
@@ -463,7 +472,7 @@ stringData:
 `
 	c := newSim(t)
 	e := runAll(t, parse(t, yaml), c, testOptions(t))
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
 	}
@@ -496,7 +505,7 @@ func BenchmarkHelloOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	srv, err := sim.Start(dir)
 	if err != nil {
 		b.Fatal(err)
@@ -527,8 +536,10 @@ func BenchmarkHelloOverhead(b *testing.B) {
 		overhead += wall - c.TimeInCalls()
 		inCalls += c.TimeInCalls()
 		b.StopTimer()
-		e.Teardown(context.Background())
-		c.Close()
+		teardown(b, e)
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(overhead.Nanoseconds())/float64(b.N), "overhead-ns/op")

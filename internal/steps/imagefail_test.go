@@ -91,7 +91,7 @@ func TestSandboxConfigFails(t *testing.T) {
 	o := testOptions(t)
 	o.Config.ResolvConf = filepath.Join(t.TempDir(), "absent-resolv.conf")
 	e := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), newSim(t), o)
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	f, failed := e.Failed()
 	if !failed || f.Name != "run-sandbox" || f.Result.Reason != reason.ErrCreatePodSandbox {
 		t.Fatalf("failed %v at %s with %s, want run-sandbox with CreatePodSandboxError", failed, f.Name, f.Result.Reason)

@@ -152,3 +152,41 @@ func (removeContainersStep) kind() Kind { return KindRemoveContainers }
 func (removeSandboxStep) kind() Kind    { return KindRemoveSandbox }
 func (removeDirsStep) kind() Kind       { return KindRemoveDirs }
 func (resetStep) kind() Kind            { return KindReset }
+
+// kindActions are an action of each kind, for what every action of a kind
+// shares (Mirrors).
+var kindActions = map[Kind]action{
+	KindAdmit:            admitStep{},
+	KindDirs:             dirsStep{},
+	KindVolumes:          volumesStep{},
+	KindPullSecrets:      pullSecretsStep{},
+	KindRuntimeStatus:    runtimeStatusStep{},
+	KindRunSandbox:       runSandboxStep{},
+	KindSandboxStatus:    sandboxStatusStep{},
+	KindImageVolumes:     imageVolumesStep{},
+	KindBackoff:          backoffStep{},
+	KindPull:             pullStep{},
+	KindCreate:           createStep{},
+	KindStart:            startStep{},
+	KindPostStart:        postStartStep{},
+	KindWaitInit:         waitInitStep{},
+	KindStartup:          startupStep{},
+	KindRelist:           relistStep{},
+	KindReady:            readyStep{},
+	KindStopContainers:   stopContainersStep{},
+	KindStopSandbox:      stopSandboxStep{},
+	KindRemoveContainers: removeContainersStep{},
+	KindRemoveSandbox:    removeSandboxStep{},
+	KindRemoveDirs:       removeDirsStep{},
+	KindReset:            resetStep{},
+}
+
+// Mirrors is the one statement of which kubelet v1.37 code a step of this
+// kind mirrors ("" for 0): the plan's, the TUI's, a recording's and podstep
+// proxy's (internal/watch) all come from the actions' mirrors().
+func (k Kind) Mirrors() string {
+	if a, ok := kindActions[k]; ok {
+		return a.mirrors()
+	}
+	return ""
+}

@@ -35,7 +35,7 @@ stringData:
   token: s3cr3t-Tok-9Xq
 `
 	e := New(parse(t, pod), newSim(t), testOptions(t))
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if _, err := e.ContainerLog("app", 10); !errors.Is(err, ErrNoContainer) {
 		t.Errorf("before create: %v, want ErrNoContainer", err)
 	}
@@ -76,8 +76,12 @@ stringData:
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("not a CRI line\n")
-	f.Close()
+	if _, err := f.WriteString("not a CRI line\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := e.ContainerLog("app", 1); !reflect.DeepEqual(got, []LogLine{{"", "not a CRI line"}}) {
 		t.Errorf("a plain line: %q", got)
 	}

@@ -33,7 +33,7 @@ func TestRestartRulesGate(t *testing.T) {
 			o := testOptions(t)
 			o.Config.Gates = tc.g
 			e := runAll(t, load(t, repoFile("testdata/scenarios/"+tc.file+".yaml")), newSim(t), o)
-			defer e.Teardown(context.Background())
+			defer teardown(t, e)
 			s, failed := e.Failed()
 			if !failed || s.Result.Reason != tc.reason {
 				t.Fatalf("failed %v with %q, want %q", failed, s.Result.Reason, tc.reason)
@@ -86,7 +86,7 @@ func TestRestartAllContainers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if !sawTrue {
 		t.Error("AllContainersRestarting never turned True")
 	}

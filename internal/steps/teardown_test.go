@@ -32,7 +32,7 @@ func TestTeardownWhenRuntimeGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	o := testOptions(t)
 	e := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), c, o)
 	if _, failed := e.Failed(); failed {
