@@ -933,3 +933,54 @@ func BenchmarkRunPod(b *testing.B) {
 		})
 	}
 }
+
+// TestPodTooBigAsKubelet: a pod bound straight to a real node (no
+// scheduler) that asks for more cpu than the node has: the real kubelet
+// rejects it (pod Failed, OutOfcpu), and podstep run --pod, admitting it to
+// the API server's Node and the pods bound to it, rejects it with the same
+// reason and message.
+func TestPodTooBigAsKubelet(t *testing.T) {
+	e := pcSetup(t)
+	if len(e.nodes) == 0 {
+		pcNeed(t, "PODSTEP_NODE_16/_2 and PODSTEP_ENDPOINT_16/_2 name no node (hack/cluster-up.sh)")
+	}
+	n := e.nodes[0]
+	ns := e.pcNamespace(t)
+	ctx := pcCtx(t)
+	nodeObj, err := e.cs.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := nodeObj.Status.Allocatable.Cpu().DeepCopy()
+	cpu.Add(resource.MustParse("1"))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "toobig"}, Spec: corev1.PodSpec{
+		NodeName: n.name, Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+		Containers: []corev1.Container{{Name: "app", Image: "docker.io/library/busybox:1.35", Command: []string{"sleep", "3600"},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}}}},
+	}}
+	e.pcCreatePod(t, ns, pod)
+	var rejected *corev1.Pod
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := e.cs.CoreV1().Pods(ns).Get(ctx, "toobig", metav1.GetOptions{})
+		if err != nil || p.Status.Phase != corev1.PodFailed {
+			return false, nil
+		}
+		rejected = p
+		return true, nil
+	}); err != nil {
+		t.Fatalf("the kubelet did not reject the pod: %v", err)
+	}
+	t.Logf("the kubelet: %s: %s", rejected.Status.Reason, rejected.Status.Message)
+	root := t.TempDir()
+	r := e.pcRun(t, "run", "--auto", "-o", "json", "-r", n.endpoint, "--kubeconfig", e.kubeconfig, "--pod", ns+"/toobig",
+		"--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	// The kubelet's pod status: reason = the admit handler's, message
+	// "Pod was rejected: " + its message (rejectPod).
+	msg := strings.TrimPrefix(rejected.Status.Message, "Pod was rejected: ")
+	if !strings.Contains(r.stdout, `"reason":"`+rejected.Status.Reason+`","message":"`+jsonString(msg)+`"`) {
+		t.Errorf("podstep's rejection is not the kubelet's %s: %q", rejected.Status.Reason, msg)
+	}
+}
