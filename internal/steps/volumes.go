@@ -36,9 +36,12 @@ func (volumesStep) explain() string {
 func (volumesStep) requests(*Engine) []Request { return nil }
 
 func (volumesStep) run(ctx context.Context, e *Engine) Result {
-	vols := e.pod.Spec.Volumes
-	if len(vols) == 0 {
+	if len(e.pod.Spec.Volumes) == 0 {
 		return ok("the pod has no volumes")
+	}
+	vols, skipped := usedVolumes(e.pod)
+	if len(vols) == 0 {
+		return ok(fmt.Sprintf("no container uses the pod's %s", plural(len(skipped), "volume", "volumes")), skipped...)
 	}
 	host := e.volumeHost()
 	pod := e.volumePod()
@@ -87,9 +90,46 @@ func (volumesStep) run(ctx context.Context, e *Engine) Result {
 		warnings = append(warnings, r.Warnings...)
 	}
 	e.rt.volumePaths = paths
-	res := ok(fmt.Sprintf("%d volume(s) ready", len(paths)), details...)
+	res := ok(fmt.Sprintf("%d volume(s) ready", len(paths)), append(details, skipped...)...)
 	res.Warnings = warnings
 	return res
+}
+
+// usedVolumes splits the pod's volumes into those a container (init and
+// ephemeral ones too) mounts or uses as a device, in spec order, and one
+// detail per volume none uses: the kubelet's desired-state populator skips
+// those ("Skipping unused volume": processPodVolumes with
+// volumeutil.GetPodVolumeNames, pkg/kubelet/volumemanager/populator/
+// desired_state_of_world_populator.go), so they are never set up and a
+// missing Secret or ConfigMap behind one fails nothing.
+func usedVolumes(pod *corev1.Pod) ([]corev1.Volume, []Detail) {
+	used := map[string]bool{}
+	visit := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
+		for _, m := range mounts {
+			used[m.Name] = true
+		}
+		for _, d := range devices {
+			used[d.Name] = true
+		}
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			visit(c.VolumeMounts, c.VolumeDevices)
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		visit(c.VolumeMounts, c.VolumeDevices)
+	}
+	var vols []corev1.Volume
+	var skipped []Detail
+	for _, v := range pod.Spec.Volumes {
+		if used[v.Name] {
+			vols = append(vols, v)
+			continue
+		}
+		skipped = append(skipped, kv(v.Name, "not set up: no container mounts it (the kubelet's volume manager skips an unused volume)"))
+	}
+	return vols, skipped
 }
 
 // volumesFailed is the step's failure: the kubelet's SyncPod error after
