@@ -90,7 +90,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	status := func(code int, reason, msg string) {
 		w.WriteHeader(code)
-		json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: "Failure",
+		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: "Failure",
 			Code: int32(code), Reason: metav1.StatusReason(reason), Message: msg})
 	}
 	if f.deny != "" && strings.HasPrefix(r.URL.Path, f.deny) {
@@ -111,11 +111,11 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tr.APIVersion, tr.Kind = "authentication.k8s.io/v1", "TokenRequest"
 		tr.Status.Token = apiToken
 		w.WriteHeader(201)
-		json.NewEncoder(w).Encode(tr)
+		_ = json.NewEncoder(w).Encode(tr)
 		return
 	}
 	if o, ok := f.objs[r.URL.Path]; ok && r.Method == http.MethodGet {
-		json.NewEncoder(w).Encode(o)
+		_ = json.NewEncoder(w).Encode(o)
 		return
 	}
 	status(404, "NotFound", r.URL.Path+" not found")

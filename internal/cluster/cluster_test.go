@@ -201,7 +201,9 @@ func TestResolveManifest(t *testing.T) {
 	pod := clusterPod()
 	pod.UID = "0123456789abcdef0123456789abcdef"
 	pod.Spec.ImagePullSecrets = nil
-	cs.Tracker().Add(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}})
+	if err := cs.Tracker().Add(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "regcred"}}}); err != nil {
+		t.Fatal(err)
+	}
 	b := &manifest.Bundle{Pod: pod, Secrets: map[string]*corev1.Secret{"app/db": {ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}}}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	r, err := c.Resolve(context.Background(), b, nil, ResolveOptions{NoNode: true})
 	if err != nil {
@@ -310,7 +312,9 @@ func writeKubeconfig(t *testing.T, path, current string, servers map[string]stri
 func TestConnect(t *testing.T) {
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
-	os.MkdirAll(filepath.Join(home, ".kube"), 0o755)
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeKubeconfig(t, filepath.Join(home, ".kube", "config"), "home", map[string]string{"home": "https://home:6443"}, "")
 	a := filepath.Join(dir, "a")
 	writeKubeconfig(t, a, "a1", map[string]string{"a1": "https://a1:6443", "a2": "https://a2:6443"}, "team")
@@ -372,8 +376,14 @@ func TestView(t *testing.T) {
 			Source:        corev1.EventSource{Component: "kubelet", Host: "node-a"},
 			LastTimestamp: metav1.Unix(1700000000+sec, 0)}
 	}
-	cs.Tracker().Add(ev("b", "FailedMount", "MountVolume.SetUp failed for volume \"gone\" : secret \"missing\" not found\x1b[31m hunter2-secret", 10))
-	cs.Tracker().Add(ev("a", "Scheduled", "Successfully assigned", 0))
+	for _, e := range []*corev1.Event{
+		ev("b", "FailedMount", "MountVolume.SetUp failed for volume \"gone\" : secret \"missing\" not found\x1b[31m hunter2-secret", 10),
+		ev("a", "Scheduled", "Successfully assigned", 0),
+	} {
+		if err := cs.Tracker().Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
 	v, err := c.View(context.Background(), "app", "web-1", "replay", func(s string) string { return strings.ReplaceAll(s, "hunter2-secret", "<redacted>") })
 	if err != nil {
 		t.Fatal(err)

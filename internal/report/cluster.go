@@ -63,8 +63,14 @@ type ClusterEvent struct {
 // WriteClusterText prints the cluster's view as a section after the run's
 // summary line.
 func WriteClusterText(w io.Writer, v *ClusterView) {
+	var sb strings.Builder
+	writeCluster(&sb, v)
+	_, _ = io.WriteString(w, sb.String())
+}
+
+func writeCluster(w *strings.Builder, v *ClusterView) {
 	head := color.New(color.Bold)
-	head.Fprintf(w, "cluster's view of pod/%s", v.Pod)
+	w.WriteString(head.Sprintf("cluster's view of pod/%s", v.Pod))
 	fmt.Fprintf(w, " (API server %s", v.Server)
 	if v.ResourceVersion != "" {
 		fmt.Fprintf(w, ", resourceVersion %s", v.ResourceVersion)

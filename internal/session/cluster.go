@@ -93,7 +93,7 @@ func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io
 	run.Namespace, run.Name = res.Bundle.Pod.Namespace, res.Bundle.Pod.Name
 	o.Cluster = run
 	if stderr != nil {
-		fmt.Fprintln(stderr, "podstep: "+fetchedLine(c, res))
+		_, _ = fmt.Fprintln(stderr, "podstep: "+fetchedLine(c, res))
 	}
 	return res.Bundle, nil
 }

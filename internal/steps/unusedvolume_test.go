@@ -26,7 +26,7 @@ spec:
     emptyDir: {}
 `)
 	e := New(b, newSim(t), testOptions(t))
-	t.Cleanup(func() { e.Teardown(context.Background()) })
+	t.Cleanup(func() { _ = e.Teardown(context.Background()) })
 	for i := 0; i < 3; i++ { // admit, dirs, volumes
 		if _, err := e.Next(context.Background()); err != nil {
 			t.Fatal(err)

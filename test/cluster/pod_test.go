@@ -42,6 +42,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -114,10 +115,15 @@ func (e *pcEnv) pcNamespace(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		e.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		pcLog(t, "delete namespace "+ns, e.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}))
 	})
-	e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	e.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "test CA"}}, metav1.CreateOptions{})
+	// The controller-manager may have made them first.
+	if _, err := e.cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := e.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "test CA"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	return ns
 }
 
@@ -176,7 +182,22 @@ func pcUnmountUnder(dir string) {
 		}
 	}
 	for i := len(mounts) - 1; i >= 0; i-- {
-		syscall.Unmount(mounts[i], syscall.MNT_DETACH)
+		_ = syscall.Unmount(mounts[i], syscall.MNT_DETACH) // best effort: the test's temp dir goes next
+	}
+}
+
+// pcLog logs a cleanup's error (a cleanup failing does not fail the test).
+func pcLog(t testing.TB, what string, err error) {
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Logf("cleanup: %s: %v", what, err)
+	}
+}
+
+// pcWrite writes a test file.
+func pcWrite(t *testing.T, path, data string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -193,7 +214,9 @@ func (e *pcEnv) pcFakeNode(t *testing.T, name string, cpu string, taints ...core
 	if _, err := e.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		pcLog(t, "delete node "+name, e.cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}))
+	})
 }
 
 // pcKubeconfigFor writes a kubeconfig with a token of service account
@@ -257,13 +280,17 @@ func (e *pcEnv) pcBind(t *testing.T, ns, sa string, rules []rbacv1.PolicyRule) {
 	if _, err := e.cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		pcLog(t, "delete clusterrole "+name, e.cs.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{}))
+	})
 	if _, err := e.cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		pcLog(t, "delete clusterrolebinding "+name, e.cs.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{}))
+	})
 	// RBAC takes effect once the authorizer's cache has the binding.
 	time.Sleep(time.Second)
 }
@@ -446,7 +473,7 @@ func TestPodRBAC(t *testing.T) {
 func TestPodUnreachable(t *testing.T) {
 	e := pcSetup(t)
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: x\n"), 0o600)
+	pcWrite(t, kc, "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\nusers:\n- name: u\n  user:\n    token: x\n")
 	root := t.TempDir()
 	r := e.pcRun(t, "run", "--auto", "-r", "unix:///nonexistent/podstep-cc.sock", "--kubeconfig", kc, "--pod", "default/web",
 		"--root-dir", filepath.Join(root, "root"), "--log-dir", filepath.Join(root, "logs"))
@@ -493,15 +520,15 @@ func TestPodAdmissionFromNode(t *testing.T) {
 }
 
 // pcEvidencePod is apiPod whose container writes what it sees to a
-// hostPath dir of its own (/tmp/NS/$(POD_UID) through subPathExpr:
+// hostPath dir of its own ($TMPDIR/NS/$(POD_UID) through subPathExpr:
 // podstep's pod has its own UID, so a kubelet's copy of the pod writes
 // elsewhere): the token, the ConfigMap file, the Secret env, the envFrom
 // value. With a registry, the image is the registry's private one, pulled
 // with a pull secret regcred (made here).
 func (e *pcEnv) pcEvidencePod(t *testing.T, ns, registry, image string) (*corev1.PodSpec, string) {
 	t.Helper()
-	out := filepath.Join("/tmp", ns)
-	t.Cleanup(func() { os.RemoveAll(out) })
+	out := filepath.Join(os.TempDir(), ns)
+	t.Cleanup(func() { pcLog(t, "remove "+out, os.RemoveAll(out)) })
 	pod := apiPod("web", "")
 	c := &pod.Spec.Containers[0]
 	c.Command = []string{"sh", "-c", `cat /var/run/secrets/kubernetes.io/serviceaccount/token > /out/token; cat /etc/conf/greeting > /out/greeting; printf %s "$PASSWORD" > /out/password; printf %s "$MODE" > /out/mode; exec sleep 3600`}
@@ -553,7 +580,9 @@ func (e *pcEnv) pcCheckEvidence(t *testing.T, ns string, p *corev1.Pod, r pcResu
 		UID string `json:"uid"`
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	json.Unmarshal([]byte(lines[len(lines)-1]), &sum)
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
+		t.Fatalf("the last line is not the summary: %v", err)
+	}
 	if sum.UID == "" || sum.UID == string(p.UID) {
 		t.Fatalf("podstep's uid %q (the cluster's %s)", sum.UID, p.UID)
 	}
@@ -762,22 +791,22 @@ func pcProxy(t *testing.T, target string) (addr string, stop func()) {
 			}
 			u, err := net.Dial("tcp", target)
 			if err != nil {
-				c.Close()
+				_ = c.Close()
 				continue
 			}
 			mu.Lock()
 			conns = append(conns, c, u)
 			mu.Unlock()
-			go io.Copy(u, c)
-			go io.Copy(c, u)
+			go func() { _, _ = io.Copy(u, c) }()
+			go func() { _, _ = io.Copy(c, u) }()
 		}
 	}()
 	stop = func() {
-		ln.Close()
+		_ = ln.Close() // closed once already on a second stop
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range conns {
-			c.Close()
+			_ = c.Close()
 		}
 	}
 	t.Cleanup(stop)
@@ -806,7 +835,7 @@ func TestPodAPIServerStopped(t *testing.T) {
 	}
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	// The proxy listens on 127.0.0.1 too: the serving certificate still matches.
-	os.WriteFile(kc, []byte(strings.ReplaceAll(string(raw), u.Host, addr)), 0o600)
+	pcWrite(t, kc, strings.ReplaceAll(string(raw), u.Host, addr))
 	if !strings.Contains(string(raw), u.Host) {
 		t.Fatalf("the kubeconfig does not name %s", u.Host)
 	}
@@ -866,17 +895,28 @@ func BenchmarkRunPod(b *testing.B) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	defer cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
-	cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{})
+	defer func() { pcLog(b, "delete namespace", cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})) }()
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": "CA"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: ns}, Data: map[string]string{"MODE": "fast", "greeting": "hello"}}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, Data: map[string][]byte{"password": []byte("bench-password-1")}}
-	cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
-	cs.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
 	node := ns + "-node"
-	cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{
+	_, err = cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}, Status: corev1.NodeStatus{
 		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("110")}}}, metav1.CreateOptions{})
-	defer cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { pcLog(b, "delete node", cs.CoreV1().Nodes().Delete(ctx, node, metav1.DeleteOptions{})) }()
 	noToken := apiPod("notoken", node)
 	f := false
 	noToken.Spec.AutomountServiceAccountToken = &f
@@ -908,7 +948,9 @@ func BenchmarkRunPod(b *testing.B) {
 	}
 	dir := b.TempDir()
 	file := filepath.Join(dir, "pod.yaml")
-	os.WriteFile(file, []byte(strings.Join(docs, "---\n")), 0o600)
+	if err := os.WriteFile(file, []byte(strings.Join(docs, "---\n")), 0o600); err != nil {
+		b.Fatal(err)
+	}
 	common := []string{"run", "--auto", "--sim", "-q", "--settle", "0", "--grace-period", "0", "--root-dir", filepath.Join(dir, "root"), "--log-dir", filepath.Join(dir, "logs")}
 	for _, c := range []struct {
 		name string
