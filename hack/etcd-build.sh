@@ -17,7 +17,11 @@ log() { printf 'etcd-build: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
 # works: the cached binary runs and names the pinned version.
-works() { [ -x "$BIN" ] && "$BIN" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VERSION#v}"; }
+# (Its output read whole first: grep -q stopping early would SIGPIPE etcd, failing under pipefail.)
+works() {
+	local out
+	[ -x "$BIN" ] && out=$("$BIN" --version 2>/dev/null) && grep -qx "etcd Version: ${ETCD_VERSION#v}" <<<"$out"
+}
 
 build() {
 	local go tmp=$CACHE/bin.new out=$CACHE/build.log start=$SECONDS
