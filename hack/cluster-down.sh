@@ -62,6 +62,12 @@ for n in "${NODES[@]}"; do
 	kubelets+=("kubelet-$(node_var "$n" NODE_NAME)" "--config=$(node_dir "$n")/kubelet-config.yaml")
 done
 stop "${kubelets[@]}"
+# the podstep proxies between kubelets and runtimes (PODSTEP_CLUSTER_PROXY), if any
+proxies=()
+for n in "${NODES[@]}"; do
+	proxies+=("proxy-$(node_var "$n" NODE_NAME)" "unix://$(node_dir "$n")/cri-proxy.sock")
+done
+stop "${proxies[@]}"
 stop kube-scheduler "--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" \
 	kube-controller-manager "--kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" \
 	kube-apiserver "--tls-cert-file=$PKI/apiserver.crt"

@@ -284,11 +284,30 @@ for n in "${NODES[@]}"; do
 		done
 	done < <(cgroup_dirs "$cg")
 	kubeconfig "$nd/kubelet.kubeconfig" "node-$name"
+	# PODSTEP_CLUSTER_PROXY=PODSTEP_BINARY: `podstep proxy` between this kubelet and its runtime,
+	# every CRI call forwarded and shown as the pod's steps (-o json lines in logs/proxy-NODE.log);
+	# with PODSTEP_CLUSTER_PROXY_POD=NS/NAME it follows that pod only and records it into
+	# ${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/NODE.rec.gz (podstep proxy records one
+	# pod; the recording is complete once the proxy stops: cluster-down).
+	kubelet_ep=$(node_var "$n" ENDPOINT)
+	if [ -n "${PODSTEP_CLUSTER_PROXY:-}" ]; then
+		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
+		psock=$nd/cri-proxy.sock
+		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json)
+		if [ -n "${PODSTEP_CLUSTER_PROXY_POD:-}" ]; then
+			recdir=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}
+			mkdir -p "$recdir"
+			pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD" --record "$recdir/$name.rec.gz")
+		fi
+		start "proxy-$name" "unix://$psock" "$PODSTEP_CLUSTER_PROXY" proxy "${pargs[@]}"
+		wait_for "podstep proxy for $name on unix://$psock" "proxy-$name" test -S "$psock"
+		kubelet_ep=unix://$psock
+	fi
 	cat >"$nd/kubelet-config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-containerRuntimeEndpoint: $(node_var "$n" ENDPOINT)
-imageServiceEndpoint: $(node_var "$n" ENDPOINT)
+containerRuntimeEndpoint: $kubelet_ep
+imageServiceEndpoint: $kubelet_ep
 address: ${NODE_IP[$n]}
 port: $(node_var "$n" KUBELET_PORT)
 readOnlyPort: 0
@@ -354,5 +373,6 @@ for n in "${NODES[@]}"; do
 	log "NODE_$n=$(node_var "$n" NODE_NAME)"
 	log "NODE_IP_$n=${NODE_IP[$n]}"
 	log "ENDPOINT_$n=$(node_var "$n" ENDPOINT)"
+	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "KUBELET_ENDPOINT_$n=unix://$(node_dir "$n")/cri-proxy.sock"
 done
 log "KUBECONFIG=$KUBECONFIG_ADMIN"

@@ -99,8 +99,8 @@ func TestNodes(t *testing.T) {
 				t.Fatalf("configz of %s: %v\n%.500s", n.Name, err, raw)
 			}
 			kc := cz.KubeletConfig
-			if kc.ContainerRuntimeEP != n.Endpoint {
-				t.Errorf("configz of %s: containerRuntimeEndpoint %q, want %q", n.Name, kc.ContainerRuntimeEP, n.Endpoint)
+			if kc.ContainerRuntimeEP != n.KubeletEndpoint {
+				t.Errorf("configz of %s: containerRuntimeEndpoint %q, want %q", n.Name, kc.ContainerRuntimeEP, n.KubeletEndpoint)
 			}
 			if kc.CgroupDriver != "cgroupfs" || kc.CgroupsPerQOS == nil || !*kc.CgroupsPerQOS || !strings.HasSuffix(kc.CgroupRoot, "-"+n.Name) {
 				t.Errorf("configz of %s: cgroupDriver %q, cgroupsPerQOS %v, cgroupRoot %q; want cgroupfs, true, /<cluster>-%s",

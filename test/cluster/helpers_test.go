@@ -11,6 +11,8 @@
 //	KUBECONFIG                       the admin kubeconfig cluster-up.sh printed last
 //	PODSTEP_NODE_16, PODSTEP_NODE_2  the two nodes' names
 //	PODSTEP_ENDPOINT_16, _2          their runtimes' CRI endpoints (unix:///.../containerd.sock)
+//	PODSTEP_KUBELET_ENDPOINT_16, _2  the kubelets' CRI endpoints when a podstep proxy sits between
+//	                                 kubelet and runtime (default: PODSTEP_ENDPOINT_*)
 //	PODSTEP_RUNTIME_16, _2           what each harness runs ("containerd 1.6.20~ds1", "containerd v2.4.2"):
 //	                                 the node's status must say so
 //	PODSTEP_REGISTRY_16, _2          each harness's private registry (host:port), with
@@ -59,6 +61,9 @@ type Node struct {
 	Runtime  string // "1.6" or "2"
 	Label    string // its podstep.dev/runtime label: containerd-1.6 or containerd-2
 	Endpoint string // the runtime's CRI endpoint, unix:///...
+	// KubeletEndpoint is the CRI endpoint the kubelet uses: Endpoint, or the socket of a
+	// podstep proxy in front of it (cluster-up.sh with PODSTEP_CLUSTER_PROXY).
+	KubeletEndpoint string
 	// Want is what the harness says it runs ("containerd 1.6.20~ds1"), empty if not given.
 	Want string
 	// Registry, RegistryImage: the harness's private registry and its one image (may be empty).
@@ -125,6 +130,11 @@ func newCluster(t *testing.T) *Cluster {
 			Registry:      os.Getenv("PODSTEP_REGISTRY_" + rt.suffix),
 			RegistryImage: os.Getenv("PODSTEP_REGISTRY_IMAGE_" + rt.suffix),
 		})
+		n := &c.Nodes[len(c.Nodes)-1]
+		n.KubeletEndpoint = os.Getenv("PODSTEP_KUBELET_ENDPOINT_" + rt.suffix)
+		if n.KubeletEndpoint == "" {
+			n.KubeletEndpoint = n.Endpoint
+		}
 	}
 	if len(missing) > 0 {
 		notRun(t, strings.Join(missing, ", ")+" not set")
