@@ -77,7 +77,9 @@ stop etcd "--data-dir=$CLUSTER_DIR/etcd"
 #    pods dir (podstep's own sandboxes, and other kubelets', are left alone)
 for n in "${NODES[@]}"; do
 	pods=$(node_dir "$n")/root/pods
-	[ -d "$pods" ] && [ -n "$(ls -A "$pods" 2>/dev/null)" ] || continue
+	if [ ! -d "$pods" ] || [ -z "$(ls -A "$pods" 2>/dev/null)" ]; then
+		continue
+	fi
 	ep=$(node_var "$n" ENDPOINT)
 	if [ ! -S "${ep#unix://}" ]; then
 		log "node $n: its runtime $ep is down; its pods went with it (hack/containerd-down.sh)"
@@ -113,7 +115,9 @@ done
 # 5. bridges cluster-up made (no pod had made them yet), if still unused
 if [ -f "$CLUSTER_DIR/bridges-made" ]; then
 	while read -r br; do
-		[ -n "$br" ] && [ -d "/sys/class/net/$br" ] || continue
+		if [ -z "$br" ] || [ ! -d "/sys/class/net/$br" ]; then
+			continue
+		fi
 		if [ -z "$(ls -A "/sys/class/net/$br/brif" 2>/dev/null)" ]; then
 			ip link delete "$br" 2>/dev/null || true
 		fi
@@ -138,7 +142,9 @@ if ! kubelet_running; then
 		done
 		for t in mangle nat filter; do
 			for c in KUBE-KUBELET-CANARY KUBE-IPTABLES-HINT KUBE-FIREWALL; do
-				"$ipt" -w -t "$t" -F "$c" 2>/dev/null && "$ipt" -w -t "$t" -X "$c" 2>/dev/null || true
+				if "$ipt" -w -t "$t" -F "$c" 2>/dev/null; then
+					"$ipt" -w -t "$t" -X "$c" 2>/dev/null || true
+				fi
 			done
 		done
 	done

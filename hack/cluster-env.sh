@@ -27,11 +27,11 @@
 CLUSTER_DIR=${PODSTEP_CLUSTER_DIR:-/var/lib/podstep-cluster}
 CLUSTER_DIR=${CLUSTER_DIR%/}
 PORT_BASE=${PODSTEP_CLUSTER_PORT_BASE:-16400}
-[[ $PORT_BASE =~ ^[0-9]{4,5}$ ]] && [ "$PORT_BASE" -ge 1024 ] && [ "$PORT_BASE" -le 65500 ] || {
+if ! [[ $PORT_BASE =~ ^[0-9]{4,5}$ ]] || [ "$PORT_BASE" -lt 1024 ] || [ "$PORT_BASE" -gt 65500 ]; then
 	printf '%s: PODSTEP_CLUSTER_PORT_BASE=%s: expected a port number between 1024 and 65500 (it uses the next 22)\n' \
 		"$(basename "$0" .sh)" "$PORT_BASE" >&2
 	exit 1
-}
+fi
 case $CLUSTER_DIR in
 /* ) ;;
 *)

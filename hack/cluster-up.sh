@@ -51,7 +51,7 @@ for n in "${NODES[@]}"; do
 	sock=${ep#unix://}
 	[ -S "$sock" ] || die "node $n: no runtime at $ep: start its harness first (PODSTEP_CONTAINERD=${n/16/1.6} hack/containerd-up.sh)"
 	hdir=$(dirname "$(dirname "$sock")")
-	conf=$(ls "$hdir"/cni/*.conflist 2>/dev/null | head -n 1)
+	conf=$(find "$hdir/cni" -maxdepth 1 -name '*.conflist' 2>/dev/null | sort | head -n 1)
 	[ -n "$conf" ] || die "node $n: no CNI conflist in $hdir/cni (is $hdir a hack/containerd-up.sh harness?)"
 	br=$(jq -r '.plugins[] | select(.type == "bridge") | .bridge' "$conf")
 	subnet=$(jq -r '.plugins[] | select(.type == "bridge") | .ipam.ranges[0][0].subnet' "$conf")
@@ -216,9 +216,9 @@ check_port() {
 check_port "$ETCD_PORT" "--data-dir=$CLUSTER_DIR/etcd"
 check_port "$ETCD_PEER_PORT" "--data-dir=$CLUSTER_DIR/etcd"
 start etcd "--data-dir=$CLUSTER_DIR/etcd" "$ETCD" --name=podstep "--data-dir=$CLUSTER_DIR/etcd" \
-	--listen-client-urls=http://127.0.0.1:$ETCD_PORT --advertise-client-urls=http://127.0.0.1:$ETCD_PORT \
-	--listen-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT --initial-advertise-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT \
-	--initial-cluster=podstep=http://127.0.0.1:$ETCD_PEER_PORT --listen-metrics-urls= \
+	"--listen-client-urls=http://127.0.0.1:$ETCD_PORT" "--advertise-client-urls=http://127.0.0.1:$ETCD_PORT" \
+	"--listen-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT" "--initial-advertise-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT" \
+	"--initial-cluster=podstep=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls= \
 	--unsafe-no-fsync --log-level=warn
 wait_for "etcd ready on 127.0.0.1:$ETCD_PORT" etcd curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
 
@@ -227,10 +227,10 @@ wait_for "etcd ready on 127.0.0.1:$ETCD_PORT" etcd curl -fsS "http://127.0.0.1:$
 # defaults plus NodeRestriction; service-account tokens (TokenRequest) signed with sa.key.
 check_port "$APISERVER_PORT" "--tls-cert-file=$PKI/apiserver.crt"
 start kube-apiserver "--tls-cert-file=$PKI/apiserver.crt" "$K8S_BIN/kube-apiserver" \
-	--etcd-servers=http://127.0.0.1:$ETCD_PORT --bind-address=127.0.0.1 --secure-port=$APISERVER_PORT \
+	"--etcd-servers=http://127.0.0.1:$ETCD_PORT" --bind-address=127.0.0.1 "--secure-port=$APISERVER_PORT" \
 	--endpoint-reconciler-type=none "--tls-cert-file=$PKI/apiserver.crt" "--tls-private-key-file=$PKI/apiserver.key" \
 	"--client-ca-file=$PKI/ca.crt" --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
-	--allow-privileged=true --service-cluster-ip-range=$SERVICE_CIDR \
+	--allow-privileged=true "--service-cluster-ip-range=$SERVICE_CIDR" \
 	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
 	"--service-account-key-file=$PKI/sa.pub" "--service-account-signing-key-file=$PKI/sa.key" \
 	"--kubelet-client-certificate=$PKI/apiserver-kubelet-client.crt" "--kubelet-client-key=$PKI/apiserver-kubelet-client.key" \
@@ -251,17 +251,17 @@ start kube-controller-manager "--kubeconfig=$CLUSTER_DIR/controller-manager.kube
 	"--kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" \
 	"--authentication-kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" \
 	"--authorization-kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" \
-	--bind-address=127.0.0.1 --secure-port=$CM_PORT --leader-elect=false \
+	--bind-address=127.0.0.1 "--secure-port=$CM_PORT" --leader-elect=false \
 	"--service-account-private-key-file=$PKI/sa.key" "--root-ca-file=$PKI/ca.crt" \
 	"--cluster-signing-cert-file=$PKI/ca.crt" "--cluster-signing-key-file=$PKI/ca.key" \
 	--use-service-account-credentials=true --controllers='*' --allocate-node-cidrs=false \
-	--service-cluster-ip-range=$SERVICE_CIDR "--cert-dir=$CLUSTER_DIR/controller-manager" --profiling=false
+	"--service-cluster-ip-range=$SERVICE_CIDR" "--cert-dir=$CLUSTER_DIR/controller-manager" --profiling=false
 check_port "$SCHED_PORT" "--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig"
 start kube-scheduler "--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" "$K8S_BIN/kube-scheduler" \
 	"--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" \
 	"--authentication-kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" \
 	"--authorization-kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" \
-	--bind-address=127.0.0.1 --secure-port=$SCHED_PORT --leader-elect=false --profiling=false
+	--bind-address=127.0.0.1 "--secure-port=$SCHED_PORT" --leader-elect=false --profiling=false
 
 # --- the two kubelets --------------------------------------------------------------------------
 # As test/integration's kubelet (failCgroupV1: false, failSwapOn: false, cgroupfs), but registered

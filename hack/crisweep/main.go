@@ -35,8 +35,9 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	if err := sweep(ctx, *endpoint, *pods); err != nil {
+	err := sweep(ctx, *endpoint, *pods)
+	cancel()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "crisweep: %v\n", err)
 		os.Exit(1)
 	}
