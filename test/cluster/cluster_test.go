@@ -134,7 +134,15 @@ func TestDeploymentOnBothNodes(t *testing.T) {
 				Spec: corev1.PodSpec{
 					Containers:                    []corev1.Container{sleeper("app", "echo started on $NODE")},
 					TerminationGracePeriodSeconds: ptr.To[int64](1),
-					// one replica per node: the scheduler must use both
+					// only the two nodes of cluster-up.sh (not nodes other tests add), and one
+					// replica per node: the scheduler must use both
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+							MatchExpressions: []corev1.NodeSelectorRequirement{{
+								Key: runtimeLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"containerd-1.6", "containerd-2"},
+							}},
+						}}},
+					}},
 					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
 						MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule,
 						LabelSelector: &metav1.LabelSelector{MatchLabels: labels},
