@@ -43,6 +43,8 @@ type proxyOptions struct {
 	holdStages     []string
 	requestTimeout time.Duration
 	trace          trace.Options
+	socket         socketOptions
+	maxPods        int
 }
 
 func newProxyCmd(g *globalOptions) *cobra.Command {
@@ -74,6 +76,8 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
 	f.StringSliceVar(&o.holdStages, "hold-stage", nil, "with --hold, hold only the calls of these stages (e.g. sandbox,init)")
 	f.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
 	o.trace.AddFlags(f)
+	o.socket.addFlags(f)
+	f.IntVar(&o.maxPods, "max-pods", watch.DefaultMaxPods, "how many removed pods podstep remembers; past it the oldest is forgotten (its summary printed, its recording ended)")
 	return cmd
 }
 
@@ -114,7 +118,10 @@ func (o *proxyOptions) validate() error {
 	if !o.auto && o.pod == "" {
 		return session.Usagef("the TUI follows one pod: give --pod NAMESPACE/NAME, or --auto")
 	}
-	return nil
+	if o.maxPods < 1 || o.maxPods > 100000 {
+		return session.Usagef("--max-pods %d: expected 1 to 100000 (removed pods remembered)", o.maxPods)
+	}
+	return o.socket.validate(o.listen)
 }
 
 // upstreamOf picks the runtime as `run` does (session.Choose): --upstream,
@@ -200,10 +207,11 @@ func (o *proxyOptions) listenAndServe(s *watch.Session, upstream string, x *trac
 	if err != nil {
 		return nil, nil, nil, session.RuntimeErr(err)
 	}
-	l, err := proxy.Listen(o.listen)
+	l, err := o.socket.listen.Listen(o.listen)
 	if err != nil {
 		return nil, nil, nil, session.Usagef("--listen: %v", err)
 	}
+	o.socket.warn(s.Stderr(), o.listen)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	return srv, spans, served, nil
@@ -214,7 +222,7 @@ func (o *proxyOptions) session(ctx context.Context, cmd *cobra.Command, upstream
 	so := watch.SessionOptions{Follow: o.pod, Auto: o.auto, Output: o.output, Hold: o.hold,
 		HoldStages: session.ParseStages(o.holdStages), RequestTimeout: o.requestTimeout,
 		Runtime:    render.Runtime{Endpoint: upstream, Why: "a kubelet's calls through podstep proxy at " + o.listen + "; upstream from " + why},
-		RecordPath: o.record, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+		RecordPath: o.record, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), MaxPods: o.maxPods}
 	if o.record != "" {
 		// The runtime as it answers Version, for the recording's header.
 		rt := record.Runtime{Endpoint: so.Runtime.Endpoint, Why: so.Runtime.Why}
