@@ -36,12 +36,13 @@ type runOptions struct {
 func newRunCmd(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run -f FILE",
+		Use:   "run -f FILE | --pod [NAMESPACE/]NAME",
 		Short: "Create the pod step by step against a CRI runtime (TUI on a terminal, --auto otherwise)",
 		Example: `  podstep run -f testdata/pods/hello.yaml                # interactive, one keypress per step
   podstep run --auto -f testdata/pods/hello.yaml         # all steps, each with what it changed and its events
   podstep run --auto -q -f testdata/pods/hello.yaml      # all steps, one line each
-  podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock`,
+  podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock
+  podstep run --auto --pod default/web-7d4b9c-x2k9p      # the cluster's pod, its objects and its node from the API server`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			err := runPod(cmd, g, o)
@@ -52,6 +53,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.AddPodFlags(f, time.Second)
+	o.AddClusterFlags(f)
 	o.AddRunFlags(f)
 	f.BoolVar(&o.auto, "auto", false, "run every step without stopping (for CI and scripts)")
 	f.BoolVar(&o.keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
@@ -66,6 +68,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
 	o.RootDir, o.LogDir = g.rootDir, g.logDir
+	o.Stderr = cmd.ErrOrStderr()
 	if err := o.Validate(); err != nil { // the embedded session.Options
 		return err
 	}
@@ -154,6 +157,10 @@ func runAuto(ctx, parent context.Context, eng *steps.Engine, c *session.Conn, si
 	wasInterrupted := sig.Interrupted()
 	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !wasInterrupted)
 	code, msg := session.Settle(parent, eng, &sum, !sum.Kept, wasInterrupted, stderr)
+	var viewErr error
+	if sum.Cluster, viewErr = o.ClusterView(parent, eng); viewErr != nil && code == ExitOK {
+		code, msg = session.Code(viewErr), "error: "+viewErr.Error()
+	}
 	printer.Finish(sum)
 	rec.Finish(sum, stderr)
 	if code == ExitPodFailed && o.output == report.JSON {

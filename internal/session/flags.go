@@ -16,13 +16,21 @@ func (o *Options) AddPodFlags(f *pflag.FlagSet, settle time.Duration) {
 	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "kubelet --cluster-dns: DNS server IPs for ClusterFirst pods (none: the host's resolv.conf, as the kubelet falls back)")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "kubelet --cluster-domain")
 	f.StringVar(&o.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver when the runtime does not report one (cgroupfs or systemd)")
-	f.StringVar(&o.NodeFile, "node", "", "a v1 Node YAML to admit the pod to (default: the manifest's Node, else this machine)")
+	f.StringVar(&o.NodeFile, "node", "", "a v1 Node YAML to admit the pod to (default: the manifest's Node, else this machine); with --pod or --kubeconfig, the NAME of a Node of the cluster (default: the pod's spec.nodeName)")
 	f.StringSliceVar(&o.UnsafeSysctls, "allowed-unsafe-sysctls", nil, "kubelet --allowed-unsafe-sysctls (names or patterns ending in *)")
 	f.Int64Var(&o.MaxPods, "max-pods", 0, "kubelet --max-pods: the node's pod capacity (0: the node's own, else 110)")
 	f.DurationVar(&o.Settle, "settle", settle, "after the last container starts, relist this long to catch containers that exit (the kubelet's PLEG relists every 1s); 0 leaves the relist step out")
 	f.BoolVar(&o.WaitReady, "wait-ready", false, "add the ready stage: run startup and readiness probes until the pod is Ready (or --ready-timeout)")
 	f.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet --feature-gates: Name=true|false pairs, comma-separated, over v1.37's defaults ("+strings.Join(gate.Names(), ", ")+")")
 	f.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
+}
+
+// AddClusterFlags binds the flags that read the pod, or what a manifest
+// references, from an API server (internal/cluster; docs/cluster.md).
+func (o *Options) AddClusterFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.Pod, "pod", "", "[NAMESPACE/]NAME of a pod in the cluster: read it and what the kubelet fetches for it (ConfigMaps, Secrets, tokens, its Node) from the API server")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: $KUBECONFIG, else ~/.kube/config, else in-cluster); with -f, the manifest's references come from that cluster")
+	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context)")
 }
 
 // AddRunFlags binds the settings only `podstep run` has flags for (bench
