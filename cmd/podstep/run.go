@@ -156,13 +156,7 @@ func runAuto(ctx, parent context.Context, eng *steps.Engine, c *session.Conn, si
 	}
 	wasInterrupted := sig.Interrupted()
 	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !wasInterrupted)
-	code, msg := session.Settle(parent, eng, &sum, !sum.Kept, wasInterrupted, stderr)
-	var viewErr error
-	if sum.Cluster, viewErr = o.ClusterView(parent, eng); viewErr != nil && code == ExitOK {
-		code, msg = session.Code(viewErr), "error: "+viewErr.Error()
-	}
-	printer.Finish(sum)
-	rec.Finish(sum, stderr)
+	code, msg := o.End(parent, eng, &sum, !sum.Kept, wasInterrupted, printer, rec, stderr)
 	if code == ExitPodFailed && o.output == report.JSON {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)
 	}

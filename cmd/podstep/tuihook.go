@@ -46,13 +46,7 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 		// ctrl+c in the TUI was the first interrupt: the next one abandons teardown.
 		sig.Interrupt()
 	}
-	code, msg := session.Settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
-	var viewErr error
-	if sum.Cluster, viewErr = o.ClusterView(ctx, eng); viewErr != nil && code == ExitOK {
-		code, msg = session.Code(viewErr), "error: "+viewErr.Error()
-	}
-	printer.Finish(sum)
-	rec.Finish(sum, stderr)
+	code, msg := o.End(ctx, eng, &sum, teardown, res.Interrupted, printer, rec, stderr)
 	if msg != "" {
 		fmt.Fprintln(stderr, msg)
 	}
