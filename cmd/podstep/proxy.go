@@ -25,6 +25,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
 	"github.com/podstep/podstep/internal/tui"
@@ -185,7 +186,7 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		if o.pod == "" {
 			return usageErr("the TUI follows one pod: give --pod NAMESPACE/NAME, or --auto")
 		}
-		if f, ok := stdout.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
+		if f, ok := safe.Raw(stdout).(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
 			return usageErr("the TUI needs a terminal: use --auto")
 		}
 	}

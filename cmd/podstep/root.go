@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/safe"
 )
 
 // globalOptions are the flags every command that reaches a runtime shares.
@@ -26,7 +27,14 @@ type globalOptions struct {
 }
 
 // Execute runs podstep with args and returns the process exit code.
+// Everything it prints goes through safe.Writer: untrusted text (manifests,
+// runtimes, recordings) shows no raw control character; the TUI writes to
+// the terminal underneath (safe.Raw) and sanitises its frames itself.
 func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	sout, serr := safe.NewWriter(stdout), safe.NewWriter(stderr)
+	defer sout.Flush()
+	defer serr.Flush()
+	stdout, stderr = sout, serr
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:   "podstep",

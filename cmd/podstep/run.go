@@ -20,6 +20,7 @@ import (
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
 )
@@ -232,7 +233,7 @@ func (o *runOptions) engineOptions(g *globalOptions) steps.Options {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := safe.Raw(w).(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 

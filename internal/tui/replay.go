@@ -225,28 +225,29 @@ func (m *model) moved() {
 // replayHeader is the header line of a replay: what, when, where, on which runtime.
 func (m *model) replayHeader(w int) string {
 	p := m.eng.Pod()
-	left := m.st.Header.Render("podstep") + " " + m.st.Sim.Render("REPLAY") + " pod " + m.st.Bold.Render(p.Namespace+"/"+p.Name)
+	left := m.st.Header.Render("podstep") + " " + m.st.Sim.Render("REPLAY") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
 	ri := m.opts.Replay
 	if ri == nil {
 		return fit(left, w)
 	}
 	when := ri.Recorded.UTC().Format("2006-01-02 15:04 UTC")
-	rt, short := ri.Runtime, ri.Runtime
+	rt, short := line(ri.Runtime), line(ri.Runtime)
+	host := line(ri.Host)
 	if ri.Simulated {
 		rt = m.st.Sim.Render("SIMULATED") + " " + rt
 		short = m.st.Sim.Render("SIMULATED")
 	}
 	// Narrow windows drop words before the runtime (a simulated one above all).
 	for _, l := range []string{
-		left + m.st.Dim.Render(" · recorded "+when+" on "+ri.Host+" · ") + rt,
-		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + rt,
-		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + short,
+		left + m.st.Dim.Render(" · recorded "+when+" on "+host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+host+" · ") + short,
 	} {
 		if lipgloss.Width(l) <= w {
 			return l
 		}
 	}
-	return fit(left+" "+short+m.st.Dim.Render(" · "+when+" on "+ri.Host), w)
+	return fit(left+" "+short+m.st.Dim.Render(" · "+when+" on "+host), w)
 }
 
 // replayStatus is the status line of a replay: the g prompt, or where

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -51,6 +52,10 @@ type Result struct {
 // call is running any more and the TUI no longer subscribes to eng's
 // events, so the caller may tear the pod down at once.
 func Run(ctx context.Context, eng Engine, o Options) (Result, error) {
+	// The TUI writes its own control sequences: to the terminal itself, not
+	// through the sanitising writer a command may have wrapped it in. Its
+	// frames are sanitised whole instead (view.go).
+	o.Out = safe.Raw(o.Out)
 	m := newModel(ctx, eng, o)
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if o.In != nil {

@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -40,9 +41,12 @@ func (m *model) layout() layout {
 
 // View renders the whole screen.
 func (m *model) View() tea.View {
-	v := tea.NewView(m.render())
+	// Untrusted text went through safe.Text before it was styled; the frame
+	// goes through safe.Terminal as the net under that: only the styles'
+	// SGR sequences reach the terminal.
+	v := tea.NewView(safe.Terminal(m.render()))
 	v.AltScreen = true
-	v.WindowTitle = "podstep: " + m.eng.Pod().Namespace + "/" + m.eng.Pod().Name
+	v.WindowTitle = "podstep: " + safe.Line(m.eng.Pod().Namespace+"/"+m.eng.Pod().Name)
 	return v
 }
 
@@ -89,12 +93,12 @@ func (m *model) headerView(w int) string {
 		return m.replayHeader(w)
 	}
 	p := m.eng.Pod()
-	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(p.Namespace+"/"+p.Name)
-	rt := "runtime " + m.opts.Runtime.Endpoint
+	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
+	rt := "runtime " + line(m.opts.Runtime.Endpoint)
 	if m.opts.Runtime.Simulated {
-		rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" (no containers really run) "+m.opts.Runtime.Endpoint)
+		rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" (no containers really run) "+line(m.opts.Runtime.Endpoint))
 		if lipgloss.Width(left+"  "+rt) > w {
-			rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" "+m.opts.Runtime.Endpoint)
+			rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" "+line(m.opts.Runtime.Endpoint))
 		}
 	}
 	return fit(left+"  "+rt, w)
