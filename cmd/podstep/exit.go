@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/safe"
 )
 
 // Exit codes, documented in the README.
@@ -43,17 +44,17 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	var me *manifest.Error
 	if errors.As(err, &me) {
-		fmt.Fprintln(stderr, "error:", me.Error())
+		fmt.Fprintln(stderr, "error:", safe.Text(me.Error()))
 		return ExitUsage
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "error:", ee.err)
+			fmt.Fprintln(stderr, "error:", safe.Text(ee.err.Error()))
 		}
 		return ee.code
 	}
 	// cobra's own flag and argument errors.
-	fmt.Fprintln(stderr, "error:", err)
+	fmt.Fprintln(stderr, "error:", safe.Text(err.Error()))
 	return ExitUsage
 }

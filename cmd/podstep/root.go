@@ -51,6 +51,12 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if g.noColor || os.Getenv("NO_COLOR") != "" {
 				color.NoColor = true
 			}
+			// Only the printers of run, replay and proxy colour, and they
+			// sanitise what they colour: elsewhere an SGR is escaped too.
+			switch cmd.Name() {
+			case "run", "replay", "proxy":
+				sout.AllowSGR(!color.NoColor && isTerminal(sout))
+			}
 			return g.absDirs()
 		},
 	}

@@ -151,13 +151,23 @@ func sgrLen(s string) int {
 }
 
 // Writer is an io.Writer that shows every control character and escape
-// sequence written to it escaped, except SGR sequences (podstep's colours)
-// written whole in one Write. A UTF-8 character split across two writes is
-// kept whole; Flush writes out what an unfinished one left.
+// sequence written to it escaped (Text), or, once AllowSGR(true) was
+// called, every one but SGR sequences written whole in one Write
+// (Terminal): a command that colours its output, and sanitised what it
+// colours, allows them. A UTF-8 character split across two writes is kept
+// whole; Flush writes out what an unfinished one left.
 type Writer struct {
 	w     io.Writer
 	mu    sync.Mutex
+	sgr   bool
 	carry []byte // the start of a UTF-8 character cut by the end of a write
+}
+
+// AllowSGR lets SGR sequences (colours) through, or not.
+func (w *Writer) AllowSGR(on bool) {
+	w.mu.Lock()
+	w.sgr = on
+	w.mu.Unlock()
 }
 
 // NewWriter wraps w. Wrapping a *Writer returns it.
@@ -187,7 +197,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 		w.carry = append(w.carry, s[k:]...)
 		s = s[:k]
 	}
-	if _, err := io.WriteString(w.w, Terminal(s)); err != nil {
+	if _, err := io.WriteString(w.w, escape(s, true, w.sgr)); err != nil {
 		return 0, err
 	}
 	return len(p), nil

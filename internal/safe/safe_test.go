@@ -47,6 +47,7 @@ func TestTerminalKeepsSGR(t *testing.T) {
 func TestWriter(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
+	w.AllowSGR(true)
 	// 世 split across writes stays whole; colours written whole pass.
 	for _, p := range []string{"\x1b[32m", "a\xe4\xb8", "\x96b", "\x1b]52;c;x\x07", "\x1b[0m\n", "end\xe4"} {
 		if n, err := w.Write([]byte(p)); n != len(p) || err != nil {
@@ -124,6 +125,7 @@ func FuzzText(f *testing.F) {
 		if utf8.ValidString(s) {
 			var buf bytes.Buffer
 			w := NewWriter(&buf)
+			w.AllowSGR(true)
 			k := len(s) / 2
 			w.Write([]byte(s[:k]))
 			w.Write([]byte(s[k:]))
@@ -133,4 +135,13 @@ func FuzzText(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestWriterEscapesSGRUnlessAllowed(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	w.Write([]byte("\x1b[31mred\x1b[0m\n"))
+	if want := `\x1b[31mred\x1b[0m` + "\n"; buf.String() != want {
+		t.Errorf("got %q, want %q", buf.String(), want)
+	}
 }
