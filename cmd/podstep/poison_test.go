@@ -1,49 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
-	"unicode/utf8"
+
+	"github.com/podstep/podstep/internal/safe/safetest"
 )
 
-// payloads are escape sequences an attacker puts in a manifest, a runtime's
-// error, a recording or a proxied kubelet's metadata: the clipboard (OSC
-// 52), a link (OSC 8), the window title, the screen, colours, 8-bit C1
-// controls, a DCS, a line overwritten with \r, a bidi override.
-var payloads = []string{
-	"\x1b]52;c;cm0gLXJmIH4K\x07",
-	"\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\",
-	"\x1b]0;pwned\x07",
-	"\x1b[2J\x1b[H\x1b[?1049h",
-	"\x1b[31;1mRED\x1b[0m",
-	"\u009b2J\u009d0;t\u009c",
-	"\x1bP+q544e\x1b\\",
-	"ok\rFAKE\b\b\x07",
-	"abc\u202etxt.exe",
-	"\x1b[6n\x1b[21t\x1bc",
-}
+// payloads are the poisoned strings (safetest.Payloads).
+var payloads = safetest.Payloads
 
-// checkNoControl fails when out holds a raw control: ESC, any other C0
-// but \n and \t, DEL, a C1 control (U+0080–U+009F) or a byte that is not
-// UTF-8 (a lone 0x9b is CSI on an 8-bit terminal).
+// checkNoControl fails when out holds a raw control (safetest.Control).
 func checkNoControl(t *testing.T, what, out string) {
 	t.Helper()
-	for i := 0; i < len(out); {
-		r, n := utf8.DecodeRuneInString(out[i:])
-		bad := r == utf8.RuneError && n == 1 || r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f ||
-			r >= 0x202a && r <= 0x202e
-		if bad {
-			lo, hi := max(0, i-60), min(len(out), i+60)
-			t.Errorf("%s: raw control %q at byte %d: %q", what, out[i:i+n], i, out[lo:hi])
-			return
-		}
-		i += n
+	if d := safetest.Describe(out); d != "" {
+		t.Errorf("%s: %s", what, d)
 	}
 }
 
@@ -76,73 +52,17 @@ spec:
 	return f
 }
 
-// poisonRecording rewrites the recording at src with p appended to every
-// string a person may be shown (names, titles, summaries, messages, events,
-// errors, the header's host and runtime; CRI metadata names and images),
-// and returns the new file.
+// poisonRecording writes the recording at src to dst with p in every
+// string a person may be shown (safetest.PoisonRecording).
 func poisonRecording(t *testing.T, src, dst, p string) string {
-	raw := readRecording(t, src)
-	skip := map[string]bool{"type": true, "format": true, "recorded": true, "started": true, "time": true,
-		"state": true, "stage": true, "code": true, "method": true, "stream": true, "output": true,
-		"manifest": true, "node": true, "flags": true, "status": true, "request": true, "response": true}
-	var out bytes.Buffer
-	for _, line := range strings.Split(strings.TrimSpace(raw), "\n") {
-		var v any
-		if err := json.Unmarshal([]byte(line), &v); err != nil {
-			t.Fatal(err)
-		}
-		v = poisonValue(v, p, skip)
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out.Write(append(b, '\n'))
+	b, err := safetest.PoisonRecording([]byte(readRecording(t, src)), p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := os.WriteFile(dst, out.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dst
-}
-
-func poisonValue(v any, p string, skip map[string]bool) any {
-	switch x := v.(type) {
-	case string:
-		return x + p
-	case []any:
-		for i := range x {
-			x[i] = poisonValue(x[i], p, skip)
-		}
-	case map[string]any:
-		for k, e := range x {
-			if skip[k] {
-				// CRI messages: only their names, images and messages.
-				if k == "request" || k == "response" {
-					x[k] = poisonCRI(e, p)
-				}
-				continue
-			}
-			x[k] = poisonValue(e, p, skip)
-		}
-	}
-	return v
-}
-
-func poisonCRI(v any, p string) any {
-	switch x := v.(type) {
-	case []any:
-		for i := range x {
-			x[i] = poisonCRI(x[i], p)
-		}
-	case map[string]any:
-		for k, e := range x {
-			if s, ok := e.(string); ok && (k == "name" || k == "namespace" || k == "image" || k == "message" || k == "reason") {
-				x[k] = s + p
-				continue
-			}
-			x[k] = poisonCRI(e, p)
-		}
-	}
-	return v
 }
 
 // TestPoisonedInputs: 10 payloads × (a manifest and the runtime's error it

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -33,6 +34,20 @@ func cleanSteps(ss []steps.Step) []steps.Step {
 				w[j] = text(x)
 			}
 			r.Warnings = w
+		}
+		if len(s.Changes) > 0 {
+			c := make([]podstate.Change, len(s.Changes))
+			for j, x := range s.Changes {
+				c[j] = podstate.Change{Field: line(x.Field), From: line(x.From), To: line(x.To)}
+			}
+			s.Changes = c
+		}
+		if len(s.Events) > 0 {
+			e := make([]podstate.Event, len(s.Events))
+			for j, x := range s.Events {
+				e[j] = podstate.Event{Time: x.Time, Type: line(x.Type), Reason: line(x.Reason), Object: line(x.Object), Message: line(x.Message)}
+			}
+			s.Events = e
 		}
 	}
 	return ss

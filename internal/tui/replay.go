@@ -265,16 +265,16 @@ func (m *model) replayStatus() string {
 	}
 	at := st.Sim.Render(fmt.Sprintf("REPLAY %d/%s", m.rp.Position(), total)) + " "
 	if m.flash != "" {
-		return at + st.Warning.Render(m.flash)
+		return at + st.Warning.Render(line(m.flash))
 	}
 	if err := m.rp.Damage(); err != nil && m.rp.Position() == m.rp.Len() {
-		return at + st.Failed.Render("the recording ends here: "+err.Error())
+		return at + st.Failed.Render("the recording ends here: "+line(err.Error()))
 	}
 	if f, ok := m.eng.Failed(); ok {
-		return at + st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, f.Name, f.Result.Reason)) + st.Dim.Render(" · space goes on, p back")
+		return at + st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · space goes on, p back")
 	}
 	if s, ok := m.stepByID(m.nextID); ok {
 		return at + st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space, p back")
 	}
-	return at + st.Done.Render("✓ end of the recording: pod "+m.pod.Display) + st.Dim.Render(" · p back, q quits")
+	return at + st.Done.Render("✓ end of the recording: pod "+line(m.pod.Display)) + st.Dim.Render(" · p back, q quits")
 }

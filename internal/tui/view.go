@@ -133,15 +133,15 @@ func (m *model) statusView(w int) string {
 		}
 		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.runStart))+"  esc cancels")
 	case m.flash != "":
-		return st.Warning.Render(m.flash)
+		return st.Warning.Render(line(m.flash))
 	}
 	if f := m.failedStep(); f != nil {
-		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, f.Name, f.Result.Reason)) + st.Dim.Render(" · r retries, q quits")
+		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits")
 	}
 	if s, ok := m.stepByID(m.nextID); ok {
 		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues")
 	}
-	return st.Done.Render("✓ all steps done: pod "+m.pod.Display) + st.Dim.Render(" · q quits")
+	return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits")
 }
 
 func (m *model) stepByID(id int) (s steps.Step, ok bool) {
