@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -101,8 +100,10 @@ func readDiffInput(path string) (*diff.Recording, error) {
 		if err != nil {
 			return nil, usageErr("diff: %v", err)
 		}
-		// The reference traces keep their manifest beside them, as NAME.yaml.
-		if m := filepath.Join(filepath.Dir(path), r.Header.Manifest.File+".yaml"); r.Header.Manifest.File != "" {
+		// The reference traces keep their manifest beside them: NAME.yaml
+		// for NAME.calls.txt, named by the trace's own path, never by its
+		// content (diff.TraceManifest).
+		if m := diff.TraceManifest(path); m != "" {
 			if b, err := manifest.Load(m); err == nil {
 				r.Header.Manifest.File, r.Header.Manifest.Pod, r.FromManifest = m, b.Pod, true
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,6 +29,22 @@ import (
 // / container=" (the IDs the later calls name). The trace shows a part of
 // each request only: a Recording read from one is Partial, and only the
 // fields it has are compared.
+
+// TraceSuffix ends the file name of a kubelet CRI trace.
+const TraceSuffix = ".calls.txt"
+
+// TraceManifest is the manifest of the trace at path: NAME.yaml beside
+// NAME.calls.txt, or "" for a trace named otherwise. It is derived from
+// the path the user gave, never from the trace's content: a title such as
+// "# ../../etc/x: CREATE phase" names no file (issue 25).
+func TraceManifest(path string) string {
+	base := filepath.Base(path)
+	name, ok := strings.CutSuffix(base, TraceSuffix)
+	if !ok || name == "" || strings.HasPrefix(name, ".") {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(path), name+".yaml")
+}
 
 // IsTrace says whether data starts like a kubelet CRI trace.
 func IsTrace(data []byte) bool {
