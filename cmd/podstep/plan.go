@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/outfile"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/volume"
@@ -57,7 +58,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 				return err
 			}
 			if crictlDir != "" {
-				if err := writeCrictl(crictlDir, eng, cmd.ErrOrStderr()); err != nil {
+				if err := writeCrictl(crictlDir, eng, cmd.ErrOrStderr(), forceFlag(cmd)); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote crictl configs to %s\n", crictlDir)
@@ -121,7 +122,7 @@ func printPlan(cmd *cobra.Command, eng *steps.Engine, output string) error {
 // writeCrictl writes the sandbox and container configs as crictl reads
 // them: encoding/json of the Go types (crictl decodes with encoding/json,
 // so enums are numbers and int64s plain numbers, unlike protojson).
-func writeCrictl(dir string, eng *steps.Engine, warn io.Writer) error {
+func writeCrictl(dir string, eng *steps.Engine, warn io.Writer, force bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return usageErr("--crictl: %v", err)
 	}
@@ -130,7 +131,16 @@ func writeCrictl(dir string, eng *steps.Engine, warn io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
+		// Each file as replay --html's page: refused over a link, a FIFO
+		// or a device unless --force, written whole or not at all.
+		err = outfile.Write(filepath.Join(dir, name), outfile.Options{Force: force}, func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		})
+		if err != nil {
+			return outputErr(fmt.Errorf("--crictl: %w", err))
+		}
+		return nil
 	}
 	for _, s := range eng.Steps() {
 		for _, r := range s.Requests {

@@ -190,7 +190,7 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 			return usageErr("the TUI needs a terminal: use --auto")
 		}
 	}
-	ctx, cancel := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := signalContext(cmd.Context())
 	defer cancel()
 	signal.Ignore(syscall.SIGPIPE)
 
@@ -213,7 +213,7 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	if o.record != "" {
 		// The runtime as it answers Version, for the recording's header.
 		s.rtName, s.rtVersion, s.rtAPI = runtimeVersion(ctx, upstream)
-		if s.rec, err = record.Create(o.record); err != nil {
+		if s.rec, err = record.Create(o.record, forceFlag(s.cmd)); err != nil {
 			return usageErr("--record %s: %v", o.record, err)
 		}
 	}
@@ -280,6 +280,9 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	}
 	if err != nil {
 		return runtimeErr(fmt.Errorf("proxy: %w", err))
+	}
+	if signalled() {
+		return silentExit(ExitInterrupted) // 128+N (exit.go)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ type recording struct {
 
 // openRecording creates the --record file before anything is sent: a
 // file that cannot be made, or that is the manifest, is bad usage (exit 2).
-func openRecording(path, manifestFile string) (*recording, error) {
+func openRecording(path, manifestFile string, force bool) (*recording, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -36,7 +36,7 @@ func openRecording(path, manifestFile string) (*recording, error) {
 			return nil, usageErr("--record %s: that is the manifest (-f); name another file", path)
 		}
 	}
-	rec, err := record.Create(path)
+	rec, err := record.Create(path, force)
 	if err != nil {
 		return nil, usageErr("--record %s: %v", path, err)
 	}

@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/outfile"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/timeline"
 )
@@ -42,40 +42,12 @@ func replayHTML(cmd *cobra.Command, path, out string) error {
 		}
 		page.Add(ev)
 	}
-	if err := writeFileAtomic(out, page.WriteHTML); err != nil {
-		return usageErr("replay %s --html: %v", path, err)
+	if err := outfile.Write(out, outfile.Options{Force: forceFlag(cmd), Stdout: cmd.OutOrStdout()}, page.WriteHTML); err != nil {
+		return outputErr(fmt.Errorf("replay %s --html: %w", path, err))
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "podstep: wrote the timeline page of %s (%d steps) to %s\n", path, len(page.Steps), out)
 	if damage != nil {
 		return usageErr("replay %s: %v", path, damage)
-	}
-	return nil
-}
-
-// writeFileAtomic writes out through write into a temporary file beside it,
-// then renames it into place: a failed write leaves nothing half written.
-func writeFileAtomic(out string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // its path is the temporary file's
-		}
-		return fmt.Errorf("create %s: %w", out, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
-	}
-	if err := os.Rename(tmp.Name(), out); err != nil {
-		return fmt.Errorf("write %s: %w", out, err)
 	}
 	return nil
 }

@@ -75,6 +75,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.StringVar(&g.rootDir, "root-dir", defaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
 	pf.StringVar(&g.logDir, "log-dir", defaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
+	pf.Bool("force", false, "write an output file (--record, --html, --crictl) even where its path is a symbolic link, FIFO or device")
 
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
@@ -127,4 +128,10 @@ func stateHome() string {
 		return os.TempDir()
 	}
 	return filepath.Join(home, ".local", "state")
+}
+
+// forceFlag is --force: outputs may replace what is not a regular file.
+func forceFlag(cmd *cobra.Command) bool {
+	f, _ := cmd.Flags().GetBool("force")
+	return f
 }

@@ -252,7 +252,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.tracing, err = openTracing(cmd.Context(), o.trace); err != nil {
 		return err
 	}
-	rec, err := openRecording(o.record, o.file)
+	rec, err := openRecording(o.record, o.file, forceFlag(cmd))
 	if err != nil {
 		return err
 	}

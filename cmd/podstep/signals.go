@@ -52,7 +52,8 @@ func watchSignals(cancel context.CancelFunc, stderr io.Writer) *interrupts {
 func (in *interrupts) loop() {
 	for {
 		select {
-		case <-in.sigs:
+		case s := <-in.sigs:
+			noteSignal(s)
 			if in.interrupted() {
 				in.abandon()
 				return
@@ -119,7 +120,7 @@ func (in *interrupts) abandon() {
 	left := strings.Join(parts, "; ")
 	if left == "" {
 		fmt.Fprintln(in.stderr, "podstep: interrupted again: stopped; nothing was left to tear down")
-		in.exit(ExitInterrupted)
+		in.exit(interruptedCode())
 		return
 	}
 	fmt.Fprintf(in.stderr, "podstep: interrupted again: teardown abandoned; left: %s; run `podstep cleanup` to remove it\n", left)
