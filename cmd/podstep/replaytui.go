@@ -34,11 +34,11 @@ func replayInteractive(cmd *cobra.Command, path string) error {
 	if h.Runtime.Name == "" {
 		info.Runtime = h.Runtime.Endpoint
 	}
-	// A signal (SIGHUP too: the terminal closed) ends the TUI as q does,
-	// so it restores the terminal, then the exit code is 128+N.
+	// A signal (SIGHUP too: the terminal closed) ends the TUI as ctrl+c
+	// does, so it restores the terminal, then the exit code is 128+N.
 	ctx, cancel := signalContext(cmd.Context())
 	defer cancel()
-	_, err = tui.Run(ctx, p, tui.Options{Replay: info, NoColor: color.NoColor || os.Getenv("NO_COLOR") != "",
+	_, err = tui.Run(cmd.Context(), p, tui.Options{Interrupt: ctx.Done(), Replay: info, NoColor: color.NoColor || os.Getenv("NO_COLOR") != "",
 		In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 	if err != nil {
 		return &exitError{ExitRuntime, fmt.Errorf("terminal: %w", err)}
