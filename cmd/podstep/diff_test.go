@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/podstep/podstep/internal/diff"
 )
 
 // TestDiffExitCodes runs `podstep diff` on the repository's recordings and
@@ -36,7 +38,7 @@ func TestDiffExitCodes(t *testing.T) {
 		{"kubelet trace", []string{simple, trace}, 1, "manifest: the same pod spec", ""},
 		{"not a recording", []string{hello, "../../testdata/pods/hello.yaml"}, 2, "", "hello.yaml: not a podstep recording"},
 		{"missing", []string{hello, "/nonexistent.rec"}, 2, "", "/nonexistent.rec: no such file"},
-		{"bad output", []string{hello, hello, "-o", "yaml"}, 2, "", `--output "yaml": want text or json`},
+		{"bad output", []string{hello, hello, "-o", "yaml"}, 2, "", `-o/--output "yaml": expected text or json`},
 		{"one argument", []string{hello}, 2, "", "accepts 2 arg(s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,7 +89,7 @@ func TestDiffTraceTitleIsNoPath(t *testing.T) {
 		if err := os.WriteFile(p, []byte(evil), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := readDiffInput(p)
+		r, err := diff.Load(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +98,7 @@ func TestDiffTraceTitleIsNoPath(t *testing.T) {
 		}
 	}
 	// The reference traces still find their manifest by their own name.
-	r, err := readDiffInput("../../testdata/kubelet-traces/simple.calls.txt")
+	r, err := diff.Load("../../testdata/kubelet-traces/simple.calls.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

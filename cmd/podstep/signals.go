@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -53,7 +54,7 @@ func (in *interrupts) loop() {
 	for {
 		select {
 		case s := <-in.sigs:
-			noteSignal(s)
+			session.NoteSignal(s)
 			if in.interrupted() {
 				in.abandon()
 				return
@@ -120,7 +121,7 @@ func (in *interrupts) abandon() {
 	left := strings.Join(parts, "; ")
 	if left == "" {
 		fmt.Fprintln(in.stderr, "podstep: interrupted again: stopped; nothing was left to tear down")
-		in.exit(interruptedCode())
+		in.exit(session.InterruptedCode())
 		return
 	}
 	fmt.Fprintf(in.stderr, "podstep: interrupted again: teardown abandoned; left: %s; run `podstep cleanup` to remove it\n", left)

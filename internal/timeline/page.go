@@ -15,6 +15,7 @@ import (
 
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // MaxPage is the size the page aims to stay under (the bar is 2 MB for a
@@ -25,11 +26,6 @@ const MaxPage = 1_900_000
 
 // MaxBody bounds one request or response body on the page.
 const MaxBody = 16 << 10
-
-// waitKinds are the step kinds that wait on purpose (back-off, an init
-// container's exit, a startup probe, the PLEG's relist, readiness): their
-// time is the run's waiting, not the runtime's or podstep's.
-var waitKinds = map[string]bool{"backoff": true, "wait": true, "startup": true, "relist": true, "ready": true}
 
 // Page is what the page shows, built from a recording's lines in order.
 type Page struct {
@@ -100,7 +96,7 @@ func (p *Page) Add(ev record.Event) {
 }
 
 func (p *Page) addStep(sj report.StepJSON) {
-	s := &Step{StepJSON: sj, Wait: waitKinds[kind(sj.Name)], Anchor: "step-" + strconv.Itoa(sj.ID)}
+	s := &Step{StepJSON: sj, Wait: steps.KindOf(sj.Name).Waits(), Anchor: "step-" + strconv.Itoa(sj.ID)}
 	if p.seen[sj.ID]++; p.seen[sj.ID] > 1 {
 		s.Anchor += "." + strconv.Itoa(p.seen[sj.ID])
 	}
@@ -166,12 +162,6 @@ func (p *Page) fillBodies(room int) {
 			s.Bodies[i] = b
 		}
 	}
-}
-
-// kind is the kind part of a step name: "create" of "create/app".
-func kind(name string) string {
-	k, _, _ := strings.Cut(name, "/")
-	return k
 }
 
 // span is the time from the first step's start to the last step's end.
