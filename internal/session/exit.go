@@ -10,7 +10,7 @@ import (
 	"github.com/podstep/podstep/internal/safe"
 )
 
-// Exit codes, documented in the README.
+// Exit codes: Codes (signalexit.go) is their table, docs/exit-codes.md.
 const (
 	ExitOK          = 0   // the pod is running (or the command succeeded)
 	ExitPodFailed   = 1   // the pod failed at a stage
