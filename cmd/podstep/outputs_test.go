@@ -139,3 +139,19 @@ func tail(s string, n int) string {
 }
 
 var _ = io.Discard
+
+// TestRecordWriteErrorOnce: a --record that cannot be written (a fresh
+// /dev/full-like node, with --force) is said once on stderr, not at the
+// start and again at the end; the run's own exit code stands.
+func TestRecordWriteErrorOnce(t *testing.T) {
+	full := filepath.Join(t.TempDir(), "full")
+	if err := syscall.Mknod(full, syscall.S_IFCHR|0o666, int(1<<8|7)); err != nil {
+		t.Skipf("mknod needs root: %v", err)
+	}
+	root, logs := dirs(t)
+	code, _, errOut := run(t, "run", "--auto", "--sim", "--settle", "0", "--grace-period", "0", "-f", "../../testdata/pods/hello.yaml",
+		"--root-dir", root, "--log-dir", logs, "--record", full, "--force")
+	if n := strings.Count(errOut, "--record "+full+":"); n != 1 || code != ExitOK {
+		t.Errorf("exit %d, the write error said %d times, want once:\n%s", code, n, errOut)
+	}
+}

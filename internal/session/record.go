@@ -20,6 +20,7 @@ import (
 type Recording struct {
 	rec  *record.Recorder
 	path string
+	said error // the write error Start printed
 }
 
 // OpenRecording creates the --record file before anything is sent: a
@@ -64,6 +65,7 @@ func (r *Recording) Start(ctx context.Context, c *Conn, b *manifest.Bundle, eng 
 	h.Manifest, h.Node = record.ManifestOf(b, eng.Redactor()), record.NodeOf(in.Node, b, eng.Redactor())
 	if err := r.rec.Start(h, eng, c.Runtime, b.Pod.Namespace+"/"+b.Pod.Name); err != nil {
 		fmt.Fprintf(in.Stderr, "podstep: --record %s: %v\n", r.path, err)
+		r.said = err
 	}
 }
 
@@ -73,7 +75,8 @@ func (r *Recording) Finish(sum report.Summary, stderr io.Writer) {
 	if r == nil {
 		return
 	}
-	if err := r.rec.Finish(sum); err != nil {
+	// The recorder's error sticks: one Start said is not said again.
+	if err := r.rec.Finish(sum); err != nil && err != r.said {
 		fmt.Fprintf(stderr, "podstep: --record %s: %v\n", r.path, err)
 	}
 }
