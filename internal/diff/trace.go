@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -46,6 +47,9 @@ func TraceManifest(path string) string {
 	return filepath.Join(filepath.Dir(path), name+".yaml")
 }
 
+// MaxTraceLine bounds one line of a kubelet CRI trace.
+const MaxTraceLine = 4 << 20
+
 // IsTrace says whether data starts like a kubelet CRI trace.
 func IsTrace(data []byte) bool {
 	line, _, _ := bytes.Cut(data, []byte{'\n'})
@@ -76,7 +80,7 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 	rec.Header.Format = "kubelet CRI trace"
 	rec.Header.Podstep = "none: a kubelet's CRI trace"
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc.Buffer(make([]byte, 64<<10), MaxTraceLine)
 	var (
 		stage       steps.Stage
 		t0          time.Time
@@ -189,7 +193,10 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s: line %d: longer than %d MiB: not a kubelet CRI trace line", name, lineNo+1, MaxTraceLine>>20)
+		}
+		return nil, fmt.Errorf("%s: line %d: %w", name, lineNo+1, err)
 	}
 	if err := finish(); err != nil {
 		return nil, err
