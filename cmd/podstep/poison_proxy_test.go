@@ -97,7 +97,8 @@ func proxyPoisoned(t *testing.T, p, output string) (stdout, stderr, rec string) 
 		Labels:      map[string]string{"io.kubernetes.pod.name": "web" + p, "io.kubernetes.pod.namespace": "ns" + p, "io.kubernetes.pod.uid": "uid" + p},
 		Annotations: map[string]string{"sim.podstep.dev/create-error.app": "boom " + p},
 	}
-	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sc})
+	// The socket exists from bind, before listen: wait for it to answer.
+	sb, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sc}, grpc.WaitForReady(true))
 	if err != nil {
 		t.Fatal(err)
 	}
