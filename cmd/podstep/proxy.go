@@ -18,6 +18,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
@@ -143,10 +144,10 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f, ok := stdout.(*os.File); !o.auto && (!ok || !isatty.IsTerminal(f.Fd())) {
+	if f, ok := safe.Raw(stdout).(*os.File); !o.auto && (!ok || !isatty.IsTerminal(f.Fd())) {
 		return session.Usagef("the TUI needs a terminal: use --auto")
 	}
-	ctx, cancel := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := session.SignalContext(cmd.Context())
 	defer cancel()
 	signal.Ignore(syscall.SIGPIPE)
 
@@ -190,6 +191,9 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	if err != nil {
 		return session.RuntimeErr(fmt.Errorf("proxy: %w", err))
 	}
+	if session.Signalled() {
+		return session.Silent(session.ExitInterrupted) // 128+N of the signal
+	}
 	return nil
 }
 
@@ -229,7 +233,7 @@ func (o *proxyOptions) session(ctx context.Context, cmd *cobra.Command, upstream
 		rt.Name, rt.Version, rt.APIVersion = record.RuntimeVersion(ctx, upstream)
 		so.Header = record.NewHeader(version, !o.auto, o.output, rt, cmd.Flags())
 		var err error
-		if so.Recorder, err = record.Create(o.record); err != nil {
+		if so.Recorder, err = record.Create(o.record, forceFlag(cmd)); err != nil {
 			return nil, session.Usagef("--record %s: %v", o.record, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
@@ -119,7 +120,7 @@ func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := safe.Raw(w).(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
@@ -136,7 +137,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.tracing, err = session.OpenTracing(cmd.Context(), o.trace, version); err != nil {
 		return err
 	}
-	rec, err := session.OpenRecording(o.record, o.File)
+	rec, err := session.OpenRecording(o.record, o.File, forceFlag(cmd))
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -58,6 +59,7 @@ func (in *interrupts) loop() {
 	for {
 		select {
 		case sig := <-in.sigs:
+			session.NoteSignal(sig)
 			v := in.policy.next(sig, in.now())
 			if v == sigFirst && in.interrupted() {
 				v = sigAgain // stdout's reader went away first: this signal is the second interrupt
@@ -167,7 +169,7 @@ func (in *interrupts) abandon() {
 	left := strings.Join(parts, "; ")
 	if left == "" {
 		fmt.Fprintln(in.stderr, "podstep: interrupted again: stopped; nothing was left to tear down")
-		in.exit(ExitInterrupted)
+		in.exit(session.InterruptedCode())
 		return
 	}
 	fmt.Fprintf(in.stderr, "podstep: interrupted again: teardown abandoned; left: %s; run `podstep cleanup` to remove it\n", left)
