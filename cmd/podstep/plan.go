@@ -44,8 +44,8 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			}
 			eng := steps.New(b, nil, o.Engine(false))
 			if crictlDir != "" {
-				if err := crictl.Write(crictlDir, eng.Steps(), cmd.ErrOrStderr()); err != nil {
-					return session.Usagef("%v", err)
+				if err := crictl.Write(crictlDir, eng.Steps(), cmd.ErrOrStderr(), forceFlag(cmd)); err != nil {
+					return session.OutputErr(fmt.Errorf("--crictl: %w", err))
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote crictl configs to %s\n", crictlDir)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/trace"
 	"github.com/podstep/podstep/internal/tui"
@@ -52,10 +53,10 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *watch.Flags) error {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f, ok := stdout.(*os.File); !o.Auto && (!ok || !isatty.IsTerminal(f.Fd())) {
+	if f, ok := safe.Raw(stdout).(*os.File); !o.Auto && (!ok || !isatty.IsTerminal(f.Fd())) {
 		return session.Usagef("the TUI needs a terminal: use --auto")
 	}
-	ctx, cancel := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := session.SignalContext(cmd.Context())
 	defer cancel()
 	signal.Ignore(syscall.SIGPIPE)
 
@@ -72,6 +73,7 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *watch.Flags) error {
 	if err != nil {
 		return session.Usagef("%v", err)
 	}
+	o.Force = forceFlag(cmd)
 	s, err := o.NewSession(ctx, upstream, why, version, cmd.Flags(), stdout, stderr)
 	if err != nil {
 		return err
@@ -98,6 +100,9 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *watch.Flags) error {
 	}
 	if err != nil {
 		return session.RuntimeErr(fmt.Errorf("proxy: %w", err))
+	}
+	if session.Signalled() {
+		return session.Silent(session.ExitInterrupted) // 128+N of the signal
 	}
 	return nil
 }

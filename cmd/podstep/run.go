@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
@@ -85,7 +86,7 @@ func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := safe.Raw(w).(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
@@ -102,7 +103,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.tracing, err = session.OpenTracing(cmd.Context(), o.trace, version); err != nil {
 		return err
 	}
-	rec, err := session.OpenRecording(o.record, o.File)
+	rec, err := session.OpenRecording(o.record, o.File, forceFlag(cmd))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -91,7 +92,7 @@ func New(w io.Writer, format string) *Printer {
 func (p *Printer) SetPod(pod string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pod = pod[strings.LastIndexByte(pod, '/')+1:]
+	p.pod = safe.Line(pod[strings.LastIndexByte(pod, '/')+1:]) // the text printer's OBJECT column
 }
 
 // Start prints the first line: which runtime, and whether it is simulated.
@@ -103,6 +104,7 @@ func (p *Printer) Start(rt render.Runtime, pod string) {
 		p.emit(map[string]any{"type": "start", "pod": pod, "runtime": rt})
 		return
 	}
+	rt, pod = cleanRuntime(rt), safe.Line(pod)
 	label := "runtime " + rt.Endpoint
 	if rt.Simulated {
 		label = color.New(color.FgYellow, color.Bold).Sprint("SIMULATED runtime") + " (built-in, no containers really run) at " + rt.Endpoint
@@ -134,7 +136,7 @@ func (p *Printer) step(s StepJSON) {
 		p.emit(s)
 		return
 	}
-	p.stepText(s)
+	p.stepText(cleanStep(s))
 }
 
 var (
@@ -237,6 +239,7 @@ func (p *Printer) Finish(s Summary) {
 		}{"summary", s})
 		return
 	}
+	s = cleanSummary(s)
 	status := s.Display
 	switch s.Outcome {
 	case "running", "succeeded":

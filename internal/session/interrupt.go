@@ -58,6 +58,7 @@ func (in *Interrupts) loop() {
 	for {
 		select {
 		case sig := <-in.sigs:
+			NoteSignal(sig)
 			v := in.policy.next(sig, in.now())
 			if v == sigFirst && in.Interrupted() {
 				v = sigAgain // stdout's reader went away first: this signal is the second interrupt
@@ -167,7 +168,7 @@ func (in *Interrupts) abandon() {
 	left := strings.Join(parts, "; ")
 	if left == "" {
 		fmt.Fprintln(in.stderr, "podstep: interrupted again: stopped; nothing was left to tear down")
-		in.exit(ExitInterrupted)
+		in.exit(InterruptedCode())
 		return
 	}
 	fmt.Fprintf(in.stderr, "podstep: interrupted again: teardown abandoned; left: %s; run `podstep cleanup` to remove it\n", left)

@@ -50,7 +50,8 @@ func TestSignalPolicy(t *testing.T) {
 
 // TestInterruptsRepeat drives Interrupts' loop with a clock: timeout's
 // second copy cancels once and abandons nothing; a second signal after the
-// window abandons (exit code ExitInterrupted: nothing was watched).
+// window abandons (exit code InterruptedCode(), 128+N of the first signal:
+// nothing was watched).
 func TestInterruptsRepeat(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -82,7 +83,7 @@ func TestInterruptsRepeat(t *testing.T) {
 			if tc.abandoned {
 				select {
 				case c := <-exited:
-					if c != ExitInterrupted || !strings.Contains(stderr.String(), "interrupted again") {
+					if c != InterruptedCode() || !strings.Contains(stderr.String(), "interrupted again") {
 						t.Errorf("exit %d, stderr %q", c, stderr.String())
 					}
 				case <-time.After(5 * time.Second):

@@ -36,6 +36,9 @@ type Flags struct {
 	Trace          trace.Options
 	Socket         SocketFlags
 	MaxPods        int
+	// Force is the root's --force: --record may replace what is not a
+	// regular file (cmd sets it; AddFlags does not bind it).
+	Force bool
 }
 
 // AddFlags binds the proxy's flags to f.
@@ -123,7 +126,7 @@ func (o *Flags) NewSession(ctx context.Context, upstream, why, podstep string, f
 		rt.Name, rt.Version, rt.APIVersion = record.RuntimeVersion(ctx, upstream)
 		so.Header = record.NewHeader(podstep, !o.Auto, o.Output, rt, flags)
 		var err error
-		if so.Recorder, err = record.Create(o.Record); err != nil {
+		if so.Recorder, err = record.Create(o.Record, o.Force); err != nil {
 			return nil, session.Usagef("--record %s: %v", o.Record, err)
 		}
 	}
