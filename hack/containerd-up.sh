@@ -52,7 +52,7 @@ die() {
 # NetworkReady), so check it here.
 [[ $CNI_SUBNET =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}/([0-9]|[12][0-9]|3[0-2])$ ]] ||
 	die "PODSTEP_CNI_SUBNET=$CNI_SUBNET: expected an IPv4 CIDR such as 10.88.77.0/24"
-[[ $REG_PORT =~ ^[0-9]{1,5}$ ]] && [ "$REG_PORT" -ge 1 ] && [ "$REG_PORT" -le 65535 ] ||
+{ [[ $REG_PORT =~ ^[0-9]{1,5}$ ]] && [ "$REG_PORT" -ge 1 ] && [ "$REG_PORT" -le 65535 ]; } ||
 	die "PODSTEP_REGISTRY_PORT=$REG_PORT: expected a TCP port number such as 5055"
 # A second harness beside the first (a dev one, another runtime) needs its own bridge and network.
 [[ $CNI_BRIDGE =~ ^[a-z][a-z0-9-]{0,14}$ ]] ||
@@ -131,7 +131,7 @@ build_containerd2() {
 		rm -rf "$tmp"
 		die "go install of containerd $CONTAINERD2_VERSION failed (log: $out)"
 	fi
-	rm -rf "$C2_CACHE/bin"
+	rm -rf "${C2_CACHE:?}/bin"
 	mv "$tmp" "$C2_CACHE/bin"
 	log "built containerd $CONTAINERD2_VERSION in $((SECONDS - start)) s"
 }
@@ -309,12 +309,12 @@ tracing_env() {
 # reused with other tracing would silently export elsewhere, or not at all.
 check_tracing() {
 	[ "$RUNTIME" = 2 ] || return 0
-	local have want=
-	tracing_on && want=$OTLP_ENDPOINT
+	local have asked=
+	tracing_on && asked=$OTLP_ENDPOINT
 	have=$(tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | sed -n 's/^OTEL_EXPORTER_OTLP_ENDPOINT=//p')
-	[ "$have" = "$want" ] ||
-		die "containerd (pid $1) exports traces to '${have:-nowhere}', but PODSTEP_OTLP_ENDPOINT asks for '${want:-nowhere}'; stop it with hack/containerd-down.sh and the same variables"
-	if [ -n "$want" ]; then log "containerd exports its traces to $want (OTLP/HTTP)"; fi
+	[ "$have" = "$asked" ] ||
+		die "containerd (pid $1) exports traces to '${have:-nowhere}', but PODSTEP_OTLP_ENDPOINT asks for '${asked:-nowhere}'; stop it with hack/containerd-down.sh and the same variables"
+	if [ -n "$asked" ]; then log "containerd exports its traces to $asked (OTLP/HTTP)"; fi
 	return 0
 }
 if [ "$RUNTIME" = 1.6 ] && [ -n "$OTLP_ENDPOINT" ]; then

@@ -42,8 +42,8 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	}
 	// The relist step watches for exits after the last start: it is not
 	// pod creation, and it would add its second to every pod: --settle 0.
-	addPodFlags(cmd, &o.run, 0)
 	f := cmd.Flags()
+	o.run.AddPodFlags(f, 0)
 	f.IntVarP(&o.n, "count", "n", 20, "pods measured (per concurrency level)")
 	f.IntVar(&o.warmup, "warmup", 2, "pods run first and not measured (per level): the runtime's caches and connections warm up")
 	f.IntVar(&o.concurrency, "concurrency", 1, "pods in creation at once, as the kubelet's parallel pod workers")
@@ -96,21 +96,21 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	sig := watchSignals(cancel, stderr)
-	defer sig.stop()
+	sig := session.WatchSignals(cancel, stderr)
+	defer sig.Stop()
 	// A simulated runtime runs in a process of its own: its work is not
 	// podstep's (sim.StartProcess).
 	ep := g.ep
 	ep.SimExe = simServeBinary
 	c, err := session.Connect(ctx, ep)
 	if err != nil {
-		return notStarted(sig, err, stderr)
+		return sig.NotStarted(err)
 	}
 	defer c.Stop()
 
 	b := bench.NewRunner(ctx, bench.Config{Bundle: bundle, Engine: o.run.Engine(false), Conn: c,
 		N: o.n, Warmup: o.warmup, Levels: o.levels, Stderr: stderr})
-	sig.watchMany(b.LeftBehind)
+	sig.WatchMany(b.LeftBehind)
 	if c.Runtime.Simulated {
 		fmt.Fprintln(stderr, "podstep: "+bench.SimulatedNote)
 	}
@@ -122,7 +122,7 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 	if err := bench.Write(stdout, o.output, res, cmp); err != nil {
 		return err
 	}
-	code := b.ExitCode(sig.interrupted())
+	code := b.ExitCode(sig.Interrupted())
 	if code == ExitInterrupted {
 		fmt.Fprintf(stderr, "podstep: interrupted: torn down (%d pods measured)\n", bench.Measured(res))
 	}

@@ -125,7 +125,9 @@ func TestBenchCompare(t *testing.T) {
 			base := scaleResult(*res.Result, tt.factor)
 			path := filepath.Join(t.TempDir(), "base.json")
 			data, _ := json.Marshal(base)
-			os.WriteFile(path, data, 0o644)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			code, got, errOut := benchJSON(t, "-n", "6", "--warmup", "0", "--compare", path)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\n%s", code, tt.code, errOut)
@@ -167,7 +169,9 @@ func scaleResult(r bench.Result, f float64) bench.Result {
 // exist, so contacting it would be exit 3.
 func TestBenchBadInput(t *testing.T) {
 	notBench := filepath.Join(t.TempDir(), "other.json")
-	os.WriteFile(notBench, []byte(`{"schema":"something/else"}`), 0o644)
+	if err := os.WriteFile(notBench, []byte(`{"schema":"something/else"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -234,7 +238,7 @@ func TestSimServeStopsWithParent(t *testing.T) {
 	}
 	endpoint, err := sim.FirstLine(stdout, 10*time.Second)
 	if err != nil {
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // the test fails either way
 		t.Fatalf("sim-serve: %v", err)
 	}
 	c, err := cri.Dial(endpoint, "", cri.Options{Timeout: 5 * time.Second})
@@ -254,7 +258,7 @@ func TestSimServeStopsWithParent(t *testing.T) {
 			t.Errorf("sim-serve exited with %v, want 0", err)
 		}
 	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // the test fails either way
 		t.Fatal("sim-serve still runs 10 s after its standard input closed")
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

@@ -109,7 +109,7 @@ func TestBinaryInputBounds(t *testing.T) {
 			}
 		}
 		in.Close()
-		cmd.Wait()
+		_ = cmd.Wait() // exits 2, an *exec.ExitError: the exit code is checked below
 		if code := cmd.ProcessState.ExitCode(); code != ExitUsage {
 			t.Fatalf("exit %d, want 2; stderr %s", code, stderr.String())
 		}

@@ -220,7 +220,7 @@ func assertEmpty(t *testing.T, dir string) {
 func TestFailedPodExit1(t *testing.T) {
 	root, logs := dirs(t)
 	f := filepath.Join(t.TempDir(), "fail.yaml")
-	os.WriteFile(f, []byte(`apiVersion: v1
+	if err := os.WriteFile(f, []byte(`apiVersion: v1
 kind: Pod
 metadata:
   name: fail
@@ -232,7 +232,9 @@ spec:
     image: docker.io/library/busybox:1.35
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ := run(t, "run", "--auto", "--sim", "--no-color", "-f", f, "--root-dir", root, "--log-dir", logs)
 	if code != ExitPodFailed {
 		t.Fatalf("exit %d, want 1\n%s", code, out)
@@ -264,7 +266,7 @@ func TestStdinManifest(t *testing.T) {
 func TestInterrupt(t *testing.T) {
 	root, logs := dirs(t)
 	f := filepath.Join(t.TempDir(), "slow.yaml")
-	os.WriteFile(f, []byte(`apiVersion: v1
+	if err := os.WriteFile(f, []byte(`apiVersion: v1
 kind: Pod
 metadata:
   name: slow
@@ -276,13 +278,17 @@ spec:
     image: docker.io/library/busybox:1.35
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var signalled time.Time
 	res := stream(t, time.Minute, func(p *exec.Cmd, line string) {
 		// The create step is done: StartContainer (delayed 1.5 s) is in flight.
 		if signalled.IsZero() && strings.Contains(line, `"name":"create/app"`) {
 			time.Sleep(200 * time.Millisecond)
-			p.Process.Signal(syscall.SIGINT)
+			if err := p.Process.Signal(syscall.SIGINT); err != nil {
+				t.Errorf("SIGINT: %v", err)
+			}
 			signalled = time.Now()
 		}
 	}, "run", "--auto", "--sim", "-o", "json", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)

@@ -52,8 +52,8 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			return report.WritePlan(cmd.OutOrStdout(), eng.Pod(), eng.Steps(), output)
 		},
 	}
-	addPodFlags(cmd, o, time.Second)
-	addClusterFlags(cmd, o)
+	o.AddPodFlags(cmd.Flags(), time.Second)
+	o.AddClusterFlags(cmd.Flags())
 	cmd.Flags().StringVar(&crictlDir, "crictl", "", "also write crictl-ready JSON configs into this directory")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "yaml (readable, with comments) or json (one object per step)")
 	return cmd

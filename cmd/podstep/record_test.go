@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -98,7 +97,7 @@ func TestRecordHidesSecrets(t *testing.T) {
 	auth := base64.StdEncoding.EncodeToString([]byte("bob:" + password))
 	dockercfg := base64.StdEncoding.EncodeToString([]byte(`{"auths":{"registry.example:5000":{"username":"bob","password":"` + password + `","auth":"` + auth + `"}}}`))
 	pull := filepath.Join(t.TempDir(), "pull.yaml")
-	os.WriteFile(pull, []byte(`apiVersion: v1
+	if err := os.WriteFile(pull, []byte(`apiVersion: v1
 kind: Secret
 metadata:
   name: db
@@ -138,7 +137,9 @@ spec:
       value: `+envValue+`
     - name: SHORT_COPY
       value: "`+short+`"
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	forbidden := append(secretForms(expansionSecrets...), secretForms(envValue, password, "bob:"+password, short)...)
 	forbidden = append(forbidden, dockercfg, auth)
 	for _, tc := range []struct {
@@ -245,7 +246,9 @@ func TestRecordBadPath(t *testing.T) {
 	}
 	manifest := filepath.Join(t.TempDir(), "pod.yaml")
 	orig, _ := os.ReadFile("../../testdata/pods/hello.yaml")
-	os.WriteFile(manifest, orig, 0o644)
+	if err := os.WriteFile(manifest, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errOut = run(t, "run", "--auto", "-f", manifest, "-r", "unix:///nonexistent/podstep.sock",
 		"--root-dir", root, "--log-dir", logs, "--record", manifest)
 	if now, _ := os.ReadFile(manifest); code != ExitUsage || !strings.Contains(errOut, "that is the manifest (-f)") || !bytes.Equal(now, orig) {
@@ -270,7 +273,7 @@ func TestRecordKilled(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root, logs := dirs(t)
 			f := filepath.Join(t.TempDir(), "slow.yaml")
-			os.WriteFile(f, []byte(`apiVersion: v1
+			if err := os.WriteFile(f, []byte(`apiVersion: v1
 kind: Pod
 metadata:
   name: slow
@@ -281,7 +284,9 @@ spec:
   - name: app
     image: docker.io/library/busybox:1.35
     command: ["sleep", "3600"]
-`), 0o644)
+`), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			rec := filepath.Join(t.TempDir(), name)
 			cmd := exec.Command(bin, "run", "--auto", "--sim", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs, "--record", rec)
 			stdout, _ := cmd.StdoutPipe()
@@ -295,13 +300,15 @@ spec:
 			deadline := time.Now().Add(10 * time.Second)
 			for !strings.Contains(readPartial(rec), `"type":"call-sent","step":10,"method":"StartContainer"`) {
 				if time.Now().After(deadline) {
-					cmd.Process.Kill()
+					_ = cmd.Process.Kill() // the test fails either way
 					t.Fatalf("no StartContainer in the recording:\n%s", readPartial(rec))
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatalf("SIGKILL: %v", err)
+			}
+			_ = cmd.Wait() // killed: the error only says so
 
 			code, out, errOut := run(t, "replay", rec, "--auto", "--no-color")
 			if code != ExitUsage {

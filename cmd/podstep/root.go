@@ -71,7 +71,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if g.noColor || os.Getenv("NO_COLOR") != "" {
 				color.NoColor = true
 			}
-			if err := checkFlagBounds(cmd); err != nil {
+			if err := session.CheckFlagBounds(cmd.Flags()); err != nil {
 				return err
 			}
 			return g.absDirs()

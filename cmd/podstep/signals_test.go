@@ -22,7 +22,7 @@ func slowPod(t *testing.T, delays map[string]string) string {
 		ann.WriteString("    sim.podstep.dev/delay." + m + ": \"" + d + "\"\n")
 	}
 	f := filepath.Join(t.TempDir(), "slow.yaml")
-	os.WriteFile(f, []byte(`apiVersion: v1
+	if err := os.WriteFile(f, []byte(`apiVersion: v1
 kind: Pod
 metadata:
   name: slow
@@ -33,7 +33,9 @@ metadata:
     image: docker.io/library/busybox:1.35
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return f
 }
 
@@ -56,9 +58,13 @@ func TestSecondInterruptAbandonsTeardown(t *testing.T) {
 	for sc.Scan() {
 		var st struct{ Name string }
 		if json.Unmarshal(sc.Bytes(), &st) == nil && st.Name == "start/app" && second.IsZero() {
-			cmd.Process.Signal(syscall.SIGINT)
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Errorf("first SIGINT: %v", err)
+			}
 			time.Sleep(300 * time.Millisecond) // teardown is in StopContainer now
-			cmd.Process.Signal(syscall.SIGINT)
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Errorf("second SIGINT: %v", err)
+			}
 			second = time.Now()
 		}
 	}

@@ -13,7 +13,7 @@ import (
 func TestSimulatedRuntimeNotProbed(t *testing.T) {
 	root, logs := dirs(t)
 	f := filepath.Join(t.TempDir(), "hook.yaml")
-	os.WriteFile(f, []byte(`apiVersion: v1
+	if err := os.WriteFile(f, []byte(`apiVersion: v1
 kind: Pod
 metadata:
   name: hook
@@ -26,7 +26,9 @@ spec:
       postStart:
         httpGet:
           port: 8080
-`), 0o644)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := run(t, "run", "--auto", "--sim", "--no-color", "--settle", "0", "--grace-period", "0", "-f", f, "--root-dir", root, "--log-dir", logs)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)

@@ -91,7 +91,7 @@ func initCosts(t *testing.T, terminal bool) map[string]float64 {
 		cmd.Stdout = pts
 		drained = make(chan struct{})
 		go func() {
-			io.Copy(io.Discard, ptm) // ends with EIO once the child and we closed pts
+			_, _ = io.Copy(io.Discard, ptm) // ends with EIO once the child and we closed pts
 			ptm.Close()
 			close(drained)
 		}()

@@ -34,7 +34,7 @@ func stream(t *testing.T, timeout time.Duration, onLine func(p *exec.Cmd, line s
 		t.Fatal(err)
 	}
 	killed := make(chan struct{})
-	timer := time.AfterFunc(timeout, func() { close(killed); cmd.Process.Kill() })
+	timer := time.AfterFunc(timeout, func() { close(killed); _ = cmd.Process.Kill() })
 	defer timer.Stop()
 	var s streamed
 	sc := bufio.NewScanner(stdout)

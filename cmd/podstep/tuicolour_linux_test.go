@@ -48,7 +48,7 @@ func TestTUIDetectsColoursOnce(t *testing.T) {
 			seen = append(seen, buf[:n]...)
 			if bytes.Contains(seen, []byte("quit")) {
 				frame <- true
-				io.Copy(io.Discard, ptm)
+				_, _ = io.Copy(io.Discard, ptm) // drain until the child closes the terminal; ends with EIO
 				return
 			}
 			if err != nil {
@@ -58,10 +58,12 @@ func TestTUIDetectsColoursOnce(t *testing.T) {
 		}
 	}()
 	if !<-frame {
-		cmd.Wait()
+		_ = cmd.Wait() // the test fails either way
 		t.Fatalf("no first TUI frame; stderr:\n%s", stderr.String())
 	}
-	ptm.Write([]byte{3})
+	if _, err := ptm.Write([]byte{3}); err != nil {
+		t.Fatalf("ctrl+c to the terminal: %v", err)
+	}
 	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); err != nil && (!ok || ee.ExitCode() != ExitInterrupted) {
 		t.Fatalf("podstep after ctrl+c: %v, want exit 0 or %d; stderr:\n%s", err, ExitInterrupted, stderr.String())

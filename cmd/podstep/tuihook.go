@@ -19,7 +19,7 @@ import (
 // those of --auto.
 // ctx is cancelled by a signal (SIGHUP included: a closed terminal), which
 // ends the TUI and tears the pod down.
-func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, eng *steps.Engine, c *session.Conn, sig *interrupts, rec *session.Recording) error {
+func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, eng *steps.Engine, c *session.Conn, sig *session.Interrupts, rec *session.Recording) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	res, tuiErr := tui.Run(ctx, eng, tui.Options{
 		Runtime: c.Runtime, Breaks: o.BreakStages(), Keep: o.keep,
@@ -44,15 +44,9 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	}
 	if res.Interrupted {
 		// ctrl+c in the TUI was the first interrupt: the next one abandons teardown.
-		sig.interrupt()
+		sig.Interrupt()
 	}
-	code, msg := session.Settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
-	var viewErr error
-	if sum.Cluster, viewErr = o.ClusterView(ctx, eng); viewErr != nil && code == ExitOK {
-		code, msg = session.Code(viewErr), "error: "+viewErr.Error()
-	}
-	printer.Finish(sum)
-	rec.Finish(sum, stderr)
+	code, msg := o.End(ctx, eng, &sum, teardown, res.Interrupted, printer, rec, stderr)
 	if msg != "" {
 		fmt.Fprintln(stderr, msg)
 	}

@@ -310,10 +310,10 @@ func show(name corev1.ResourceName, q resource.Quantity) string {
 // domain-prefixed name outside kubernetes.io, not a requests. quota name.
 func isExtendedResourceName(name corev1.ResourceName) bool {
 	s := string(name)
-	if !strings.Contains(s, "/") || strings.HasPrefix(s, "requests.") {
+	domain, _, ok := strings.Cut(s, "/")
+	if !ok || strings.HasPrefix(s, "requests.") {
 		return false
 	}
-	domain := s[:strings.Index(s, "/")]
 	return domain != "kubernetes.io" && !strings.HasSuffix(domain, ".kubernetes.io")
 }
 

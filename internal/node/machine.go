@@ -83,7 +83,7 @@ func HugePageSizes() []int64 {
 // whether memory.swap.max exists in this process's own cgroup.
 func SwapController() podcfg.SwapController {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs("/sys/fs/cgroup", &st); err != nil {
+	if err := syscall.Statfs(cgroupMount, &st); err != nil {
 		return podcfg.SwapNone
 	}
 	if st.Type != cgroup2SuperMagic {
@@ -98,7 +98,7 @@ func SwapController() podcfg.SwapController {
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if p, ok := strings.CutPrefix(l, "0::"); ok {
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", p, "memory.swap.max")); err == nil {
+			if _, err := os.Stat(filepath.Join(cgroupMount, p, "memory.swap.max")); err == nil {
 				return podcfg.SwapCgroupV2
 			}
 		}
@@ -109,3 +109,6 @@ func SwapController() podcfg.SwapController {
 // cgroup2SuperMagic is the statfs type of a cgroup v2 mount (libcontainer's
 // IsCgroup2UnifiedMode checks it on /sys/fs/cgroup).
 const cgroup2SuperMagic = 0x63677270
+
+// cgroupMount is where the host mounts its cgroup hierarchy (v2) or hierarchies (v1).
+const cgroupMount = "/sys/fs/cgroup"

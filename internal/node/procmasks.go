@@ -45,7 +45,7 @@ func possibleCPUs(sys string) []int {
 
 // parsePossibleCPUs mirrors possibleCPUsParsed: nil on any error.
 func parsePossibleCPUs(sys string) []int {
-	data, err := os.ReadFile(filepath.Join(sys, "devices/system/cpu/possible"))
+	data, err := os.ReadFile(filepath.Join(sys, "devices", "system", "cpu", "possible"))
 	if err != nil {
 		return nil
 	}

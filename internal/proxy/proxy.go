@@ -138,7 +138,9 @@ func (s *Server) handle(_ any, ss grpc.ServerStream) error {
 	err := s.upstream.Invoke(out, method, req, resp, grpc.Header(&header), grpc.Trailer(&trailer))
 	c.Duration = time.Since(c.Start)
 	if len(header) > 0 {
-		ss.SetHeader(header)
+		// Fails only when the caller's stream is already gone (nothing was
+		// sent to it yet): the answer sent below fails the same way.
+		_ = ss.SetHeader(header)
 	}
 	if len(trailer) > 0 {
 		ss.SetTrailer(trailer)
@@ -259,7 +261,7 @@ func (s *Server) pump(ctx, out context.Context, ss grpc.ServerStream, c *Call) e
 				if first {
 					// A trailers-only answer: its headers still go back.
 					if h, herr := cs.Header(); herr == nil && len(h) > 0 {
-						ss.SetHeader(h)
+						_ = ss.SetHeader(h) // best effort: the call ends with err either way
 					}
 				}
 				down <- err
@@ -267,7 +269,7 @@ func (s *Server) pump(ctx, out context.Context, ss grpc.ServerStream, c *Call) e
 			}
 			if first {
 				if h, err := cs.Header(); err == nil && len(h) > 0 {
-					ss.SendHeader(h)
+					_ = ss.SendHeader(h) // on failure, SendMsg below fails too and ends the call
 				}
 				first = false
 			}

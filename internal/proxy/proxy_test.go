@@ -46,7 +46,7 @@ func start(t *testing.T, upstream string, h Hooks) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Serve(l)
+	go func() { _ = s.Serve(l) }() // nil once stopped; a failure shows as failed calls
 	t.Cleanup(s.Stop)
 	return ep
 }
@@ -61,7 +61,9 @@ func echo(t *testing.T) string {
 		m, _ := grpc.MethodFromServerStream(ss)
 		md, _ := metadata.FromIncomingContext(ss.Context())
 		_, hasDeadline := ss.Context().Deadline()
-		ss.SetHeader(metadata.Pairs("traceparent-seen", strings.Join(md.Get("traceparent"), ","), "method-seen", m))
+		if err := ss.SetHeader(metadata.Pairs("traceparent-seen", strings.Join(md.Get("traceparent"), ","), "method-seen", m)); err != nil {
+			return err
+		}
 		ss.SetTrailer(metadata.Pairs("deadline-seen", map[bool]string{true: "yes", false: "no"}[hasDeadline]))
 		if strings.HasSuffix(m, "/Fail") {
 			return status.Error(codes.FailedPrecondition, "echo refuses: name is reserved")
@@ -88,7 +90,7 @@ func echo(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }() // nil once stopped; a failure shows as failed calls
 	t.Cleanup(srv.Stop)
 	return "unix://" + p
 }
@@ -168,7 +170,9 @@ func TestStreamPasses(t *testing.T) {
 			t.Errorf("got %q, want %q", r.payload, want)
 		}
 	}
-	cs.CloseSend()
+	if err := cs.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
 	if err := cs.RecvMsg(&frame{}); err != io.EOF {
 		t.Errorf("end of stream: %v, want EOF", err)
 	}

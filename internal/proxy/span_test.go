@@ -44,8 +44,12 @@ func TestSpanReplacesTraceContext(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cs.SendMsg(&frame{[]byte("x")})
-				cs.CloseSend()
+				if err := cs.SendMsg(&frame{[]byte("x")}); err != nil {
+					t.Fatal(err)
+				}
+				if err := cs.CloseSend(); err != nil {
+					t.Fatal(err)
+				}
 				for cs.RecvMsg(&frame{}) == nil {
 				}
 				header, _ = cs.Header()

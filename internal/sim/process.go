@@ -74,11 +74,12 @@ func (p *Process) Stop() {
 func (p *Process) stopChild() {
 	p.stdin.Close()
 	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
+	// Its exit status does not matter: Stop reports nothing, the dir goes anyway.
+	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
+		_ = p.cmd.Process.Kill() // fails only when it has just exited
 		<-done
 	}
 }
@@ -89,7 +90,7 @@ func FirstLine(r io.Reader, timeout time.Duration) (string, error) {
 	go func() {
 		s, _ := bufio.NewReader(r).ReadString('\n')
 		line <- strings.TrimSpace(s)
-		io.Copy(io.Discard, r)
+		_, _ = io.Copy(io.Discard, r) // keep the child's output pipe drained; ends when it exits
 	}()
 	select {
 	case s := <-line:
@@ -119,7 +120,7 @@ func Serve(dir string, in io.Reader, out io.Writer, untilEOF bool) error {
 	if untilEOF {
 		defer os.RemoveAll(dir)
 		go func() {
-			io.Copy(io.Discard, in)
+			_, _ = io.Copy(io.Discard, in) // a read error ends stdin as EOF does
 			stop <- syscall.SIGTERM
 		}()
 	}

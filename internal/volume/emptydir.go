@@ -17,12 +17,12 @@ const emptyDirPerm os.FileMode = 0o777
 func (p *Prepared) prepareEmptyDir() error {
 	ed := p.vol.EmptyDir
 	p.medium = ed.Medium
-	switch {
-	case ed.Medium == corev1.StorageMediumDefault:
+	switch ed.Medium {
+	case corev1.StorageMediumDefault:
 		if ed.SizeLimit != nil && !ed.SizeLimit.IsZero() {
 			p.notes = append(p.notes, fmt.Sprintf("sizeLimit %s: the kubelet enforces it by evicting the pod when the volume grows past it (eviction manager); podstep does not watch it", ed.SizeLimit.String()))
 		}
-	case ed.Medium == corev1.StorageMediumMemory:
+	case corev1.StorageMediumMemory:
 		p.size = p.host.tmpfsSize(p.pod, ed.SizeLimit)
 	default:
 		return &UnsupportedError{Kind: "emptyDir", Need: fmt.Sprintf("emptyDir medium %q needs a hugetlbfs mount with pre-allocated huge pages; podstep does not set it up", ed.Medium)}

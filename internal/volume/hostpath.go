@@ -16,7 +16,7 @@ import (
 func prepareHostPath(hp *corev1.HostPathVolumeSource) error {
 	for _, part := range strings.Split(hp.Path, "/") {
 		if part == ".." {
-			return &HostPathError{Path: hp.Path, Msg: fmt.Sprintf("invalid HostPath `%s`: must not contain '..'", hp.Path)}
+			return &HostPathError{Path: hp.Path, Msg: "invalid HostPath `" + hp.Path + "`: must not contain '..'"} // the kubelet's words
 		}
 	}
 	t := corev1.HostPathUnset

@@ -44,7 +44,9 @@ func newSubPathFixture(t *testing.T) subPathFixture {
 		}
 		for _, m := range ms {
 			t.Errorf("mount left after the test: %s", m.Path)
-			unix.Unmount(m.Path, unix.MNT_DETACH)
+			if err := unix.Unmount(m.Path, unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", m.Path, err)
+			}
 		}
 	})
 	f := subPathFixture{
@@ -361,7 +363,11 @@ func TestTeardownPod(t *testing.T) {
 	if err := unix.Mount("tmpfs", other, "tmpfs", 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Unmount(other, unix.MNT_DETACH)
+	defer func() {
+		if err := unix.Unmount(other, unix.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", other, err)
+		}
+	}()
 	if _, err := TeardownPod(f.podDir); err == nil || !strings.Contains(err.Error(), "still mounted below") {
 		t.Errorf("TeardownPod with %s mounted: %v, want still mounted", other, err)
 	}

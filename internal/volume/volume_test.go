@@ -318,7 +318,7 @@ func TestErrors(t *testing.T) {
 func blockDevice() string {
 	ents, _ := os.ReadDir("/dev")
 	for _, e := range ents {
-		p := filepath.Join("/dev", e.Name())
+		p := "/dev/" + e.Name()
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&os.ModeDevice != 0 && fi.Mode()&os.ModeCharDevice == 0 {
 			return p
 		}
@@ -482,7 +482,11 @@ func TestTmpfsMountAndTeardown(t *testing.T) {
 	volumes := filepath.Join(t.TempDir(), "pods", "uid", "volumes")
 	h := testHost(testSource())
 	h.Mount = true
-	t.Cleanup(func() { Teardown(volumes) })
+	t.Cleanup(func() {
+		if err := Teardown(volumes); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
 	mem := corev1.Volume{Name: "m", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr(resource.MustParse("1Mi"))}}}
 	sec := corev1.Volume{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds", DefaultMode: ptr[int32](0o644)}}}
 	for _, v := range []corev1.Volume{mem, sec} {

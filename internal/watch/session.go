@@ -157,7 +157,7 @@ func (s *Session) finish() {
 		return
 	}
 	if s.o.Output == report.JSON {
-		s.o.Stdout.Write(jsonLine(map[string]any{"type": "polling", "calls": polling}))
+		_, _ = s.o.Stdout.Write(jsonLine(map[string]any{"type": "polling", "calls": polling})) // unchecked, as the Fprintf below
 		return
 	}
 	p := FormatPolling(polling)
@@ -175,7 +175,9 @@ func (s *Session) holding(h Held) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.o.Output == report.JSON {
-		s.o.Stdout.Write(jsonLine(map[string]any{"type": "held", "pod": h.Pod.Key(), "method": h.Call.Name(), "step": h.Step,
+		// Unchecked, as the text lines' fmt.Fprintf: a reader that went away
+		// does not stop the proxy.
+		_, _ = s.o.Stdout.Write(jsonLine(map[string]any{"type": "held", "pod": h.Pod.Key(), "method": h.Call.Name(), "step": h.Step,
 			"stage": h.Stage, "deadline": h.Deadline, "release_at": h.ReleaseAt}))
 		return
 	}

@@ -61,7 +61,7 @@ func newRig(t *testing.T, o Options) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ps.Serve(l)
+	go func() { _ = ps.Serve(l) }() // nil once stopped; a failure shows as failed calls
 	t.Cleanup(ps.Stop)
 	r.ep = ep
 	if r.client, err = cri.Dial(ep, "", cri.Options{}); err != nil {
@@ -283,8 +283,10 @@ func TestPullSecretsMasked(t *testing.T) {
 	ctx := context.Background()
 	k := &kubelet{t: t, c: r.client, cfg: sandboxConfig("pull", "uid-pull"), ids: map[string]string{}}
 	k.sandbox(ctx)
-	r.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "127.0.0.1:5055/podstep/private-busybox:1.0"},
-		Auth: &runtimeapi.AuthConfig{Username: "podstep", Password: pw}, SandboxConfig: k.cfg})
+	if _, err := r.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "127.0.0.1:5055/podstep/private-busybox:1.0"},
+		Auth: &runtimeapi.AuthConfig{Username: "podstep", Password: pw}, SandboxConfig: k.cfg}); err != nil {
+		t.Fatalf("PullImage: %v", err)
+	}
 	r.settle()
 	var b strings.Builder
 	pr := report.New(&b, report.JSON)

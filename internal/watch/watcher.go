@@ -283,7 +283,7 @@ func (w *Watcher) tick() {
 			for _, o := range p.openSteps() {
 				// A pull waits for the CreateContainer that names its
 				// container; single-call steps close with their answer.
-				if o.inflight == 0 && now.Sub(o.last) >= w.opts.Quiet && !single(o.kind) && !(o.kind == steps.KindPull && o.container == "") {
+				if o.inflight == 0 && now.Sub(o.last) >= w.opts.Quiet && !single(o.kind) && (o.kind != steps.KindPull || o.container != "") {
 					p.closeSlot(o.slot)
 				}
 			}

@@ -119,11 +119,15 @@ func TestBench(t *testing.T) {
 
 	// A baseline ten times faster than this run: the next run regresses.
 	var raw map[string]any
-	json.Unmarshal([]byte(r.stdout), &raw)
+	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
+		t.Fatalf("bench --output=json: %v", err)
+	}
 	scaleSamples(raw["levels"], 0.1)
 	base := filepath.Join(t.TempDir(), "base.json")
 	data, _ := json.Marshal(raw)
-	os.WriteFile(base, data, 0o644)
+	if err := os.WriteFile(base, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// 5 pods, not 3: the U test cannot tell 3 samples from 3 apart at
 	// p < 0.05 (its smallest p is 0.1); 5 against 3 can (0.036).
 	args[6] = "5"
@@ -205,19 +209,19 @@ func TestBenchInterrupted(t *testing.T) {
 		seen = len(c.managedSandboxes(t))
 	}
 	if seen == 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Process.Kill() // the test fails either way
+		_ = cmd.Wait()
 		t.Fatalf("no podstep sandbox appeared in 30 s; no SIGINT sent\n%s", stderr.String())
 	}
 	if err := interrupt(cmd); err != nil {
 		t.Fatalf("SIGINT: %v", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }() // its exit code is checked below
 	select {
 	case <-done:
 	case <-time.After(runTimeout):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // the test fails either way
 		t.Fatalf("bench did not end within %s of SIGINT", runTimeout)
 	}
 	t.Logf("SIGINT with %d sandbox(es) in the runtime; stderr: %s", seen, stderr.String())
@@ -259,20 +263,24 @@ func TestBenchSecondInterrupt(t *testing.T) {
 		}
 	}
 	if running == 0 {
-		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Process.Kill() // the test fails either way
+		_ = cmd.Wait()
 		t.Fatalf("no podstep container ran within 30 s; no SIGINT sent\n%s", stderr.String())
 	}
-	interrupt(cmd)
+	if err := interrupt(cmd); err != nil {
+		t.Errorf("first SIGINT: %v", err)
+	}
 	time.Sleep(500 * time.Millisecond) // the teardowns are in StopContainer now
-	interrupt(cmd)
+	if err := interrupt(cmd); err != nil {
+		t.Errorf("second SIGINT: %v", err)
+	}
 	second := time.Now()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }() // its exit code is checked below
 	select {
 	case <-done:
 	case <-time.After(runTimeout):
-		cmd.Process.Kill()
+		_ = cmd.Process.Kill() // the test fails either way
 		t.Fatalf("bench did not end within %s of the second SIGINT", runTimeout)
 	}
 	took := time.Since(second)

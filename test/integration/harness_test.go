@@ -440,16 +440,22 @@ func (e *env) local(name string) string {
 	return filepath.Join(e.repo, "test", "integration", "testdata", name+".yaml")
 }
 
+// tree lists path and everything below it, for a failure message.
+func tree(path string) []string {
+	var entries []string
+	// Never fails: the function lists what it cannot read too, and returns nil.
+	_ = filepath.Walk(path, func(p string, _ os.FileInfo, _ error) error {
+		entries = append(entries, p)
+		return nil
+	})
+	return entries
+}
+
 // assertGone fails when path exists.
 func assertGone(t *testing.T, what, path string) {
 	t.Helper()
 	if _, err := os.Stat(path); err == nil {
-		var entries []string
-		filepath.Walk(path, func(p string, _ os.FileInfo, _ error) error {
-			entries = append(entries, p)
-			return nil
-		})
-		t.Errorf("%s %s still exists after teardown: %v", what, path, entries)
+		t.Errorf("%s %s still exists after teardown: %v", what, path, tree(path))
 	} else if !os.IsNotExist(err) {
 		t.Errorf("%s %s: %v", what, path, err)
 	}

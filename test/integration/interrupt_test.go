@@ -83,7 +83,7 @@ func (e *env) stream(t *testing.T, d dirs, file string, extra []string, onStep f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	kill := time.AfterFunc(runTimeout, func() { cmd.Process.Kill() })
+	kill := time.AfterFunc(runTimeout, func() { _ = cmd.Process.Kill() })
 	defer kill.Stop()
 	r := &result{args: args}
 	var out strings.Builder

@@ -185,12 +185,13 @@ func (k *kubelet) stop(t *testing.T) {
 	if k.cmd.ProcessState != nil {
 		return
 	}
-	k.cmd.Process.Signal(syscall.SIGTERM)
+	_ = k.cmd.Process.Signal(syscall.SIGTERM) // fails only when it has just exited: exited says so
 	select {
-	case <-k.exited:
+	case err := <-k.exited:
+		t.Logf("the kubelet after SIGTERM: %v", err)
 	case <-time.After(10 * time.Second):
-		syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
-		<-k.exited
+		_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL) // its process group; as above
+		t.Logf("the kubelet after SIGTERM, then SIGKILL 10 s later: %v", <-k.exited)
 	}
 }
 
@@ -218,11 +219,19 @@ func removeKubeletPods(t *testing.T, c *criClient) []string {
 		left = append(left, s.Metadata.Name+" "+s.State.String())
 		cs, _ := c.rt.ListContainers(ctx10(t), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: s.Id}})
 		for _, ct := range cs.GetContainers() {
-			c.rt.StopContainer(ctx10(t), &runtimeapi.StopContainerRequest{ContainerId: ct.Id})
-			c.rt.RemoveContainer(ctx10(t), &runtimeapi.RemoveContainerRequest{ContainerId: ct.Id})
+			if _, err := c.rt.StopContainer(ctx10(t), &runtimeapi.StopContainerRequest{ContainerId: ct.Id}); err != nil {
+				t.Logf("removing the kubelet's leftovers: StopContainer %s: %v", ct.Id, err)
+			}
+			if _, err := c.rt.RemoveContainer(ctx10(t), &runtimeapi.RemoveContainerRequest{ContainerId: ct.Id}); err != nil {
+				t.Logf("removing the kubelet's leftovers: RemoveContainer %s: %v", ct.Id, err)
+			}
 		}
-		c.rt.StopPodSandbox(ctx10(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id})
-		c.rt.RemovePodSandbox(ctx10(t), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id})
+		if _, err := c.rt.StopPodSandbox(ctx10(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			t.Logf("removing the kubelet's leftovers: StopPodSandbox %s: %v", s.Id, err)
+		}
+		if _, err := c.rt.RemovePodSandbox(ctx10(t), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: s.Id}); err != nil {
+			t.Logf("removing the kubelet's leftovers: RemovePodSandbox %s: %v", s.Id, err)
+		}
 	}
 	return left
 }
@@ -328,14 +337,17 @@ func (p *proxyRun) line(b []byte) {
 			p.held = append(p.held, h)
 		}
 	case "summary":
-		p.summary = &summaryEvent{}
-		json.Unmarshal(b, p.summary)
+		var s summaryEvent
+		if json.Unmarshal(b, &s) == nil {
+			p.summary = &s
+		}
 	case "polling":
 		var pl struct {
 			Calls map[string]int `json:"calls"`
 		}
-		json.Unmarshal(b, &pl)
-		p.polling = pl.Calls
+		if json.Unmarshal(b, &pl) == nil {
+			p.polling = pl.Calls
+		}
 	}
 }
 
@@ -409,11 +421,11 @@ func (p *proxyRun) stop(t *testing.T) int {
 		return p.code
 	default:
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM) // fails only when it has just exited: exited says so
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
+		_ = p.cmd.Process.Kill() // as above
 		<-p.exited
 		t.Errorf("podstep proxy did not exit within 10s of SIGTERM\n%s", p)
 	}

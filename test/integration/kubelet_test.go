@@ -158,8 +158,13 @@ func TestKubeletThroughProxy(t *testing.T) {
 			t.Errorf("replay steps %q, live %q", got, want)
 		}
 		if out := os.Getenv("PODSTEP_KEEP_KUBELET_RECORDING"); out != "" {
-			b, _ := os.ReadFile(rec)
-			os.WriteFile(out, b, 0o644)
+			b, err := os.ReadFile(rec)
+			if err == nil {
+				err = os.WriteFile(out, b, 0o644)
+			}
+			if err != nil {
+				t.Errorf("PODSTEP_KEEP_KUBELET_RECORDING: %v", err)
+			}
 		}
 	})
 
@@ -232,12 +237,16 @@ func TestKubeletThroughProxy(t *testing.T) {
 		if len(p.steps) != 0 {
 			t.Errorf("steps finished while RunPodSandbox was held\n%s", p)
 		}
-		p.stdin.Write([]byte("\n")) // let RunPodSandbox go
+		if _, err := p.stdin.Write([]byte("\n")); err != nil { // let RunPodSandbox go
+			t.Fatalf("the proxy's stdin: %v\n%s", err, p)
+		}
 		p.waitHeld(t, k, "PodSandboxStatus", 30*time.Second)
 		if sb := sandboxesNamed(t, c, name); len(sb) != 1 {
 			t.Errorf("after the release: %d sandboxes, want 1", len(sb))
 		}
-		p.stdin.Write([]byte("c\n")) // continue: the rest of the sandbox stage
+		if _, err := p.stdin.Write([]byte("c\n")); err != nil { // continue: the rest of the sandbox stage
+			t.Fatalf("the proxy's stdin: %v\n%s", err, p)
+		}
 		p.waitStep(t, k, "start/hello", 60*time.Second, stepNamed("start/hello"))
 		if code := p.stop(t); code != 0 {
 			t.Fatalf("proxy exit %d\n%s", code, p)
@@ -383,7 +392,8 @@ func TestKubeletThroughProxy(t *testing.T) {
 		}
 		k.stop(t)
 		select {
-		case <-k.exited:
+		case err := <-k.exited:
+			t.Logf("the kubelet exited: %v", err)
 		default:
 		}
 		if k.cmd.ProcessState == nil {
@@ -401,7 +411,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 			if uid == "" {
 				continue
 			}
-			logs := filepath.Join("/var/log/pods", "default_"+name+"_"+uid)
+			logs := "/var/log/pods/default_" + name + "_" + uid
 			if _, err := os.Stat(logs); err == nil {
 				// The kubelet removes a pod's log dir with its containers' GC;
 				// one that is still there is podstep's test's to clean.

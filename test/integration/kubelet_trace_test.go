@@ -67,7 +67,7 @@ func TestKubeletTraceJaeger(t *testing.T) {
 		unmountKubelet(t, dir)
 		// The kubelet's log dir of the pod (its container GC removes it later).
 		if uid != "" {
-			os.RemoveAll(filepath.Join("/var/log/pods", "default_hello-"+kubeletNode+"_"+uid))
+			os.RemoveAll("/var/log/pods/default_hello-" + kubeletNode + "_" + uid)
 		}
 		for _, m := range mountsUnder(dir) {
 			t.Errorf("mount left under the kubelet's dir: %s", m)

@@ -71,7 +71,7 @@ func waitForLog(t *testing.T, path, text string) []string {
 		data, err = os.ReadFile(path)
 		if err == nil {
 			for _, line := range strings.Split(string(data), "\n") {
-				if m := criLogLine.FindStringSubmatch(line); m != nil && m[4] == text {
+				if m := criLogLine.FindStringSubmatch(line); len(m) == 5 && m[4] == text {
 					return m
 				}
 			}
@@ -81,12 +81,7 @@ func waitForLog(t *testing.T, path, text string) []string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var entries []string
-	filepath.Walk(filepath.Dir(filepath.Dir(path)), func(p string, _ os.FileInfo, _ error) error {
-		entries = append(entries, p)
-		return nil
-	})
-	t.Fatalf("container log %s: no line `<time> stdout F %s` after 10s (read error: %v)\ncontent: %q\nlog dir: %v", path, text, err, data, entries)
+	t.Fatalf("container log %s: no line `<time> stdout F %s` after 10s (read error: %v)\ncontent: %q\nlog dir: %v", path, text, err, data, tree(filepath.Dir(filepath.Dir(path))))
 	return nil
 }
 
@@ -301,7 +296,8 @@ func readCgroup(t *testing.T, ctl, path, file string) string {
 	t.Helper()
 	var candidates []string
 	if ctl == "" {
-		candidates = []string{filepath.Join("/sys/fs/cgroup", path, file)}
+		// PATH is absolute ("/kubepods.slice/..."), below the mount.
+		candidates = []string{filepath.Join("/sys/fs/cgroup", path, file)} //nolint:gocritic // the mount point, then the cgroup's path
 	} else {
 		// the controller's hierarchy may be mounted alone or co-mounted (cpu,cpuacct)
 		mounts, _ := filepath.Glob("/sys/fs/cgroup/*")
@@ -479,7 +475,7 @@ func TestInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	kill := time.AfterFunc(runTimeout, func() { cmd.Process.Kill() })
+	kill := time.AfterFunc(runTimeout, func() { _ = cmd.Process.Kill() })
 	defer kill.Stop()
 
 	r := &result{args: args}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,7 +258,7 @@ func TestPullSecrets(t *testing.T) {
 				unauthorized = pullDenied(t, e.rt, reg, tc.authUser != "")
 			}
 			// the harness password must not show either, whatever the Secret says
-			secrets := append(m.secrets, reg.password)
+			secrets := append(slices.Clone(m.secrets), reg.password) // a copy: m.secrets stays as written
 			c := dialCRI(t, e.endpoint)
 
 			// JSON: what was sent and what came back

@@ -208,8 +208,7 @@ func stepsChanges(t *testing.T, stdout string) []stepChanges {
 			t.Fatalf("JSON line: %v", err)
 		}
 		var typ string
-		json.Unmarshal(raw["type"], &typ)
-		if typ != "step" {
+		if err := json.Unmarshal(raw["type"], &typ); err != nil || typ != "step" {
 			continue
 		}
 		for _, k := range []string{"changes", "events"} {

@@ -67,12 +67,16 @@ func startTUI(t *testing.T, session string, cols, rows int, args ...string) *tui
 	// beside CI's): the pid keeps this process's session names its own.
 	session = fmt.Sprintf("%s-%d", session, os.Getpid())
 	s := &tuiSession{t: t, tmux: tmux, session: session, done: filepath.Join(t.TempDir(), "exit-code")}
-	exec.Command(tmux, "kill-session", "-t", session).Run()
+	_ = exec.Command(tmux, "kill-session", "-t", session).Run() // a leftover session of that name, if any (fails when there is none)
 	cmdline := strings.Join(args, " ") + "; echo $? > " + s.done + "; sleep 60"
 	if out, err := exec.Command(tmux, "new-session", "-d", "-s", session, "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows), cmdline).CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
-	t.Cleanup(func() { exec.Command(tmux, "kill-session", "-t", session).Run() })
+	t.Cleanup(func() {
+		if out, err := exec.Command(tmux, "kill-session", "-t", session).CombinedOutput(); err != nil {
+			t.Logf("tmux kill-session %s: %v: %s", session, err, out)
+		}
+	})
 	return s
 }
 
@@ -83,7 +87,12 @@ func (s *tuiSession) capture() string {
 }
 
 // key types one key (tmux send-keys names: "n", "Tab", "Enter").
-func (s *tuiSession) key(k string) { exec.Command(s.tmux, "send-keys", "-t", s.session, k).Run() }
+func (s *tuiSession) key(k string) {
+	s.t.Helper()
+	if out, err := exec.Command(s.tmux, "send-keys", "-t", s.session, k).CombinedOutput(); err != nil {
+		s.t.Errorf("tmux send-keys %s: %v: %s", k, err, out)
+	}
+}
 
 // waitFor polls the screen until ok accepts it (30 s at most) and returns it.
 func (s *tuiSession) waitFor(what string, ok func(string) bool) string {

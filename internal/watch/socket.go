@@ -1,4 +1,4 @@
-package main
+package watch
 
 import (
 	"fmt"
@@ -14,19 +14,19 @@ import (
 	"github.com/podstep/podstep/internal/session"
 )
 
-// socketOptions are proxy's flags on who may use its socket.
-type socketOptions struct {
+// SocketFlags are proxy's flags on who may use its socket.
+type SocketFlags struct {
 	group  string
 	listen proxy.ListenOptions
 }
 
-func (s *socketOptions) addFlags(f *pflag.FlagSet) {
+func (s *SocketFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.group, "socket-group", "", "the group (name or id) of the unix socket, whose members may use it (mode 0660 whatever the umask; default: podstep's group)")
 	f.BoolVar(&s.listen.AllowRemote, "allow-remote", false, "let a tcp:// --listen use an address other than loopback (the CRI has no authentication: a warning is printed)")
 }
 
 // validate checks the flags against --listen and resolves the group.
-func (s *socketOptions) validate(listen string) error {
+func (s *SocketFlags) validate(listen string) error {
 	unix := cri.SocketPath(listen) != ""
 	if s.group != "" {
 		if !unix {
@@ -59,7 +59,7 @@ func (s *socketOptions) validate(listen string) error {
 
 // warn says, when --allow-remote opened the CRI to the network, who can
 // use it.
-func (s *socketOptions) warn(stderr io.Writer, listen string) {
+func (s *SocketFlags) warn(stderr io.Writer, listen string) {
 	if !s.listen.AllowRemote {
 		return
 	}

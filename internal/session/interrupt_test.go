@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"bytes"
@@ -48,9 +48,10 @@ func TestSignalPolicy(t *testing.T) {
 	}
 }
 
-// TestInterruptsRepeat drives interrupts' loop with a clock: timeout's
+// TestInterruptsRepeat drives Interrupts' loop with a clock: timeout's
 // second copy cancels once and abandons nothing; a second signal after the
-// window abandons (exit code ExitInterrupted: nothing was watched).
+// window abandons (exit code InterruptedCode(), 128+N of the first signal:
+// nothing was watched).
 func TestInterruptsRepeat(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -67,7 +68,7 @@ func TestInterruptsRepeat(t *testing.T) {
 			exited := make(chan int, 1)
 			now := time.Date(2026, 11, 25, 20, 0, 0, 0, time.UTC)
 			clock := make(chan time.Time, len(tc.gaps))
-			in := &interrupts{cancel: cancel, stderr: &stderr, exit: func(c int) { exited <- c },
+			in := &Interrupts{cancel: cancel, stderr: &stderr, exit: func(c int) { exited <- c },
 				now: func() time.Time { return <-clock }, sigs: make(chan os.Signal), first: make(chan struct{}), done: make(chan struct{})}
 			go in.loop()
 			for _, g := range tc.gaps {
@@ -82,7 +83,7 @@ func TestInterruptsRepeat(t *testing.T) {
 			if tc.abandoned {
 				select {
 				case c := <-exited:
-					if c != ExitInterrupted || !strings.Contains(stderr.String(), "interrupted again") {
+					if c != InterruptedCode() || !strings.Contains(stderr.String(), "interrupted again") {
 						t.Errorf("exit %d, stderr %q", c, stderr.String())
 					}
 				case <-time.After(5 * time.Second):
@@ -95,7 +96,7 @@ func TestInterruptsRepeat(t *testing.T) {
 				t.Errorf("timeout's repeat abandoned the teardown (exit %d): %s", c, stderr.String())
 			case <-time.After(200 * time.Millisecond):
 			}
-			in.stop()
+			in.Stop()
 		})
 	}
 }

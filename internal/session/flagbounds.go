@@ -1,14 +1,11 @@
-package main
+package session
 
 import (
 	"math"
 	"strconv"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/podstep/podstep/internal/session"
 )
 
 // flagBound is the range of a numeric flag, by name, on every command that
@@ -37,10 +34,11 @@ var flagBounds = map[string]flagBound{
 	"wait":            {0, 86400, "a duration from 0 to 24h"},
 }
 
-// checkFlagBounds checks cmd's numeric flags against flagBounds.
-func checkFlagBounds(cmd *cobra.Command) error {
+// CheckFlagBounds checks a command's numeric flags against flagBounds
+// (every command's, before it runs: cmd/podstep's root).
+func CheckFlagBounds(flags *pflag.FlagSet) error {
 	var err error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+	flags.VisitAll(func(f *pflag.Flag) {
 		b, ok := flagBounds[f.Name]
 		if !ok || err != nil {
 			return
@@ -62,7 +60,7 @@ func checkFlagBounds(cmd *cobra.Command) error {
 			return
 		}
 		if math.IsNaN(v) || v < b.min || v > b.max {
-			err = session.Usagef("--%s %s: expected %s", f.Name, f.Value.String(), b.expected)
+			err = Usagef("--%s %s: expected %s", f.Name, f.Value.String(), b.expected)
 		}
 	})
 	return err

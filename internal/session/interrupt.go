@@ -1,4 +1,4 @@
-package main
+package session
 
 import (
 	"context"
@@ -13,11 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 )
 
-// interrupts carries a run's signals. The first SIGINT, SIGTERM or SIGHUP
+// Interrupts carries a run's signals. The first SIGINT, SIGTERM or SIGHUP
 // (a closed terminal) cancels the run, which then tears the pod down. A
 // second one abandons the teardown at once: it says what is left and exits.
 // What counts as a second one is signalPolicy's: the same signal again
@@ -25,9 +24,9 @@ import (
 //
 // SIGPIPE is not one of them: Go raises it for a write to any broken pipe
 // or socket, a runtime that died included, so it cannot tell that the
-// reader of stdout went away. It is ignored, and stdoutWatch turns the
+// reader of stdout went away. It is ignored, and Stdout's writer turns the
 // EPIPE of a write to stdout into an interrupt instead.
-type interrupts struct {
+type Interrupts struct {
 	cancel context.CancelFunc
 	stderr io.Writer
 	exit   func(int)
@@ -45,9 +44,9 @@ type interrupts struct {
 	more func() []steps.LeftBehind
 }
 
-// watchSignals starts listening; stop ends it.
-func watchSignals(cancel context.CancelFunc, stderr io.Writer) *interrupts {
-	in := &interrupts{cancel: cancel, stderr: stderr, exit: os.Exit, now: time.Now,
+// WatchSignals starts listening; Stop ends it.
+func WatchSignals(cancel context.CancelFunc, stderr io.Writer) *Interrupts {
+	in := &Interrupts{cancel: cancel, stderr: stderr, exit: os.Exit, now: time.Now,
 		sigs: make(chan os.Signal, 4), first: make(chan struct{}), done: make(chan struct{})}
 	signal.Ignore(syscall.SIGPIPE)
 	signal.Notify(in.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -55,18 +54,18 @@ func watchSignals(cancel context.CancelFunc, stderr io.Writer) *interrupts {
 	return in
 }
 
-func (in *interrupts) loop() {
+func (in *Interrupts) loop() {
 	for {
 		select {
 		case sig := <-in.sigs:
-			session.NoteSignal(sig)
+			NoteSignal(sig)
 			v := in.policy.next(sig, in.now())
-			if v == sigFirst && in.interrupted() {
+			if v == sigFirst && in.Interrupted() {
 				v = sigAgain // stdout's reader went away first: this signal is the second interrupt
 			}
 			switch v {
 			case sigFirst:
-				in.interrupt()
+				in.Interrupt()
 			case sigAgain:
 				in.abandon()
 				return
@@ -114,17 +113,17 @@ func (p *signalPolicy) next(sig os.Signal, now time.Time) sigVerdict {
 	return sigAgain
 }
 
-// interrupt is the first interrupt: it cancels the run. Calling it again
+// Interrupt is the first interrupt: it cancels the run. Calling it again
 // does nothing.
-func (in *interrupts) interrupt() {
+func (in *Interrupts) Interrupt() {
 	in.once.Do(func() {
 		close(in.first)
 		in.cancel()
 	})
 }
 
-// interrupted reports whether the run was interrupted.
-func (in *interrupts) interrupted() bool {
+// Interrupted reports whether the run was interrupted.
+func (in *Interrupts) Interrupted() bool {
 	select {
 	case <-in.first:
 		return true
@@ -133,15 +132,15 @@ func (in *interrupts) interrupted() bool {
 	}
 }
 
-// watch names the engine whose leftovers an abandoned teardown reports.
-func (in *interrupts) watch(eng *steps.Engine) {
+// Watch names the engine whose leftovers an abandoned teardown reports.
+func (in *Interrupts) Watch(eng *steps.Engine) {
 	in.mu.Lock()
 	in.eng = eng
 	in.mu.Unlock()
 }
 
-// watchMany names a source of what several engines left (podstep bench).
-func (in *interrupts) watchMany(more func() []steps.LeftBehind) {
+// WatchMany names a source of what several engines left (podstep bench).
+func (in *Interrupts) WatchMany(more func() []steps.LeftBehind) {
 	in.mu.Lock()
 	in.more = more
 	in.mu.Unlock()
@@ -149,7 +148,7 @@ func (in *interrupts) watchMany(more func() []steps.LeftBehind) {
 
 // abandon gives up on the teardown in progress: it says what is left and
 // exits, ExitLeftBehind when something is.
-func (in *interrupts) abandon() {
+func (in *Interrupts) abandon() {
 	in.mu.Lock()
 	eng, more := in.eng, in.more
 	in.mu.Unlock()
@@ -169,18 +168,32 @@ func (in *interrupts) abandon() {
 	left := strings.Join(parts, "; ")
 	if left == "" {
 		fmt.Fprintln(in.stderr, "podstep: interrupted again: stopped; nothing was left to tear down")
-		in.exit(session.InterruptedCode())
+		in.exit(InterruptedCode())
 		return
 	}
 	fmt.Fprintf(in.stderr, "podstep: interrupted again: teardown abandoned; left: %s; run `podstep cleanup` to remove it\n", left)
 	in.exit(ExitLeftBehind)
 }
 
-// stop stops listening for signals.
-func (in *interrupts) stop() {
+// Stop stops listening for signals.
+func (in *Interrupts) Stop() {
 	signal.Stop(in.sigs)
 	close(in.done)
 }
+
+// NotStarted is the error of a run that ended before anything was created:
+// an interrupt while connecting is exit 130, said once; else err.
+func (in *Interrupts) NotStarted(err error) error {
+	if in.Interrupted() {
+		fmt.Fprintln(in.stderr, "podstep: interrupted before anything was created")
+		return Silent(ExitInterrupted)
+	}
+	return err
+}
+
+// Stdout is stdout for a run: a reader of it that goes away (`| head`)
+// interrupts the run (stdoutWatch).
+func (in *Interrupts) Stdout(w io.Writer) io.Writer { return &stdoutWatch{w: w, gone: in.Interrupt} }
 
 // stdoutWatch is stdout for a run: the first write that fails with EPIPE
 // (whoever read stdout went away: `podstep run … | head`) interrupts the
