@@ -24,7 +24,9 @@ func TestOutputsRefuseNonRegular(t *testing.T) {
 	const pod = "../../testdata/pods/hello.yaml"
 	dir := t.TempDir()
 	target := filepath.Join(dir, "target")
-	os.WriteFile(target, []byte("keep"), 0o600)
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	mk := map[string]func(string) error{
 		"symlink": func(p string) error { return os.Symlink(target, p) },
 		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
@@ -44,7 +46,9 @@ func TestOutputsRefuseNonRegular(t *testing.T) {
 			}},
 			{"plan --crictl", func(p string) []string {
 				d := filepath.Dir(p)
-				os.Rename(p, filepath.Join(d, "pod-config.json"))
+				if err := os.Rename(p, filepath.Join(d, "pod-config.json")); err != nil {
+					t.Errorf("rename: %v", err)
+				}
 				return []string{"plan", "-f", pod, "--crictl", d}
 			}},
 		} {
@@ -80,7 +84,9 @@ func TestOutputsRefuseNonRegular(t *testing.T) {
 	}
 	// --force: through the link to its target.
 	link := filepath.Join(dir, "link.html")
-	os.Symlink(target, link)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errOut := run(t, "replay", rec, "--html", link, "--force"); code != ExitOK {
 		t.Fatalf("--force: exit %d: %s", code, errOut)
 	}
@@ -121,21 +127,16 @@ func TestSignalExitCodes(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			cmd.Process.Signal(sig)
-			cmd.Wait()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Errorf("%v: %v", sig, err)
+			}
+			_ = cmd.Wait() // the exit code is checked below
 			if got, want := cmd.ProcessState.ExitCode(), 128+int(sig); got != want {
 				t.Errorf("proxy after %v: exit %d, want %d; stderr:\n%s", sig, got, want, eb.String())
 			}
 		})
 
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 var _ = io.Discard

@@ -60,7 +60,7 @@ func proxyPoisoned(t *testing.T, p, output string) (stdout, stderr, rec string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := sim.Start(filepath.Join(dir))
+	srv, err := sim.Start(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func proxyPoisoned(t *testing.T, p, output string) (stdout, stderr, rec string) 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	defer func() { _ = cmd.Process.Kill() }() // normally it has exited by then
 	for i := 0; ; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break
@@ -109,11 +109,17 @@ func proxyPoisoned(t *testing.T, p, output string) (stdout, stderr, rec string) 
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("CreateContainer: %v, want the simulated error", err)
 	}
-	rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.PodSandboxId})
-	rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId})
+	if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(200 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Errorf("SIGINT: %v", err)
+	}
+	_ = cmd.Wait() // interrupted: what it printed and recorded is what the callers check
 	if testing.Verbose() {
 		t.Logf("proxy stdout:\n%s\nstderr:\n%s", ob.String(), eb.String())
 	}
