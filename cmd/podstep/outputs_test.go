@@ -24,7 +24,9 @@ func TestOutputsRefuseNonRegular(t *testing.T) {
 	const pod = "../../testdata/pods/hello.yaml"
 	dir := t.TempDir()
 	target := filepath.Join(dir, "target")
-	os.WriteFile(target, []byte("keep"), 0o600)
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	mk := map[string]func(string) error{
 		"symlink": func(p string) error { return os.Symlink(target, p) },
 		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
@@ -36,15 +38,17 @@ func TestOutputsRefuseNonRegular(t *testing.T) {
 	for kind, make := range mk {
 		for _, out := range []struct {
 			name string
-			args func(p string) []string
+			args func(t *testing.T, p string) []string
 		}{
-			{"replay --html", func(p string) []string { return []string{"replay", rec, "--html", p} }},
-			{"run --record", func(p string) []string {
+			{"replay --html", func(_ *testing.T, p string) []string { return []string{"replay", rec, "--html", p} }},
+			{"run --record", func(_ *testing.T, p string) []string {
 				return []string{"run", "--auto", "--sim", "--settle", "0", "--grace-period", "0", "-f", pod, "--root-dir", root, "--log-dir", logs, "--record", p}
 			}},
-			{"plan --crictl", func(p string) []string {
+			{"plan --crictl", func(t *testing.T, p string) []string {
 				d := filepath.Dir(p)
-				os.Rename(p, filepath.Join(d, "pod-config.json"))
+				if err := os.Rename(p, filepath.Join(d, "pod-config.json")); err != nil {
+					t.Fatal(err)
+				}
 				return []string{"plan", "-f", pod, "--crictl", d}
 			}},
 		} {
@@ -57,7 +61,7 @@ func TestOutputsRefuseNonRegular(t *testing.T) {
 					}
 					t.Fatal(err)
 				}
-				args := out.args(p)
+				args := out.args(t, p)
 				if out.name == "plan --crictl" {
 					p = filepath.Join(sub, "pod-config.json")
 				}
@@ -80,7 +84,9 @@ func TestOutputsRefuseNonRegular(t *testing.T) {
 	}
 	// --force: through the link to its target.
 	link := filepath.Join(dir, "link.html")
-	os.Symlink(target, link)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, errOut := run(t, "replay", rec, "--html", link, "--force"); code != ExitOK {
 		t.Fatalf("--force: exit %d: %s", code, errOut)
 	}
@@ -121,21 +127,16 @@ func TestSignalExitCodes(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
-			cmd.Process.Signal(sig)
-			cmd.Wait()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatalf("signal the proxy: %v; stderr:\n%s", err, eb.String())
+			}
+			_ = cmd.Wait() // a non-zero exit is expected; the code is checked below
 			if got, want := cmd.ProcessState.ExitCode(), 128+int(sig); got != want {
 				t.Errorf("proxy after %v: exit %d, want %d; stderr:\n%s", sig, got, want, eb.String())
 			}
 		})
 
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 var _ = io.Discard

@@ -60,7 +60,7 @@ func proxyPoisoned(t *testing.T, p, output string) (stdout, stderr, rec string) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := sim.Start(filepath.Join(dir))
+	srv, err := sim.Start(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func proxyPoisoned(t *testing.T, p, output string) (stdout, stderr, rec string) 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	defer func() { _ = cmd.Process.Kill() }() // only matters if a Fatal left the proxy running
 	for i := 0; ; i++ {
 		if _, err := os.Stat(sock); err == nil {
 			break
@@ -109,11 +109,17 @@ func proxyPoisoned(t *testing.T, p, output string) (stdout, stderr, rec string) 
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("CreateContainer: %v, want the simulated error", err)
 	}
-	rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.PodSandboxId})
-	rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId})
+	if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+		t.Fatalf("StopPodSandbox: %v", err)
+	}
+	if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId}); err != nil {
+		t.Fatalf("RemovePodSandbox: %v", err)
+	}
 	time.Sleep(200 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
-	cmd.Wait()
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatalf("signal the proxy: %v; stderr:\n%s", err, eb.String())
+	}
+	_ = cmd.Wait() // exits 128+2 after SIGINT by design; the callers check its outputs
 	if testing.Verbose() {
 		t.Logf("proxy stdout:\n%s\nstderr:\n%s", ob.String(), eb.String())
 	}

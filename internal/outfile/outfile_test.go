@@ -35,7 +35,9 @@ func entries(t *testing.T, dir string) []string {
 func TestRefused(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "target")
-	os.WriteFile(target, []byte("keep"), 0o600)
+	if err := os.WriteFile(target, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	nodes := map[string]string{
 		"link": "a symbolic link", "fifo": "a named pipe (FIFO)", "null": "a device", "dir": "a directory", "sock": "a socket",
 	}
@@ -52,7 +54,9 @@ func TestRefused(t *testing.T) {
 		t.Logf("mknod needs root (%v): the device case is not tried", err)
 		delete(nodes, "null")
 	}
-	os.Mkdir(filepath.Join(dir, "dir"), 0o755)
+	if err := os.Mkdir(filepath.Join(dir, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	l, err := listenUnix(filepath.Join(dir, "sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +91,13 @@ func TestRefused(t *testing.T) {
 func TestForce(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "target")
-	os.WriteFile(target, []byte("old"), 0o600)
+	if err := os.WriteFile(target, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(dir, "link")
-	os.Symlink(target, link)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
 	if err := Write(link, Options{Force: true}, writeString("new")); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +108,9 @@ func TestForce(t *testing.T) {
 		t.Errorf("the link was replaced")
 	}
 	fifo := filepath.Join(dir, "fifo")
-	syscall.Mkfifo(fifo, 0o600)
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	got := make(chan string)
 	go func() {
 		f, err := os.Open(fifo)
@@ -126,7 +136,9 @@ func TestForce(t *testing.T) {
 func TestWriteReplacesAtomically(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "out.html")
-	os.WriteFile(p, []byte("old"), 0o600)
+	if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := Write(p, Options{}, writeString("new")); err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +149,21 @@ func TestWriteReplacesAtomically(t *testing.T) {
 		t.Errorf("mode %v", fi.Mode())
 	}
 	boom := errors.New("boom")
-	if err := Write(p, Options{}, func(w io.Writer) error { io.WriteString(w, "half"); return boom }); !errors.Is(err, boom) {
+	if err := Write(p, Options{}, func(w io.Writer) error {
+		if _, err := io.WriteString(w, "half"); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
 		t.Errorf("failed write: %v", err)
 	}
 	interrupted := func(w io.Writer) error {
-		io.WriteString(w, "half")
-		syscall.Kill(os.Getpid(), syscall.SIGINT)
+		if _, err := io.WriteString(w, "half"); err != nil {
+			return err
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+			return err
+		}
 		for i := 0; i < 200; i++ { // the write goes on until it fails
 			if _, err := io.WriteString(w, strings.Repeat("x", 1<<10)); err != nil {
 				return err
@@ -167,13 +188,19 @@ func TestWriteReplacesAtomically(t *testing.T) {
 // TestOpen: Open truncates a regular file and makes a new one.
 func TestOpen(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "run.rec")
-	os.WriteFile(p, []byte("old contents"), 0o600)
+	if err := os.WriteFile(p, []byte("old contents"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	f, err := Open(p, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(f, "rec")
-	f.Close()
+	if _, err := io.WriteString(f, "rec"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if b, _ := os.ReadFile(p); string(b) != "rec" {
 		t.Errorf("got %q", b)
 	}

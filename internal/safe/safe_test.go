@@ -75,7 +75,9 @@ func TestWriterKeepsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	NewWriter(&buf).Write(raw)
+	if _, err := NewWriter(&buf).Write(raw); err != nil {
+		t.Fatal(err)
+	}
 	if bytes.ContainsAny(buf.Bytes(), "\x1b\x07\r") || strings.Contains(buf.String(), "\u009b") {
 		t.Fatalf("raw control left: %q", buf.String())
 	}
@@ -111,7 +113,7 @@ func FuzzText(f *testing.F) {
 		}
 		printable := true
 		for _, r := range s {
-			if !(unicode.IsPrint(r) || r == '\n' || r == '\t') || r == utf8.RuneError {
+			if !unicode.IsPrint(r) && r != '\n' && r != '\t' || r == utf8.RuneError {
 				printable = false
 			}
 		}
@@ -127,8 +129,12 @@ func FuzzText(f *testing.F) {
 			w := NewWriter(&buf)
 			w.AllowSGR(true)
 			k := len(s) / 2
-			w.Write([]byte(s[:k]))
-			w.Write([]byte(s[k:]))
+			if _, err := w.Write([]byte(s[:k])); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write([]byte(s[k:])); err != nil {
+				t.Fatal(err)
+			}
 			w.Flush()
 			if !strings.Contains(s, "\x1b") && buf.String() != Terminal(s) {
 				t.Fatalf("Writer(%q) = %q, Terminal = %q", s, buf.String(), Terminal(s))
@@ -140,7 +146,9 @@ func FuzzText(f *testing.F) {
 func TestWriterEscapesSGRUnlessAllowed(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf)
-	w.Write([]byte("\x1b[31mred\x1b[0m\n"))
+	if _, err := w.Write([]byte("\x1b[31mred\x1b[0m\n")); err != nil {
+		t.Fatal(err)
+	}
 	if want := `\x1b[31mred\x1b[0m` + "\n"; buf.String() != want {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}
