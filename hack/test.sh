@@ -91,7 +91,8 @@ GOOS=darwin go build ./...
 record "GOOS=darwin go build ./... (replay runs on macOS)" $?
 
 section "gofmt -l"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
+unformatted=$(gofmt -l "${gofiles[@]}")
 if [ -n "$unformatted" ]; then
 	printf 'gofmt would change:\n%s\n' "$unformatted"
 	record "gofmt -l (every Go file formatted)" 1
@@ -193,6 +194,7 @@ cluster_down() {
 	cluster cluster-down.sh || echo "hack/test.sh: cluster-down.sh failed" >&2
 	CLUSTER_UP=
 }
+# shellcheck disable=SC2317 # called from the EXIT trap, which shellcheck does not follow
 teardown() {
 	local rc=$?
 	trap - EXIT INT TERM
@@ -260,7 +262,8 @@ fi
 
 # integration RUNTIME: its harness up, the suite against it, its harness down.
 integration() {
-	local rt=$1 out=$TMP/harness-$rt.out up rc start name
+	local rt=$1
+	local out=$TMP/harness-$rt.out up rc start name
 	section "PODSTEP_CONTAINERD=$rt hack/containerd-up.sh"
 	HARNESS_UP=$rt # from here on, tear down whatever came up, even half of it
 	start=$SECONDS

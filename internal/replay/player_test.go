@@ -224,12 +224,16 @@ func TestFailedAndBreaks(t *testing.T) {
 		t.Errorf("C from the end: at %d, want 7 (before pull/app, the first step of containers)", p.Position())
 	}
 	p.Seek(0)
-	p.Continue(context.Background())
+	if err := p.Continue(context.Background()); err != nil {
+		t.Fatalf("c from the start: %v", err)
+	}
 	if p.Position() != 7 {
 		t.Errorf("c from the start: at %d, want 7", p.Position())
 	}
 	p.ToggleBreakStep(13)
-	p.Continue(context.Background())
+	if err := p.Continue(context.Background()); err != nil {
+		t.Fatalf("c from 7: %v", err)
+	}
 	if p.Position() != 12 {
 		t.Errorf("c from 7: at %d, want 12 (before step 13)", p.Position())
 	}
@@ -313,7 +317,9 @@ func TestAllRecordings(t *testing.T) {
 			want, started := recorded(t, filepath.Base(f))
 			p := load(t, filepath.Base(f))
 			for p.Position() < p.Len() {
-				p.Next(context.Background())
+				if _, err := p.Next(context.Background()); err != nil {
+					t.Fatalf("Next at %d: %v", p.Position(), err)
+				}
 				check(t, p, want, started, "forward")
 			}
 			for p.Position() > 0 {

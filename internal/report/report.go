@@ -297,7 +297,9 @@ func (p *Printer) emit(v any) {
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"type": "error", "error": err.Error()})
 	}
-	p.w.Write(append(b, '\n'))
+	// Ignored as for every Fprintf of the printer: the writer sees its own
+	// failure (cmd's stdout wrapper turns a reader gone away into an interrupt).
+	_, _ = p.w.Write(append(b, '\n'))
 }
 
 // StepJSON is the JSON object of one finished step (documented in the README).

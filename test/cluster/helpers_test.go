@@ -360,13 +360,15 @@ func onNode(spec *corev1.PodSpec, n Node) {
 }
 
 // result is one podstep invocation's outcome.
-type result struct {
+type result struct { //nolint:unused // runPodstep's; kept with it
 	stdout, stderr string
 	exit           int
 }
 
 // runPodstep runs PODSTEP_BIN with args and KUBECONFIG set, at most timeout;
 // it skips loudly (fails under CI=true) without PODSTEP_BIN.
+//
+//nolint:unused // shared helper for the cluster tests that drive PODSTEP_BIN (none yet)
 func (c *Cluster) runPodstep(t *testing.T, timeout time.Duration, args ...string) result {
 	t.Helper()
 	bin := os.Getenv("PODSTEP_BIN")
