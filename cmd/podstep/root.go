@@ -62,7 +62,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.StringVar(&g.logDir, "log-dir", defaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
 
-	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g))
+	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
 
 	err := root.Execute()
