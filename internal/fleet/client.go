@@ -103,7 +103,7 @@ func (e *AccessError) Error() string {
 	if e.Namespace != "" {
 		where = fmt.Sprintf(" in namespace %q", e.Namespace)
 	}
-	return fmt.Sprintf("API server %s denied %q on %q%s: podstep fleet needs %s %s (deploy/fleet-clusterrole.yaml; the API server said: %s)",
+	return fmt.Sprintf("API server %s denied %q on %q%s: podstep fleet needs %s %s (deploy/fleet.yaml; the API server said: %s)",
 		e.Server, e.Verb, e.Resource, where, e.Verb, e.Resource, Clean(e.Err.Error()))
 }
 
