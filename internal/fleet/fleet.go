@@ -302,13 +302,18 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	_, err = f.c.CS.CoreV1().Pods(f.o.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err := f.c.classify(err, "create", "pods", f.o.Namespace); err != nil {
 		f.fail(ctx, r, err)
-		f.deleteObjects(bg, pod.Name, false)
+		f.deleteObjects(bg, pod.Name, false, -1)
 		return
 	}
-	defer f.deleteObjects(bg, pod.Name, true)
-
 	// Wait for the runner to start.
 	p, why := f.waitStarted(ctx, pod.Name, node)
+	if p == nil || why != "" {
+		// It never ran: nothing to tear down, and a node without a kubelet
+		// would never confirm a graceful deletion.
+		f.deleteObjects(bg, pod.Name, true, 0)
+	} else {
+		defer f.deleteObjects(bg, pod.Name, true, -1)
+	}
 	switch {
 	case ctx.Err() != nil:
 		r.Status, r.ExitCode = Interrupted, exitInterrupted
@@ -499,9 +504,14 @@ func (f *fleet) progress(r *Result) {
 // deleteObjects deletes a node's runner pod and manifest ConfigMap. A
 // runner still running gets SIGTERM and its grace period: `podstep run`
 // tears the replayed pod down before it exits.
-func (f *fleet) deleteObjects(ctx context.Context, name string, pod bool) {
+// grace is the pod's deletion grace period in seconds (-1: its own).
+func (f *fleet) deleteObjects(ctx context.Context, name string, pod bool, grace int64) {
 	if pod {
-		err := f.c.CS.CoreV1().Pods(f.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+		opts := metav1.DeleteOptions{}
+		if grace >= 0 {
+			opts.GracePeriodSeconds = &grace
+		}
+		err := f.c.CS.CoreV1().Pods(f.o.Namespace).Delete(ctx, name, opts)
 		if err == nil {
 			f.mu.Lock()
 			f.deleted.Pods++
@@ -522,7 +532,14 @@ func (f *fleet) cleanup(ctx context.Context) Deleted {
 	pods, err := f.c.CS.CoreV1().Pods(f.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err == nil {
 		for _, p := range pods.Items {
-			f.deleteObjects(ctx, p.Name, true)
+			if p.DeletionTimestamp != nil {
+				continue // being deleted already
+			}
+			grace := int64(-1)
+			if !started(&p) {
+				grace = 0
+			}
+			f.deleteObjects(ctx, p.Name, true, grace)
 		}
 	}
 	// Wait for every runner pod to be gone.
@@ -614,4 +631,14 @@ func (h *hub) run(ctx context.Context, c *Client, ns, sel string) {
 		}
 		w.Stop()
 	}
+}
+
+// started says whether a runner's container ever ran.
+func started(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
