@@ -307,7 +307,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	}
 	// Wait for the runner to start.
 	p, why := f.waitStarted(ctx, pod.Name, node)
-	if p == nil || why != "" {
+	if now, _ := f.hub.get(pod.Name); (p == nil || why != "") && (now == nil || !started(now)) {
 		// It never ran: nothing to tear down, and a node without a kubelet
 		// would never confirm a graceful deletion.
 		f.deleteObjects(bg, pod.Name, true, 0)
