@@ -10,7 +10,7 @@ package cluster
 // PODSTEP_ENDPOINT_16/_2, PODSTEP_BIN), PODSTEP_FLEET_IMAGE names the runner
 // image already in both runtimes; unset, fleetImage builds it with
 // hack/image-build.sh and imports it into both (PODSTEP_CTR_2: the ctr of the
-// containerd 2 harness, default ctr).
+// containerd 2 harness, default: the ctr of ~/.cache/podstep/containerd-v2.4.2, else ctr).
 //
 // The helpers here are this file's own (fleet*), so that it builds beside
 // the package's shared helpers without depending on them.
@@ -101,7 +101,14 @@ func fleetImage(t testing.TB, e *fleetEnv) string {
 		name := ""
 		for i, ep := range e.endpoints {
 			cmd := exec.Command("bash", filepath.Join(e.root, "hack", "image-build.sh"), "--import", ep)
-			if ctr := os.Getenv("PODSTEP_CTR_2"); i == 1 && ctr != "" {
+			ctr := os.Getenv("PODSTEP_CTR_2")
+			if home, _ := os.UserHomeDir(); ctr == "" && home != "" {
+				// hack/containerd-up.sh's containerd 2 build has its own ctr
+				if c := filepath.Join(home, ".cache", "podstep", "containerd-v2.4.2", "bin", "ctr"); fileExists(c) {
+					ctr = c
+				}
+			}
+			if i == 1 && ctr != "" {
 				cmd.Env = append(os.Environ(), "PODSTEP_CTR="+ctr)
 			}
 			var stderr bytes.Buffer
@@ -553,6 +560,8 @@ func BenchmarkFleet200Nodes(b *testing.B) {
 		b.ReportMetric(wall.Seconds(), "wall-s")
 	}
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func ptrInt64(v int64) *int64 { return &v }
 
