@@ -255,8 +255,11 @@ func knownGates(g map[string]bool) string {
 	}
 	var out []string
 	for n, v := range g {
-		if known[n] {
-			out = append(out, n+"="+strconv.FormatBool(v))
+		kv := n + "=" + strconv.FormatBool(v)
+		// a gate podstep knows, set to a value it accepts (a locked gate
+		// set to its locked value only)
+		if _, err := gate.Parse(kv); known[n] && err == nil {
+			out = append(out, kv)
 		}
 	}
 	sort.Strings(out)

@@ -20,7 +20,7 @@ import (
 const configz = `{"kubeletconfig":{"enableServer":true,"staticPodPath":"","podLogsDir":"/var/lib/c/pod-logs",
 "containerRuntimeEndpoint":"unix:///var/lib/podstep-harness2/run/containerd.sock","imageServiceEndpoint":"",
 "cgroupDriver":"systemd","clusterDNS":["10.96.0.10"],"clusterDomain":"cluster.local","maxPods":50,
-"featureGates":{"ProcMountType":false,"SomeGateUnknownToPodstep":true},"cgroupsPerQOS":true,"cgroupRoot":"/c-n2"}}`
+"featureGates":{"ProcMountType":true,"ContainerRestartRules":false,"SomeGateUnknownToPodstep":true},"cgroupsPerQOS":true,"cgroupRoot":"/c-n2"}}`
 
 func testRunner(t *testing.T, node string) *Runner {
 	t.Helper()
@@ -85,7 +85,7 @@ func TestRunnerPod(t *testing.T) {
 	}
 	args := strings.Join(s.Containers[0].Args, " ")
 	for _, want := range []string{"run --auto -o json", "-r unix://" + sock, "--cgroup-driver systemd", "--cluster-dns 10.96.0.10",
-		"--max-pods 50", "--feature-gates ProcMountType=false", "--root-dir /var/lib/podstep-fleet/podstep-node-2/root",
+		"--max-pods 50", "--feature-gates ContainerRestartRules=false,ProcMountType=true", "--root-dir /var/lib/podstep-fleet/podstep-node-2/root",
 		"--node /etc/podstep-fleet/node.yaml"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
