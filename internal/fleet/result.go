@@ -20,12 +20,11 @@ type Status string
 const (
 	// Ran: the runner ran `podstep run` to its end and printed its summary.
 	Ran Status = "ran"
-	// NotReady: the node is NotReady (or unknown): no runner was created.
-	NotReady Status = "node not ready"
 	// Unschedulable: the runner cannot be placed on the node (the kubelet
 	// rejected it, e.g. OutOfcpu or NodeAffinity).
 	Unschedulable Status = "runner unschedulable"
-	// NotStarted: the runner did not start within --timeout.
+	// NotStarted: the runner did not start within --timeout (its error
+	// says why: the node not Ready, the runner's image not pulled, ...).
 	NotStarted Status = "runner not started"
 	// Crashed: the runner ended without printing a summary.
 	Crashed Status = "runner crashed"
