@@ -422,7 +422,7 @@ func notStartedWhy(timeout time.Duration, p *corev1.Pod, node *corev1.Node) stri
 			if w := cs.State.Waiting; w != nil && w.Reason != "" {
 				s += ": " + Clean(w.Reason)
 				if w.Message != "" {
-					s += ": " + Clean(firstLine(w.Message, 120))
+					s += ": " + Clean(firstLine(w.Message, 400))
 				}
 			}
 		}

@@ -89,7 +89,29 @@ func newFleetEnv(t testing.TB) *fleetEnv {
 	}
 	e.image = fleetImage(t, e)
 	fleetApplyDeploy(t, e)
+	fleetSharedHostDir(t)
 	return e
+}
+
+// fleetSharedHostDir makes /var/lib/podstep-fleet (the runners' host dir;
+// both nodes are on this host) a shared mount, as it is on a systemd host
+// whose / is shared: the runners mount it Bidirectional, which the runtime
+// refuses on a private mount ("is mounted on "/" but it is not a shared
+// mount"), and this machine's / is private.
+func fleetSharedHostDir(t testing.TB) {
+	t.Helper()
+	const dir = "/var/lib/podstep-fleet"
+	if out, err := exec.Command("findmnt", "-n", "-o", "PROPAGATION", dir).Output(); err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "shared") {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--bind", dir, dir}, {"--make-shared", dir}} {
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			t.Fatalf("mount %v: %v\n%s", args, err, out)
+		}
+	}
 }
 
 // fleetImage is the runner image, built and imported into both runtimes once.
