@@ -519,6 +519,7 @@ func TestFleetPermissionDenied(t *testing.T) {
 func BenchmarkFleetWall(b *testing.B) {
 	e := newFleetEnv(b)
 	var fleetS, slowestS []float64
+	failed := 0
 	for i := 0; i < b.N; i++ {
 		slowest := 0.0
 		for _, ep := range e.endpoints {
@@ -526,15 +527,22 @@ func BenchmarkFleetWall(b *testing.B) {
 			cmd := exec.Command(e.bin, "run", "--auto", "-q", "--settle", "0", "-f", "testdata/pods/hello.yaml", "-r", ep,
 				"--root-dir", b.TempDir(), "--log-dir", b.TempDir())
 			cmd.Dir = e.root
-			if out, err := cmd.CombinedOutput(); err != nil {
+			// exit 1 (the pod failed) counts too: a kubelet sharing the runtime
+			// kills pods it does not know (HandlePodCleanups), podstep's included,
+			// when its housekeeping comes during the run.
+			if out, err := cmd.CombinedOutput(); err != nil && cmd.ProcessState.ExitCode() != 1 {
 				b.Fatalf("run on %s: %v\n%s", ep, err, out)
+			} else if err != nil {
+				failed++
 			}
 			slowest = max(slowest, time.Since(start).Seconds())
 		}
 		start := time.Now()
 		_, stderr, code := e.run(b, "-f", "testdata/pods/hello.yaml", "--node", e.nodes[0], "--node", e.nodes[1], "--timeout", "2m", "--run-flag=--settle=0")
-		if code != 0 {
+		if code != 0 && code != 1 {
 			b.Fatalf("fleet exit %d:\n%s", code, stderr)
+		} else if code == 1 {
+			failed++
 		}
 		fleetS = append(fleetS, time.Since(start).Seconds())
 		slowestS = append(slowestS, slowest)
@@ -542,6 +550,7 @@ func BenchmarkFleetWall(b *testing.B) {
 	b.ReportMetric(fleetMedian(fleetS), "fleet-s")
 	b.ReportMetric(fleetMedian(slowestS), "slowest-run-s")
 	b.ReportMetric(fleetMedian(fleetS)-fleetMedian(slowestS), "overhead-s")
+	b.ReportMetric(float64(failed), "failed-runs")
 }
 
 // BenchmarkFleet200Nodes is the bar "200 Node objects (no kubelets),
