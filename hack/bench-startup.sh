@@ -93,9 +93,9 @@ EOF
 
 # wait_for WHAT CHECK...: poll CHECK every 10 ms, 10 s at most.
 wait_for() {
-	local what=$1 i
+	local what=$1
 	shift
-	for i in $(seq 1000); do
+	for _ in $(seq 1000); do
 		"$@" && return
 		sleep 0.01
 	done
@@ -128,7 +128,7 @@ first_frame() {
 }
 
 first_frame >/dev/null # warm-up, as for the commands above
-for i in $(seq "$RUNS"); do
+for _ in $(seq "$RUNS"); do
 	first_frame
 done >"$TMP/tui.txt"
 tui_ms=$(median <"$TMP/tui.txt")

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables are set for the scripts that source this file
 # Sourced by containerd-up.sh and containerd-down.sh: WHICH containerd a harness runs and WHERE
 # it lives. One harness per runtime; each has its own folder, socket, CNI network and registry,
 # so both can run side by side (see hack/README.md, "Two runtimes").

@@ -43,7 +43,7 @@ build() {
 		rm -rf "$tmp"
 		die "go build of jaeger $JAEGER_VERSION failed (log: $out)"
 	fi
-	rm -rf "$CACHE/bin"
+	rm -rf "${CACHE:?}/bin"
 	mv "$tmp" "$CACHE/bin"
 	log "built jaeger $JAEGER_VERSION in $((SECONDS - start)) s"
 }

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # the variables are set for the scripts that source this file
 # Sourced by jaeger-up.sh and jaeger-down.sh: where podstep's test Jaeger lives and listens.
 # Sets J_DIR, J_CONFIG, J_LOG, J_PIDFILE, the ports J_GRPC, J_HTTP, J_QUERY, J_QUERY_GRPC,
 # J_HEALTH, and the functions alive PID and jaeger_pid.

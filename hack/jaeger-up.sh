@@ -28,7 +28,9 @@ die() {
 }
 
 for p in "$J_GRPC" "$J_HTTP" "$J_QUERY" "$J_QUERY_GRPC" "$J_HEALTH"; do
-	[[ $p =~ ^[0-9]{1,5}$ ]] && [ "$p" -ge 1 ] && [ "$p" -le 65535 ] || die "port '$p': expected a TCP port number (PODSTEP_JAEGER_*_PORT)"
+	if ! { [[ $p =~ ^[0-9]{1,5}$ ]] && [ "$p" -ge 1 ] && [ "$p" -le 65535 ]; }; then
+		die "port '$p': expected a TCP port number (PODSTEP_JAEGER_*_PORT)"
+	fi
 done
 
 print_env() {

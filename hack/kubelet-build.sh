@@ -35,7 +35,7 @@ build() {
 		rm -rf "$tmp"
 		die "go build of kubelet $KUBELET_VERSION failed (log: $out)"
 	fi
-	rm -rf "$CACHE/bin"
+	rm -rf "${CACHE:?}/bin"
 	mv "$tmp" "$CACHE/bin"
 	log "built kubelet $KUBELET_VERSION in $((SECONDS - start)) s"
 }

@@ -18,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "record-examples.sh: $*" >&2; exit 1; }
+# shellcheck disable=SC2016 # the command is printed for the user to run, unexpanded
 [ -n "${CONTAINER_RUNTIME_ENDPOINT:-}" ] ||
 	die 'CONTAINER_RUNTIME_ENDPOINT is not set: start the harness, eval "$(hack/containerd-up.sh | tail -1)"'
 [ -n "${PODSTEP_REGISTRY_IMAGE:-}" ] ||

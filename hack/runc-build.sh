@@ -66,7 +66,7 @@ build_runc() {
 		rm -rf "$tmp"
 		die "go install of runc $RUNC_VERSION failed (log: $out)"
 	fi
-	rm -rf "$RUNC_CACHE/bin"
+	rm -rf "${RUNC_CACHE:?}/bin"
 	mv "$tmp" "$RUNC_CACHE/bin"
 	log "built runc $RUNC_VERSION in $((SECONDS - start)) s"
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # podstep's one test command:  bash hack/test.sh
 #
+#   0. the linters (hack/lint.sh): golangci-lint (pinned, built once and cached) and shellcheck
 #   1. go vet (all packages, and the integration package with its build tag); gofmt -l; go mod tidy -diff
 #   2. go test ./...                     unit tests; go test -race on the concurrent packages
 #   3. as root: the integration suite against a real containerd and a private registry, once per
@@ -57,6 +58,16 @@ finish() {
 	echo "hack/test.sh: FAIL"
 	exit 1
 }
+
+# --- 0. lint -----------------------------------------------------------------------------------
+# golangci-lint v2.15.0 (.golangci.yml; built once from the Go module proxy into
+# ~/.cache/podstep/golangci-lint-v2.15.0) and shellcheck on hack/*.sh and .ci/run. A finding fails the run.
+section "hack/lint.sh go (golangci-lint)"
+bash hack/lint.sh go
+record "golangci-lint (hack/lint.sh go)" $?
+section "hack/lint.sh shell (shellcheck)"
+bash hack/lint.sh shell
+record "shellcheck (hack/lint.sh shell)" $?
 
 # --- 1. vet ------------------------------------------------------------------------------------
 section "go vet ./..."

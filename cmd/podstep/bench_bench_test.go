@@ -47,7 +47,7 @@ func BenchmarkBenchSimulated(b *testing.B) {
 					if code != 0 {
 						b.Fatalf("exit %d: %s", code, errb.String())
 					}
-					var res benchOutput
+					var res bench.Output
 					if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 						b.Fatal(err)
 					}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/podstep/podstep/internal/sim"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +16,13 @@ import (
 )
 
 // benchJSON runs `podstep bench --sim -o json` with args and decodes it.
-func benchJSON(t *testing.T, args ...string) (int, *benchOutput, string) {
+func benchJSON(t *testing.T, args ...string) (int, *bench.Output, string) {
 	t.Helper()
 	root, logs := dirs(t)
 	all := append([]string{"bench", "--sim", "-f", "../../testdata/pods/hello.yaml", "--grace-period", "0", "-o", "json",
 		"--root-dir", root, "--log-dir", logs}, args...)
 	code, out, errOut := run(t, all...)
-	var res benchOutput
+	var res bench.Output
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("exit %d, output not JSON: %v\n%s\n%s", code, err, out, errOut)
 	}
@@ -231,7 +232,7 @@ func TestSimServeStopsWithParent(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	endpoint, err := firstLine(stdout, 10*time.Second)
+	endpoint, err := sim.FirstLine(stdout, 10*time.Second)
 	if err != nil {
 		cmd.Process.Kill()
 		t.Fatalf("sim-serve: %v", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cleanup"
 	"github.com/podstep/podstep/internal/mark"
+	"github.com/podstep/podstep/internal/session"
 )
 
 func newCleanupCmd(g *globalOptions) *cobra.Command {
@@ -25,43 +26,24 @@ use it until then), and only when podstep recorded making it: it holds podstep's
 is listed, and the exit code is 4.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.sim {
-				return usageErr("cleanup: the simulated runtime lives only while podstep runs; there is nothing to clean")
+			if g.ep.Sim {
+				return session.Usagef("cleanup: the simulated runtime lives only while podstep runs; there is nothing to clean")
 			}
-			c, err := connect(cmd.Context(), g)
+			c, err := session.Connect(cmd.Context(), g.ep)
 			if err != nil {
 				return err
 			}
-			defer c.stop()
-			if c.info.Simulated {
-				return runtimeErr(fmt.Errorf("cleanup: no runtime answered (%s); name one with -r", c.info.Why))
+			defer c.Stop()
+			if c.Runtime.Simulated {
+				return session.RuntimeErr(fmt.Errorf("cleanup: no runtime answered (%s); name one with -r", c.Runtime.Why))
 			}
-			done, err := cleanup.Run(cmd.Context(), c.client, grace)
+			done, err := cleanup.Run(cmd.Context(), c.Client, grace)
 			if err != nil {
-				return runtimeErr(err)
+				return session.RuntimeErr(err)
 			}
-			w := cmd.OutOrStdout()
-			if len(done) == 0 {
-				fmt.Fprintf(w, "nothing to clean on %s\n", c.info.Endpoint)
-				return nil
-			}
-			left := 0
-			for _, d := range done {
-				if d.Err != nil {
-					left++
-					fmt.Fprintf(w, "✗ pod %s sandbox %.13s: %v\n", d.Pod, d.SandboxID, d.Err)
-				} else {
-					fmt.Fprintf(w, "✓ pod %s: removed sandbox %.13s, %d container(s), %d dir(s)\n", d.Pod, d.SandboxID, d.Containers, len(d.Dirs))
-				}
-				for _, k := range d.Kept {
-					fmt.Fprintf(w, "  kept: %s\n", k)
-				}
-				if d.Err == nil && len(d.Kept) > 0 {
-					left++
-				}
-			}
+			left := cleanup.Write(cmd.OutOrStdout(), c.Runtime.Endpoint, done)
 			if left > 0 {
-				return &exitError{ExitLeftBehind, fmt.Errorf("cleanup: %d of %d pods not fully removed", left, len(done))}
+				return &session.Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %d of %d pods not fully removed", left, len(done))}
 			}
 			return nil
 		},

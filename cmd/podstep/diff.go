@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/diff"
-	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // ExitDiffers is podstep diff's exit code when the recordings differ after
@@ -51,21 +48,21 @@ damaged one, or two recordings of different pod specs without --different-pods).
 }
 
 func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
-	if o.output != report.Text && o.output != report.JSON {
-		return usageErr("diff: --output %q: want text or json", o.output)
-	}
-	a, err := readDiffInput(pathA)
-	if err != nil {
+	if err := session.CheckOutput(o.output, report.Text, report.JSON); err != nil {
 		return err
 	}
-	b, err := readDiffInput(pathB)
+	a, err := diff.Load(pathA)
 	if err != nil {
-		return err
+		return session.Usagef("diff: %v", err)
+	}
+	b, err := diff.Load(pathB)
+	if err != nil {
+		return session.Usagef("diff: %v", err)
 	}
 	res := diff.Compare(a, b)
 	if !res.Manifest.Same {
-		if !o.differentPods && !missingManifest(a, b) {
-			return usageErr("diff %s %s: %s (they are not recordings of the same manifest; --different-pods compares them anyway)", pathA, pathB, res.Manifest.Why)
+		if !o.differentPods && a.FromManifest && b.FromManifest {
+			return session.Usagef("diff %s %s: %s (they are not recordings of the same manifest; --different-pods compares them anyway)", pathA, pathB, res.Manifest.Why)
 		}
 		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", res.Manifest.Why)
 	}
@@ -79,39 +76,7 @@ func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
 		return err
 	}
 	if res.Differs() {
-		return silentExit(ExitDiffers)
+		return session.Silent(ExitDiffers)
 	}
 	return nil
-}
-
-// missingManifest says whether a recording holds no manifest to check (a
-// real kubelet's, recorded by podstep proxy, holds the pod only as its
-// calls show it): a warning, not a refusal.
-func missingManifest(a, b *diff.Recording) bool {
-	return !a.FromManifest || !b.FromManifest
-}
-
-func readDiffInput(path string) (*diff.Recording, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, usageErr("diff: %v", err)
-	}
-	if diff.IsTrace(data) {
-		r, err := diff.ReadTrace(path, bytes.NewReader(data))
-		if err != nil {
-			return nil, usageErr("diff: %v", err)
-		}
-		// The reference traces keep their manifest beside them, as NAME.yaml.
-		if m := filepath.Join(filepath.Dir(path), r.Header.Manifest.File+".yaml"); r.Header.Manifest.File != "" {
-			if b, err := manifest.Load(m); err == nil {
-				r.Header.Manifest.File, r.Header.Manifest.Pod, r.FromManifest = m, b.Pod, true
-			}
-		}
-		return r, nil
-	}
-	r, err := diff.Read(path, bytes.NewReader(data))
-	if err != nil {
-		return nil, usageErr("diff: %v", err)
-	}
-	return r, nil
 }

@@ -34,7 +34,7 @@ func TestDiffExitCodes(t *testing.T) {
 		{"kubelet trace", []string{simple, trace}, 1, "manifest: the same pod spec", ""},
 		{"not a recording", []string{hello, "../../testdata/pods/hello.yaml"}, 2, "", "hello.yaml: not a podstep recording"},
 		{"missing", []string{hello, "/nonexistent.rec"}, 2, "", "/nonexistent.rec: no such file"},
-		{"bad output", []string{hello, hello, "-o", "yaml"}, 2, "", `--output "yaml": want text or json`},
+		{"bad output", []string{hello, hello, "-o", "yaml"}, 2, "", `-o/--output "yaml": expected text or json`},
 		{"one argument", []string{hello}, 2, "", "accepts 2 arg(s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

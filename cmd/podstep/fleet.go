@@ -16,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/fleet"
+	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // fleetOptions are the flags of `podstep fleet`.
@@ -102,7 +104,7 @@ func newFleetCleanupCmd(parent *fleetOptions) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := fleet.Connect(o.kubeconfig, o.context)
 			if err != nil {
-				return usageErr("%v", err)
+				return session.Usagef("%v", err)
 			}
 			d, err := fleet.Cleanup(cmd.Context(), c, o.namespace, o.cleanupID, o.cleanupWait)
 			if err != nil {
@@ -132,40 +134,40 @@ func fleetErr(err error) error {
 	var ue *fleet.UnreachableError
 	switch {
 	case errors.As(err, &ae):
-		return usageErr("%v", err)
+		return session.Usagef("%v", err)
 	case errors.As(err, &ue):
-		return runtimeErr(err)
+		return session.RuntimeErr(err)
 	}
-	return &exitError{ExitRuntime, err}
+	return &session.Error{Code: session.ExitRuntime, Err: err}
 }
 
 func (o *fleetOptions) validate() error {
 	if (o.file == "") == (o.pod == "") {
-		return usageErr("give the pod with -f FILE or --pod NAMESPACE/NAME (one of them)")
+		return session.Usagef("give the pod with -f FILE or --pod NAMESPACE/NAME (one of them)")
 	}
 	if len(o.nodes) > 0 && o.selector != "" {
-		return usageErr("--node and --nodes: give one of them")
+		return session.Usagef("--node and --nodes: give one of them")
 	}
 	if o.image == "" {
-		return usageErr("--image is required: the runner image (build it with hack/image-build.sh; docs/fleet.md)")
+		return session.Usagef("--image is required: the runner image (build it with hack/image-build.sh; docs/fleet.md)")
 	}
 	switch corev1.PullPolicy(o.pullPolicy) {
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
 	default:
-		return usageErr("--image-pull-policy %q: expected Always, IfNotPresent or Never", o.pullPolicy)
+		return session.Usagef("--image-pull-policy %q: expected Always, IfNotPresent or Never", o.pullPolicy)
 	}
 	if o.output != report.Text && o.output != report.JSON {
-		return usageErr("-o/--output %q: expected text or json", o.output)
+		return session.Usagef("-o/--output %q: expected text or json", o.output)
 	}
 	if o.concurrency < 1 {
-		return usageErr("--concurrency %d: expected at least 1", o.concurrency)
+		return session.Usagef("--concurrency %d: expected at least 1", o.concurrency)
 	}
 	if o.timeout <= 0 || o.runTimeout <= 0 {
-		return usageErr("--timeout and --run-timeout: expected durations > 0")
+		return session.Usagef("--timeout and --run-timeout: expected durations > 0")
 	}
 	for _, rf := range o.runFlags {
 		if !strings.HasPrefix(rf, "--") {
-			return usageErr("--run-flag %q: expected a podstep run flag such as --settle=0", rf)
+			return session.Usagef("--run-flag %q: expected a podstep run flag such as --settle=0", rf)
 		}
 	}
 	return nil
@@ -178,10 +180,18 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 	stderr := cmd.ErrOrStderr()
 	fo := fleet.Options{Nodes: o.nodes, Selector: o.selector, Namespace: o.namespace, Image: o.image,
 		PullPolicy: corev1.PullPolicy(o.pullPolicy), ServiceAccount: o.serviceAccount, HostDir: o.hostDir,
-		Endpoint: g.runtimeEndpoint, RunArgs: o.runFlags, Timeout: o.timeout, RunTimeout: o.runTimeout,
+		Endpoint: g.ep.Runtime, RunArgs: o.runFlags, Timeout: o.timeout, RunTimeout: o.runTimeout,
 		Concurrency: o.concurrency, Record: o.record, Progress: stderr}
 	if o.file != "" {
-		b, err := loadManifest(cmd, o.file)
+		var (
+			b   *manifest.Bundle
+			err error
+		)
+		if o.file == "-" {
+			b, err = manifest.Read(manifest.StdinName, cmd.InOrStdin())
+		} else {
+			b, err = manifest.Load(o.file)
+		}
 		if err != nil {
 			return err
 		}
@@ -195,7 +205,7 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 	}
 	c, err := fleet.Connect(o.kubeconfig, o.context)
 	if err != nil {
-		return usageErr("%v", err)
+		return session.Usagef("%v", err)
 	}
 
 	// The first Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops the fleet: the
@@ -235,7 +245,7 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "podstep fleet: interrupted before any runner was made")
-			return silentExit(ExitInterrupted)
+			return session.Silent(ExitInterrupted)
 		}
 		return fleetErr(err)
 	}
@@ -251,7 +261,7 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 	total, peak := c.Requests()
 	fmt.Fprintf(stderr, "podstep fleet %s: %s (%d API requests, at most %d in one second)\n", out.ID, out.Deleted, total, peak)
 	if out.Analysis.ExitCode != ExitOK {
-		return silentExit(out.Analysis.ExitCode)
+		return session.Silent(out.Analysis.ExitCode)
 	}
 	return nil
 }

@@ -96,6 +96,10 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "NoSuchGate=true"},
 		{"run", "--auto", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "ProcMountType=false"},
 		{"plan", "-f", "../../testdata/pods/hello.yaml", "--feature-gates", "ContainerStopSignals=maybe"},
+		// plan checks what run checks (session.Options.Validate).
+		{"plan", "-f", "../../testdata/pods/hello.yaml", "--cgroup-driver", "bogus"},
+		{"plan", "-f", "../../testdata/pods/hello.yaml", "--settle", "-1s"},
+		{"plan", "-f", "../../testdata/pods/hello.yaml", "-o", "text"},
 	}
 	for _, args := range cases {
 		code, _, errOut := run(t, args...)
@@ -273,36 +277,24 @@ spec:
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
 `), 0o644)
-	cmd := exec.Command(bin, "run", "--auto", "--sim", "-o", "json", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 1<<20)
-	var lines []string
 	var signalled time.Time
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+	res := stream(t, time.Minute, func(p *exec.Cmd, line string) {
 		// The create step is done: StartContainer (delayed 1.5 s) is in flight.
-		if signalled.IsZero() && strings.Contains(sc.Text(), `"name":"create/app"`) {
+		if signalled.IsZero() && strings.Contains(line, `"name":"create/app"`) {
 			time.Sleep(200 * time.Millisecond)
-			cmd.Process.Signal(syscall.SIGINT)
+			p.Process.Signal(syscall.SIGINT)
 			signalled = time.Now()
 		}
-	}
-	err := cmd.Wait()
+	}, "run", "--auto", "--sim", "-o", "json", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)
+	lines := res.lines
 	if signalled.IsZero() {
 		t.Fatalf("never reached create/app: %s", strings.Join(lines, "\n"))
 	}
-	ee, ok := err.(*exec.ExitError)
-	if !ok || ee.ExitCode() != ExitInterrupted {
-		t.Fatalf("exit = %v, want 130; stderr %s", err, stderr.String())
+	if res.code != ExitInterrupted {
+		t.Fatalf("exit = %d, want 130; stderr %s", res.code, res.stderr)
 	}
-	if !strings.Contains(stderr.String(), "podstep: interrupted: torn down") {
-		t.Errorf("stderr = %q, want it to say interrupted: torn down", stderr.String())
+	if !strings.Contains(res.stderr, "podstep: interrupted: torn down") {
+		t.Errorf("stderr = %q, want it to say interrupted: torn down", res.stderr)
 	}
 	all := strings.Join(lines, "\n")
 	for _, l := range lines {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"github.com/podstep/podstep/internal/golden"
 	"io"
 	"os"
 	"os/exec"
@@ -20,22 +21,7 @@ import (
 // readRecording returns a recording's bytes, gunzipped when it is gzip.
 func readRecording(t *testing.T, path string) string {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			t.Fatal(err)
-		}
-	} else if strings.HasSuffix(path, ".gz") {
-		t.Fatalf("%s is not gzip", path)
-	}
-	return string(data)
+	return string(golden.ReadFile(t, path))
 }
 
 // TestRecordReplay runs pods with --record on the simulated runtime and

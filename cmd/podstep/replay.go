@@ -1,15 +1,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // replayOptions are the flags of `podstep replay`.
@@ -46,7 +45,7 @@ first, then where and why it stopped).`,
   podstep replay run.rec.gz --html run.html`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("replay takes one recording FILE, got %d arguments", len(args))
+				return session.Usagef("replay takes one recording FILE, got %d arguments", len(args))
 			}
 			return nil
 		},
@@ -63,8 +62,8 @@ first, then where and why it stopped).`,
 
 // replay prints the recording at path through the printer of run --auto.
 func replay(cmd *cobra.Command, path string, o *replayOptions) error {
-	if o.output != report.Text && o.output != report.Short && o.output != report.JSON {
-		return usageErr("-o/--output %q: expected text, short or json", o.output)
+	if err := session.CheckOutput(o.output, report.Text, report.Short, report.JSON); err != nil {
+		return err
 	}
 	if o.html != "" {
 		return replayHTML(cmd, path, o.html)
@@ -81,40 +80,16 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	defer f.Close()
 	rd, err := record.NewReader(f)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
-	h := rd.Header()
-	rt := h.Runtime.Endpoint
-	if h.Runtime.Name != "" {
-		rt = fmt.Sprintf("%s %s at %s", h.Runtime.Name, h.Runtime.Version, rt)
+	fmt.Fprintln(stderr, rd.Header().Banner(path))
+	if err := rd.Print(report.New(stdout, o.output)); err != nil {
+		return session.Usagef("replay %s: %v", path, err)
 	}
-	if h.Runtime.Simulated {
-		rt = "the SIMULATED runtime at " + h.Runtime.Endpoint
-	}
-	fmt.Fprintf(stderr, "podstep: REPLAY of %s: recorded %s on %s with podstep %s, %s (format v%d)\n",
-		path, h.Recorded.Format("2006-01-02 15:04:05 MST"), h.Host, h.Podstep, rt, h.Version)
-
-	printer := report.New(stdout, o.output)
-	for {
-		ev, err := rd.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return usageErr("replay %s: %v", path, err)
-		}
-		switch {
-		case ev.Start != nil:
-			printer.Start(ev.Start.Runtime, ev.Start.Pod)
-		case ev.Step != nil:
-			printer.Step(*ev.Step)
-		case ev.Summary != nil:
-			printer.Finish(*ev.Summary)
-		}
-	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	replaypkg "github.com/podstep/podstep/internal/replay"
+	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/tui"
 )
 
@@ -20,12 +21,12 @@ var _ tui.Replayer = (*replaypkg.Player)(nil)
 func replayInteractive(cmd *cobra.Command, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	defer f.Close()
 	p, err := replaypkg.Open(f)
 	if err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	defer p.Close()
 	h := p.Header()
@@ -37,11 +38,11 @@ func replayInteractive(cmd *cobra.Command, path string) error {
 	_, err = tui.Run(cmd.Context(), p, tui.Options{Replay: info, NoColor: color.NoColor || os.Getenv("NO_COLOR") != "",
 		In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 	if err != nil {
-		return &exitError{ExitRuntime, fmt.Errorf("terminal: %w", err)}
+		return &session.Error{Code: ExitRuntime, Err: fmt.Errorf("terminal: %w", err)}
 	}
 	p.Close() // a damage not reached is not reported
 	if err := p.Damage(); err != nil {
-		return usageErr("replay %s: %v", path, err)
+		return session.Usagef("replay %s: %v", path, err)
 	}
 	return nil
 }

@@ -4,29 +4,36 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // globalOptions are the flags every command that reaches a runtime shares.
 type globalOptions struct {
-	runtimeEndpoint string
-	imageEndpoint   string
-	sim             bool
-	timeout         time.Duration
-	pullTimeout     time.Duration
-	rootDir         string
-	logDir          string
-	noColor         bool
-	output          string
+	ep      session.Endpoints // -r, --image-endpoint, --sim, --timeout, --pull-timeout
+	rootDir string
+	logDir  string
+	noColor bool
 }
 
 // Execute runs podstep with args and returns the process exit code.
 func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	return session.Print(err, stderr)
+}
+
+// newRootCmd builds the podstep command tree. Besides Execute, the CLI
+// reference in docs/cli is generated from it (clidocs_test.go).
+func newRootCmd() *cobra.Command {
 	g := &globalOptions{}
 	root := &cobra.Command{
 		Use:   "podstep",
@@ -43,30 +50,27 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if g.noColor || os.Getenv("NO_COLOR") != "" {
 				color.NoColor = true
 			}
+			if err := checkFlagBounds(cmd); err != nil {
+				return err
+			}
 			return g.absDirs()
 		},
 	}
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.Usagef("%v", err) })
 
 	pf := root.PersistentFlags()
-	pf.StringVarP(&g.runtimeEndpoint, "runtime-endpoint", "r", "", "CRI runtime endpoint (env CONTAINER_RUNTIME_ENDPOINT; default: the first well-known socket that answers, else the simulated runtime)")
-	pf.StringVar(&g.imageEndpoint, "image-endpoint", "", "CRI image service endpoint (env IMAGE_SERVICE_ENDPOINT; default: the runtime endpoint)")
-	pf.BoolVar(&g.sim, "sim", false, "use the built-in simulated CRI runtime")
-	pf.DurationVar(&g.timeout, "timeout", cri.DefaultTimeout, "timeout of each CRI call (image pulls: --pull-timeout)")
-	pf.DurationVar(&g.pullTimeout, "pull-timeout", cri.DefaultPullTimeout, "timeout of each PullImage call")
-	pf.StringVar(&g.rootDir, "root-dir", defaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
-	pf.StringVar(&g.logDir, "log-dir", defaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
+	pf.StringVarP(&g.ep.Runtime, "runtime-endpoint", "r", "", "CRI runtime endpoint (env CONTAINER_RUNTIME_ENDPOINT; default: the first well-known socket that answers, else the simulated runtime)")
+	pf.StringVar(&g.ep.Image, "image-endpoint", "", "CRI image service endpoint (env IMAGE_SERVICE_ENDPOINT; default: the runtime endpoint)")
+	pf.BoolVar(&g.ep.Sim, "sim", false, "use the built-in simulated CRI runtime")
+	pf.DurationVar(&g.ep.Timeout, "timeout", cri.DefaultTimeout, "timeout of each CRI call (image pulls: --pull-timeout)")
+	pf.DurationVar(&g.ep.PullTimeout, "pull-timeout", cri.DefaultPullTimeout, "timeout of each PullImage call")
+	pf.StringVar(&g.rootDir, "root-dir", session.DefaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
+	pf.StringVar(&g.logDir, "log-dir", session.DefaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
 
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
-
-	err := root.Execute()
-	return exitCode(err, stderr)
+	return root
 }
 
 // absDirs makes --root-dir and --log-dir absolute: the runtime mounts
@@ -80,37 +84,9 @@ func (g *globalOptions) absDirs() error {
 	}{{"--root-dir", &g.rootDir}, {"--log-dir", &g.logDir}} {
 		abs, err := filepath.Abs(*d.dir)
 		if err != nil {
-			return usageErr("%s %q: %v", d.flag, *d.dir, err)
+			return session.Usagef("%s %q: %v", d.flag, *d.dir, err)
 		}
 		*d.dir = abs
 	}
 	return nil
-}
-
-// defaultRootDir is /var/lib/podstep for root, else the user's state dir.
-func defaultRootDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/lib/podstep"
-	}
-	return filepath.Join(stateHome(), "podstep")
-}
-
-// defaultLogDir is /var/log/podstep/pods for root (beside, not inside, a
-// kubelet's /var/log/pods), else under the user's state dir.
-func defaultLogDir() string {
-	if os.Geteuid() == 0 {
-		return "/var/log/podstep/pods"
-	}
-	return filepath.Join(stateHome(), "podstep", "logs")
-}
-
-func stateHome() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return os.TempDir()
-	}
-	return filepath.Join(home, ".local", "state")
 }

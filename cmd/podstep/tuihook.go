@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/tui"
 )
@@ -19,39 +19,23 @@ import (
 // those of --auto.
 // ctx is cancelled by a signal (SIGHUP included: a closed terminal), which
 // ends the TUI and tears the pod down.
-func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, b *manifest.Bundle, c *conn, sig *interrupts, rec *recording) error {
+func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o *runOptions, eng *steps.Engine, c *session.Conn, sig *interrupts, rec *session.Recording) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	eo := o.engineOptions(g)
-	eo.Simulated = c.info.Simulated
-	eng, err := steps.New(b, c.client, eo)
-	if err != nil {
-		return err
-	}
-	sig.watch(eng)
-	o.tracing.start(ctx, c, eng)
-	rec.subscribe(eng)
-	rec.start(ctx, cmd, o, c, b, eng, true)
-	var breaks []steps.Stage
-	for _, s := range o.breaks {
-		st, _ := steps.ParseStage(s) // validated by runOptions.validate
-		breaks = append(breaks, st)
-	}
-
 	res, tuiErr := tui.Run(ctx, eng, tui.Options{
-		Runtime: c.info, Breaks: breaks, Keep: o.keep,
+		Runtime: c.Runtime, Breaks: o.BreakStages(), Keep: o.keep,
 		NoColor: g.noColor, In: cmd.InOrStdin(), Out: stdout,
 	})
 
 	// The TUI is gone: from here on, plain lines.
 	printer := report.New(stdout, report.Text)
-	printer.SetPod(podName(eng))
+	printer.SetPod(session.PodName(eng))
 	eng.Subscribe(printer.Observe)
 	var created time.Duration
 	for _, s := range eng.Steps() {
 		created += s.Duration
 	}
 	teardown := res.Teardown || tuiErr != nil
-	sum := summarize(eng, c, created, !teardown)
+	sum := session.Summarize(eng, c.Client.Calls(), created, !teardown)
 	if tuiErr != nil {
 		fmt.Fprintln(stderr, "podstep: terminal:", tuiErr)
 	}
@@ -62,14 +46,14 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 		// ctrl+c in the TUI was the first interrupt: the next one abandons teardown.
 		sig.interrupt()
 	}
-	code, msg := settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
+	code, msg := session.Settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
 	printer.Finish(sum)
-	rec.finish(sum, stderr)
+	rec.Finish(sum, stderr)
 	if msg != "" {
 		fmt.Fprintln(stderr, msg)
 	}
 	if tuiErr != nil && code == ExitOK {
 		code = ExitRuntime
 	}
-	return silentExit(code)
+	return session.Silent(code)
 }

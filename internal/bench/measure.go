@@ -70,12 +70,11 @@ func Measure(pod *corev1.Pod, all []steps.Step, created, teardown time.Duration)
 			in += c.Duration
 			p.Calls = append(p.Calls, Call{Method: c.Method, Ms: ms(int64(c.Duration))})
 		}
-		cri += in
-		if s.Kind.Waits() {
-			wait += s.Duration - in
-		} else {
+		rt, w, own := s.Kind.Split(s.Duration, in)
+		cri, wait = cri+rt, wait+w
+		if !s.Kind.Waits() {
 			k := s.Kind.String()
-			p.OwnSteps[k] = round(p.OwnSteps[k] + ms(int64(s.Duration-in)))
+			p.OwnSteps[k] = round(p.OwnSteps[k] + ms(int64(own)))
 		}
 		if s.State == steps.Failed && p.Failed == "" && s.Stage != steps.StageTeardown {
 			p.Failed = string(s.Stage) + "/" + s.Name + ": " + s.Result.Reason + ": " + s.Result.Message

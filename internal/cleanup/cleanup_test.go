@@ -29,13 +29,10 @@ func keep(t *testing.T, c *cri.Client, file string) []string {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	e, err := steps.New(b, c, steps.Options{
+	e := steps.New(b, c, steps.Options{
 		Config:    podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		Simulated: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for !e.Finished() {
 		if err := e.Continue(context.Background()); err != nil {
 			t.Fatal(err)
@@ -50,7 +47,7 @@ func keep(t *testing.T, c *cri.Client, file string) []string {
 // removes the sandbox but keeps the directories and says so.
 func TestRunRemovesOnlyWhatPodstepMade(t *testing.T) {
 	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
-	keptDirs := keep(t, c, filepath.Join("..", "..", "testdata/pods/hello.yaml"))
+	keptDirs := keep(t, c, filepath.Join("..", "..", "testdata", "pods", "hello.yaml"))
 	if len(keptDirs) != 2 {
 		t.Fatalf("kept pod dirs = %v", keptDirs)
 	}
@@ -65,7 +62,9 @@ func TestRunRemovesOnlyWhatPodstepMade(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(d, "precious"), []byte("x"), 0o644)
+		if err := os.WriteFile(filepath.Join(d, "precious"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx := context.Background()
 	for _, sb := range []struct{ name, uid, root, logs string }{

@@ -75,7 +75,7 @@ func Dial(runtimeEndpoint, imageEndpoint string, o Options) (*Client, error) {
 	iconn := rconn
 	if imageEndpoint != runtimeEndpoint {
 		if iconn, err = dial(imageEndpoint); err != nil {
-			rconn.Close()
+			_ = rconn.Close() // the dial error is the one to report
 			return nil, err
 		}
 		c.conns = append(c.conns, iconn)

@@ -60,13 +60,13 @@ func serve(t *testing.T, srv runtimeapi.RuntimeServiceServer) *Client {
 	}
 	g := grpc.NewServer()
 	runtimeapi.RegisterRuntimeServiceServer(g, srv)
-	go g.Serve(l)
+	go func() { _ = g.Serve(l) }() // returns when g.Stop closes l
 	t.Cleanup(g.Stop)
 	c, err := Dial("unix://"+sock, "", Options{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
@@ -126,7 +126,7 @@ func TestUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	_, err = c.Version(context.Background())
 	if !Unavailable(err) {
 		t.Errorf("Version on a missing socket: %v, want Unavailable", err)

@@ -65,7 +65,7 @@ func Probe(ctx context.Context, endpoint string, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a probe: only Version's answer counts
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	_, err = c.rt.Version(ctx, versionRequest())

@@ -39,7 +39,9 @@ func TestSession(t *testing.T) {
 	if seen[a] != 2 || seen[b] != 1 {
 		t.Errorf("hooks: a saw %d, b %d; want 2, 1", seen[a], seen[b])
 	}
-	a.Close()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := b.StartContainer(context.Background(), "c"); err != nil {
 		t.Errorf("after closing a session, another's call: %v", err)
 	}

@@ -26,40 +26,54 @@ func (c *Client) StatusCgroupInfo(ctx context.Context) (*runtimeapi.StatusRespon
 		})
 }
 
+// ContainerdConfig is the part of containerd's verbose Status info
+// "config" (its CRI plugin config) podstep reads: the default runtime
+// handler and each handler's type and options (the runc shim's
+// SystemdCgroup is its cgroup driver). It is the one definition, for the
+// redaction here and the engine's cgroup driver (internal/steps).
+type ContainerdConfig struct {
+	Containerd *struct {
+		DefaultRuntimeName string                       `json:"defaultRuntimeName"`
+		Runtimes           map[string]ContainerdRuntime `json:"runtimes"`
+	} `json:"containerd"`
+}
+
+// ContainerdRuntime is one runtime handler of ContainerdConfig.
+type ContainerdRuntime struct {
+	Type    string         `json:"runtimeType"`
+	Options map[string]any `json:"options,omitempty"`
+}
+
+// ParseContainerdConfig reads info["config"]; false when it is absent or
+// not containerd's.
+func ParseContainerdConfig(info map[string]string) (*ContainerdConfig, bool) {
+	raw, found := info["config"]
+	if !found {
+		return nil, false
+	}
+	var cfg ContainerdConfig
+	if json.Unmarshal([]byte(raw), &cfg) != nil || cfg.Containerd == nil {
+		return nil, false
+	}
+	return &cfg, true
+}
+
 // cgroupInfo is the part of containerd's verbose Status info StatusCgroupInfo keeps.
 func cgroupInfo(info map[string]string) map[string]string {
-	var cfg struct {
-		Containerd *struct {
-			DefaultRuntimeName string `json:"defaultRuntimeName"`
-			Runtimes           map[string]struct {
-				Type    string         `json:"runtimeType"`
-				Options map[string]any `json:"options"`
-			} `json:"runtimes"`
-		} `json:"containerd"`
-	}
-	if json.Unmarshal([]byte(info["config"]), &cfg) != nil || cfg.Containerd == nil {
+	cfg, ok := ParseContainerdConfig(info)
+	if !ok {
 		return nil
 	}
-	type runtime struct {
-		Type    string         `json:"runtimeType"`
-		Options map[string]any `json:"options,omitempty"`
-	}
-	out := struct {
-		Containerd struct {
-			DefaultRuntimeName string             `json:"defaultRuntimeName"`
-			Runtimes           map[string]runtime `json:"runtimes"`
-		} `json:"containerd"`
-	}{}
-	out.Containerd.DefaultRuntimeName = cfg.Containerd.DefaultRuntimeName
-	out.Containerd.Runtimes = map[string]runtime{}
+	runtimes := map[string]ContainerdRuntime{}
 	for name, rt := range cfg.Containerd.Runtimes {
-		r := runtime{Type: rt.Type}
+		r := ContainerdRuntime{Type: rt.Type}
 		if v, ok := rt.Options["SystemdCgroup"]; ok {
 			r.Options = map[string]any{"SystemdCgroup": v}
 		}
-		out.Containerd.Runtimes[name] = r
+		runtimes[name] = r
 	}
-	b, err := json.Marshal(out)
+	cfg.Containerd.Runtimes = runtimes
+	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil
 	}

@@ -86,6 +86,9 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 		cur.c.Request = b
 		rec.Calls = append(rec.Calls, cur.c)
 		cur = nil
+		if len(rec.Calls) > MaxCalls {
+			return tooManyCalls(name)
+		}
 		return nil
 	}
 	for sc.Scan() {

@@ -178,7 +178,7 @@ func decodeMessage(t reflect.Type, raw []byte, err error) string {
 				msg += " (quote the value to make it a string: unquoted yes/no, on/off, y/n and true/false are booleans in YAML)"
 			case '{', '[', 'n', '"':
 			default:
-				msg += fmt.Sprintf(" (quote the value to make it a string: \"%s\")", shortText(string(raw)))
+				msg += fmt.Sprintf(" (quote the value to make it a string: %q)", shortText(string(raw)))
 			}
 		}
 		return msg

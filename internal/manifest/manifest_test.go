@@ -28,7 +28,7 @@ func loadRel(t *testing.T, rel string) (*Bundle, error) {
 }
 
 func TestBadManifests(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(repoRoot, "testdata/bad/*.yaml"))
+	files, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "bad", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestBadManifests(t *testing.T) {
 }
 
 func TestGoodPods(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(repoRoot, "testdata/pods/*.yaml"))
+	files, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "pods", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestHelloDefaults(t *testing.T) {
 	if b2.Pod.UID != p.UID {
 		t.Errorf("UID not reproducible: %s then %s", p.UID, b2.Pod.UID)
 	}
-	data, _ := os.ReadFile(filepath.Join(repoRoot, "testdata/pods/hello.yaml"))
+	data, _ := os.ReadFile(filepath.Join(repoRoot, "testdata", "pods", "hello.yaml"))
 	b3, err := Parse("x.yaml", append(data, []byte("  # changed\n")...))
 	if err != nil {
 		t.Fatal(err)
@@ -306,11 +306,11 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestLoadStdin(t *testing.T) {
-	f, err := os.Open(filepath.Join(repoRoot, "testdata/pods/hello.yaml"))
+	f, err := os.Open(filepath.Join(repoRoot, "testdata", "pods", "hello.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	old := os.Stdin
 	os.Stdin = f
 	defer func() { os.Stdin = old }()

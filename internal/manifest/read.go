@@ -25,7 +25,7 @@ func Load(path string) (*Bundle, error) {
 	if err != nil {
 		return nil, readError(path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: nothing to lose
 	return Read(path, f)
 }
 

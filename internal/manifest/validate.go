@@ -205,7 +205,7 @@ func validateContainer(c *corev1.Container, f string, isInit, hostNetwork bool, 
 		return e
 	}
 	// restartPolicy and restartPolicyRules (KEP-5307): validateRestartRules.
-	if isInit && !(c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways) {
+	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
 		for _, x := range []struct {
 			name string
 			set  bool

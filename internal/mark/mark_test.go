@@ -54,7 +54,7 @@ func TestCheck(t *testing.T) {
 				t.Fatal(err)
 			}
 			data, _ := os.ReadFile(filepath.Join(podDir("a"), File))
-			os.WriteFile(filepath.Join(podDir(uid), File), data, 0o644)
+			ok(t, os.WriteFile(filepath.Join(podDir(uid), File), data, 0o644))
 			return root, podDir(uid), uid
 		}, "names pod uid"},
 		{"marker is a symlink", func(t *testing.T) (string, string, string) {
@@ -63,31 +63,31 @@ func TestCheck(t *testing.T) {
 			if err := Dir(podDir("a"), uid); err != nil {
 				t.Fatal(err)
 			}
-			os.Symlink(filepath.Join(podDir("a"), File), filepath.Join(podDir(uid), File))
+			ok(t, os.Symlink(filepath.Join(podDir("a"), File), filepath.Join(podDir(uid), File)))
 			return root, podDir(uid), uid
 		}, "not a regular file"},
 		{"uid escapes the root", func(t *testing.T) (string, string, string) {
 			mk(t, outside)
 			mk(t, filepath.Join(root, "pods"))
-			Dir(outside, "../../outside")
-			return root, filepath.Join(root, "pods", "../../outside"), "../../outside"
+			ok(t, Dir(outside, "../../outside"))
+			return root, filepath.Join(root, "pods", "..", "..", "outside"), "../../outside"
 		}, "not inside"},
 		{"the root itself", func(t *testing.T) (string, string, string) {
 			mk(t, root)
-			Dir(root, "x")
+			ok(t, Dir(root, "x"))
 			return root, root, "x"
 		}, "not inside"},
 		{"pod dir is a symlink out of the root", func(t *testing.T) (string, string, string) {
 			mk(t, outside)
 			mk(t, filepath.Join(root, "pods"))
-			Dir(outside, uid)
-			os.Symlink(outside, podDir(uid))
+			ok(t, Dir(outside, uid))
+			ok(t, os.Symlink(outside, podDir(uid)))
 			return root, podDir(uid), uid
 		}, "not inside"},
 		{"elsewhere inside the root", func(t *testing.T) (string, string, string) {
 			d := filepath.Join(root, "plugins", uid)
 			mk(t, d)
-			Dir(d, uid)
+			ok(t, Dir(d, uid))
 			return root, d, uid
 		}, "not where podstep puts"},
 		{"relative paths", func(t *testing.T) (string, string, string) {
@@ -95,8 +95,8 @@ func TestCheck(t *testing.T) {
 		}, "not an absolute path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			os.RemoveAll(root)
-			os.RemoveAll(outside)
+			ok(t, os.RemoveAll(root))
+			ok(t, os.RemoveAll(outside))
 			r, d, u := tc.setup(t)
 			err := Check(r, d, u, want(u))
 			switch {
@@ -114,5 +114,13 @@ func TestValidUID(t *testing.T) {
 		if ValidUID(uid) != ok {
 			t.Errorf("ValidUID(%q) = %v, want %v", uid, !ok, ok)
 		}
+	}
+}
+
+// ok fails the test at once on a setup error.
+func ok(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -168,10 +168,10 @@ func containerMounts(pod *corev1.Pod, c *corev1.Container, in ContainerInput, en
 		}
 		if sub != "" {
 			if filepath.IsAbs(sub) {
-				return nil, &ConfigError{Msg: fmt.Sprintf("error SubPath `%s` must not be an absolute path", sub)}
+				return nil, &ConfigError{Msg: fmt.Sprintf("error SubPath `%s` must not be an absolute path", sub)} //nolint:gocritic // the kubelet's text (makeMounts), verbatim
 			}
 			if !filepath.IsLocal(sub) {
-				return nil, &ConfigError{Msg: fmt.Sprintf("unable to provision SubPath `%s`: must not contain '..'", sub)}
+				return nil, &ConfigError{Msg: fmt.Sprintf("unable to provision SubPath `%s`: must not contain '..'", sub)} //nolint:gocritic // the kubelet's text (makeMounts), verbatim
 			}
 		}
 		// An image volume: the runtime mounts the image (its sub path, for

@@ -22,7 +22,7 @@
 // is an input (Options.Node, Options.HugePageSizes): podcfg reads nothing
 // from the machine and keeps no package state.
 //
-// Known, deliberate differences from a real kubelet (the README lists them):
+// Known, deliberate differences from a real kubelet (docs/kubelet.md lists them):
 //
 //   - Static pods: the kubelet renames a static pod "<pod>-<node>" and derives
 //     its UID from a hash of the manifest. podstep does NOT rename: the sandbox

@@ -182,7 +182,7 @@ func environment(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o Opti
 				val, secret = v, true
 			}
 			if err != nil {
-				if err = fail(err); err != nil {
+				if err := fail(err); err != nil {
 					return nil, err
 				}
 				continue

@@ -144,7 +144,8 @@ func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, uid *int64, 
 	if sc.Seccomp, err = seccompProfile(pod, c, rootDir); err != nil {
 		return nil, err
 	}
-	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil {
+	// The kubelet still fills the deprecated field too, for runtimes that read only it.
+	if sc.Apparmor, sc.ApparmorProfile, err = appArmorProfile(pod, c); err != nil { //nolint:staticcheck // SA1019, as above
 		return nil, err
 	}
 	if sc.RunAsUser == nil {
@@ -195,7 +196,7 @@ func seccompProfile(pod *corev1.Pod, c *corev1.Container, rootDir string) (*runt
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
 	case corev1.SeccompProfileTypeLocalhost:
 		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
-			return nil, fmt.Errorf("localhostProfile must be set if seccompProfile type is Localhost.")
+			return nil, fmt.Errorf("localhostProfile must be set if seccompProfile type is Localhost.") //nolint:staticcheck // ST1005: the kubelet's text (kuberuntime/helpers.go), verbatim
 		}
 		return &runtimeapi.SecurityProfile{
 			ProfileType:  runtimeapi.SecurityProfile_Localhost,

@@ -141,7 +141,7 @@ func TestTerminationLogName(t *testing.T) {
 		t.Errorf("TerminationLogName() = %q, %q; want two different 8-hex names", a, b)
 	}
 	for _, r := range a {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
 			t.Errorf("%q is not hex", a)
 		}
 	}

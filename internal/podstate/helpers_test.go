@@ -88,17 +88,6 @@ func kubeletConds(readyToStart, initialized, ready string) []string {
 	}
 }
 
-func cond(t *testing.T, s Snapshot, typ corev1.PodConditionType) corev1.PodCondition {
-	t.Helper()
-	for _, c := range s.Status.Conditions {
-		if c.Type == typ {
-			return c
-		}
-	}
-	t.Fatalf("no %s condition in %v", typ, condStrings(s.Status.Conditions))
-	return corev1.PodCondition{}
-}
-
 func status(t *testing.T, s Snapshot, name string) corev1.ContainerStatus {
 	t.Helper()
 	for _, c := range append(append([]corev1.ContainerStatus{}, s.Status.InitContainerStatuses...), s.Status.ContainerStatuses...) {

@@ -28,15 +28,12 @@ func capture(b *testing.B) ([]steps.Event, *steps.Engine) {
 	root := b.TempDir()
 	zero := int64(0)
 	var evs []steps.Event
-	eng, err := steps.New(bundle, c, steps.Options{
+	eng := steps.New(bundle, c, steps.Options{
 		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
 		Simulated:    true,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
 	eng.Subscribe(func(ev steps.Event) { evs = append(evs, ev) })
 	for !eng.Finished() {
 		if err := eng.Continue(context.Background()); err != nil {
@@ -87,7 +84,9 @@ func BenchmarkRecorder1000Steps(b *testing.B) {
 					b.Fatal(err)
 				}
 				written += cw.n
-				f.Close()
+				if err := f.Close(); err != nil {
+					b.Fatal(err)
+				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/step")
 			b.ReportMetric(float64(written)/float64(b.N)/1000, "bytes/step")

@@ -2,8 +2,11 @@ package record
 
 import (
 	"encoding/json"
+	"os"
+	"runtime"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/render"
@@ -172,4 +175,21 @@ type Event struct {
 	Step        *report.StepJSON
 	Log         *Log
 	Summary     *report.Summary
+}
+
+// NewHeader is the one way a recording's header begins, for every
+// recorder (run, proxy): podstep's version, this host and OS, how the run
+// was driven, the runtime as it answers Version (on a connection of its
+// own: RuntimeVersion) and every flag of cmd but --help with its value.
+// The caller adds the manifest and node.
+func NewHeader(podstep string, interactive bool, output string, rt Runtime, flags *pflag.FlagSet) Header {
+	host, _ := os.Hostname()
+	h := Header{Podstep: podstep, Host: host, OS: runtime.GOOS + "/" + runtime.GOARCH,
+		Interactive: interactive, Output: output, Runtime: rt, Flags: map[string]string{}}
+	flags.VisitAll(func(f *pflag.Flag) {
+		if f.Name != "help" {
+			h.Flags[f.Name] = f.Value.String()
+		}
+	})
+	return h
 }

@@ -5,8 +5,8 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"github.com/podstep/podstep/internal/golden"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -21,19 +21,7 @@ func fixtures(t testing.TB) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-			zr, err := gzip.NewReader(bytes.NewReader(data))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if data, err = io.ReadAll(zr); err != nil {
-				t.Fatal(err)
-			}
-		}
+		data := golden.ReadFile(t, f)
 		out[filepath.Base(f)] = data
 	}
 	return out
@@ -54,8 +42,12 @@ func FuzzReadRecording(f *testing.F) {
 		f.Add(seed[:len(seed)*2/3])
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
-		zw.Write(seed)
-		zw.Close()
+		if _, err := zw.Write(seed); err != nil {
+			f.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			f.Fatal(err)
+		}
 		f.Add(gz.Bytes())
 	}
 	f.Add([]byte{})

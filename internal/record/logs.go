@@ -58,7 +58,7 @@ func (r *Recorder) readLog(step int, name string, t *logTail) {
 	if err != nil {
 		return
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	fi, err := f.Stat()
 	if err != nil || fi.Size() <= t.offset {
 		return

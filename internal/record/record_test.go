@@ -57,10 +57,7 @@ func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event
 		BackoffScale: 0.001,
 		Settle:       100 * time.Millisecond,
 	}
-	eng, err := steps.New(b, c, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := steps.New(b, c, o)
 	eng.Subscribe(printer.Observe)
 	eng.Subscribe(observe)
 	rt := render.Runtime{Endpoint: c.RuntimeEndpoint, Simulated: true, Why: "test"}
@@ -269,8 +266,12 @@ func TestCutRecording(t *testing.T) {
 		var buf bytes.Buffer
 		gz := gzip.NewWriter(&buf)
 		for _, l := range lines[:6] {
-			gz.Write(l)
-			gz.Flush()
+			if _, err := gz.Write(l); err != nil {
+				t.Fatal(err)
+			}
+			if err := gz.Flush(); err != nil {
+				t.Fatal(err)
+			}
 		}
 		_, evs, err := readAll(t, buf.Bytes())
 		var de *DamageError
@@ -281,8 +282,12 @@ func TestCutRecording(t *testing.T) {
 	t.Run("gzip cut inside", func(t *testing.T) {
 		var buf bytes.Buffer
 		gz := gzip.NewWriter(&buf)
-		gz.Write(rec)
-		gz.Close()
+		if _, err := gz.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := gz.Close(); err != nil {
+			t.Fatal(err)
+		}
 		_, evs, err := readAll(t, buf.Bytes()[:buf.Len()/2])
 		var de *DamageError
 		if !errors.As(err, &de) || len(evs) == 0 {
@@ -296,8 +301,12 @@ func TestNotRecording(t *testing.T) {
 	manifestYAML, _ := os.ReadFile(repoFile("testdata/pods/hello.yaml"))
 	var gzManifest bytes.Buffer
 	gz := gzip.NewWriter(&gzManifest)
-	gz.Write(manifestYAML)
-	gz.Close()
+	if _, err := gz.Write(manifestYAML); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		data []byte

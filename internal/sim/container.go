@@ -175,9 +175,7 @@ func (c *container) keepsRunning() bool {
 	if len(argv) == 0 {
 		return !strings.Contains(c.config.GetImage().GetImage()+" "+strings.Join(c.image.repoTags, " "), "busybox")
 	}
-	words := strings.FieldsFunc(strings.Join(argv, " "), func(r rune) bool {
-		return !(r == '-' || r == '_' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	})
+	words := strings.FieldsFunc(strings.Join(argv, " "), func(r rune) bool { return !wordRune(r) })
 	for i, w := range words {
 		base := filepath.Base(w)
 		for _, lr := range longRunning {
@@ -306,4 +304,10 @@ func (s *service) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 		})
 	}
 	return resp, nil
+}
+
+// wordRune reports whether r belongs in a command word: a letter, a digit or
+// one of - _ . /
+func wordRune(r rune) bool {
+	return r == '-' || r == '_' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }

@@ -55,7 +55,7 @@ func socketDir(t *testing.T) string {
 		if dir, err = os.MkdirTemp("", "sim"); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	}
 	return dir
 }
@@ -73,7 +73,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
+	t.Cleanup(func() { _ = conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return &env{
@@ -245,7 +245,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	if st.Image.Image != "docker.io/library/busybox:1.35" || st.ImageId != is.Image.Id ||
 		!strings.HasPrefix(st.ImageRef, "docker.io/library/busybox@sha256:") ||
-		st.LogPath != filepath.Join(logDir, "main/0.log") || len(st.Mounts) != 1 || st.Mounts[0].ContainerPath != "/data" ||
+		st.LogPath != filepath.Join(logDir, "main", "0.log") || len(st.Mounts) != 1 || st.Mounts[0].ContainerPath != "/data" ||
 		st.Labels["io.kubernetes.container.name"] != "main" || st.Metadata.Name != "main" {
 		t.Errorf("main status = %v", st)
 	}
@@ -437,7 +437,7 @@ func TestRealClockExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	e := &env{t: t, srv: srv, dir: dir, ctx: context.Background(), rt: runtimeapi.NewRuntimeServiceClient(conn)}
 	sbCfg := sandboxConfig("p", nil)
 	id := e.create(e.runSandbox(sbCfg), sbCfg, containerConfig("c", "true"))

@@ -46,8 +46,8 @@ type scenarioExpect struct {
 	// default in v1.37 that the scenario needs).
 	FeatureGates string `json:"feature_gates"`
 	// Runtimes holds what differs on a real runtime ("containerd-1.6",
-	// "containerd-2"): the integration suite and the README's scenario
-	// table read it; the simulated runtime expects the fields above.
+	// "containerd-2"): the integration suite and the scenario table of
+	// docs/scenarios.md read it; the simulated runtime expects the fields above.
 	Runtimes map[string]json.RawMessage `json:"runtimes"`
 }
 
@@ -83,7 +83,7 @@ func TestScenarios(t *testing.T) {
 			o.Config.Gates = g
 			o.Node = manifestNode(t, b)
 			e := runAll(t, b, newSim(t), o)
-			defer e.Teardown(context.Background())
+			defer teardown(t, e)
 
 			var stage, step, reason, message string
 			exit := 0
@@ -141,10 +141,7 @@ func TestAdmitDetails(t *testing.T) {
 	b := load(t, repoFile("testdata/scenarios/out-of-cpu.yaml"))
 	o := testOptions(t)
 	o.Node = manifestNode(t, b)
-	e, err := New(b, nil, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(b, nil, o)
 	s, err := e.Next(context.Background())
 	if err != nil {
 		t.Fatal(err)

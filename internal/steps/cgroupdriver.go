@@ -2,13 +2,13 @@ package steps
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/reason"
 )
 
@@ -76,10 +76,10 @@ func (e *Engine) cgroupDriver(ctx context.Context) ([]Detail, []string, *Result)
 		return append(details, kv("  runtime's driver", "unknown: its Status info has no containerd runtime config to read it from; nothing to check --cgroup-driver against")), nil, nil
 	}
 	details = append(details, kv("  runtime's driver", fmt.Sprintf("%s (%s, from CRI Status verbose info: podstep's check, not the kubelet's)", driver, where)))
-	switch {
-	case driver == flag:
+	switch driver {
+	case flag:
 		return details, nil, nil
-	case driver == "systemd":
+	case "systemd":
 		msg := fmt.Sprintf("--cgroup-driver=cgroupfs, but the runtime's runc uses the systemd cgroup driver (%s) and does not report it (RuntimeConfig Unimplemented), so a kubelet would keep its cgroupfs setting: "+
 			"it would send cgroupfs cgroup paths and runc would refuse RunPodSandbox with: expected cgroupsPath to be of format \"slice:prefix:name\" for systemd cgroups, got %q instead. "+
 			"Set --cgroup-driver=systemd (the kubelet's cgroupDriver: systemd), or SystemdCgroup = false in the runtime's config (then restart it); a runtime that answers RuntimeConfig (containerd 2.x) settles it for the kubelet",
@@ -112,20 +112,8 @@ func cgroupsPathExample(e *Engine) string {
 // the CRI plugin config, whose containerd.runtimes.<name>.options.SystemdCgroup
 // is the runc shim's driver.
 func configCgroupDriver(info map[string]string, handler string) (driver, where string, ok bool) {
-	raw, found := info["config"]
+	cfg, found := cri.ParseContainerdConfig(info)
 	if !found {
-		return "", "", false
-	}
-	var cfg struct {
-		Containerd *struct {
-			DefaultRuntimeName string `json:"defaultRuntimeName"`
-			Runtimes           map[string]struct {
-				Type    string         `json:"runtimeType"`
-				Options map[string]any `json:"options"`
-			} `json:"runtimes"`
-		} `json:"containerd"`
-	}
-	if json.Unmarshal([]byte(raw), &cfg) != nil || cfg.Containerd == nil {
 		return "", "", false
 	}
 	name := handler

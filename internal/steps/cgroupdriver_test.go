@@ -84,10 +84,7 @@ func TestCgroupDriver(t *testing.T) {
 			c := serveFake(t, tc.rt)
 			o := testOptions(t)
 			o.Config.CgroupDriver, o.CgroupDriverSet = tc.flag, tc.flagSet
-			e, err := New(parse(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: app, image: busybox}]\n"), c, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := New(parse(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: app, image: busybox}]\n"), c, o)
 			for {
 				next, ok := e.NextStep()
 				if !ok || next.Kind == KindRunSandbox {

@@ -47,10 +47,7 @@ func TestStepChanges(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
-			e, err := New(load(t, repoFile(tc.file)), newSim(t), testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := New(load(t, repoFile(tc.file)), newSim(t), testOptions(t))
 			var done []Event
 			e.Subscribe(func(ev Event) {
 				if ev.Kind == StepDone {

@@ -104,10 +104,7 @@ spec:
 			// ordering their reads before its writes but what the engine
 			// does (its lock): the race detector sees any write the lock
 			// does not cover.
-			e, err := New(parse(t, pod), newSim(t), o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := New(parse(t, pod), newSim(t), o)
 			e.Subscribe(func(ev Event) {
 				if ev.Kind == StepStarted || ev.Kind == CallDone {
 					time.Sleep(time.Millisecond)
@@ -215,10 +212,7 @@ func TestRunMethodsWhileRunning(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	o := testOptions(t)
-	e, err := New(load(t, repoFile("testdata/pods/hello.yaml")), newSim(t), o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(load(t, repoFile("testdata/pods/hello.yaml")), newSim(t), o)
 	e.Subscribe(func(ev Event) {
 		if ev.Kind == StepStarted && first.CompareAndSwap(false, true) {
 			close(started)

@@ -119,7 +119,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot make the termination-message file")
 	}
 	if f, err := os.OpenFile(c.termLog, os.O_CREATE|os.O_WRONLY, 0o666); err == nil {
-		f.Close()
+		_ = f.Close() // made empty, nothing written: the container writes it
 		_ = os.Chmod(c.termLog, 0o666)
 	} else {
 		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot make the termination-message file")

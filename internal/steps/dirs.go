@@ -6,15 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/reason"
 )
-
-func metav1ObjectMeta(name string, labels map[string]string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Labels: labels}
-}
 
 // dirsStep mirrors Kubelet.makePodDataDirs (pkg/kubelet/kubelet_pods.go),
 // the first thing SyncPod does for a pod it will run.

@@ -200,8 +200,9 @@ type containerRuntime struct {
 	extra      int       // restarts allowed beyond MaxRestarts (a retried give-up)
 }
 
-// New plans the pod's creation. It contacts nothing.
-func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
+// New plans the pod's creation. It contacts nothing and cannot fail: a
+// manifest that could not be planned is refused by internal/manifest.
+func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 	if o.PollInterval <= 0 {
 		o.PollInterval = 100 * time.Millisecond
 	}
@@ -261,7 +262,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) (*Engine, error) {
 	}
 	e.plan()
 	e.attach()
-	return e, nil
+	return e
 }
 
 func (e *Engine) newContainer(c *corev1.Container, init bool) *containerRuntime {

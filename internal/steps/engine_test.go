@@ -24,6 +24,15 @@ import (
 // repoFile is a path relative to the repository root.
 func repoFile(p string) string { return filepath.Join("..", "..", p) }
 
+// teardown tears e down at the end of a test (defer teardown(t, e)) and
+// fails the test when that fails.
+func teardown(t testing.TB, e *Engine) {
+	t.Helper()
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Errorf("teardown: %v", err)
+	}
+}
+
 // newSim starts a simulated runtime and a client for it.
 func newSim(t *testing.T) *cri.Client {
 	t.Helper()
@@ -68,10 +77,7 @@ func testOptions(t *testing.T) Options {
 func TestPlanOrder(t *testing.T) {
 	for _, name := range []string{"hello", "init", "hooks", "env", "hostport"} {
 		t.Run(name, func(t *testing.T) {
-			e, err := New(load(t, repoFile("testdata/pods/"+name+".yaml")), nil, testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := New(load(t, repoFile("testdata/pods/"+name+".yaml")), nil, testOptions(t))
 			var b strings.Builder
 			for _, s := range e.Steps() {
 				var methods []string
@@ -91,10 +97,7 @@ func TestPlanOrder(t *testing.T) {
 // runAll runs every creation step and returns the engine.
 func runAll(t *testing.T, b *manifest.Bundle, c *cri.Client, o Options) *Engine {
 	t.Helper()
-	e, err := New(b, c, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(b, c, o)
 	for !e.Finished() {
 		if err := e.Continue(context.Background()); err != nil {
 			t.Fatal(err)
@@ -361,11 +364,8 @@ func TestFailures(t *testing.T) {
 // Next runs exactly one step, and Retry re-runs a failed step.
 func TestBreakpointsAndNext(t *testing.T) {
 	c := newSim(t)
-	e, err := New(load(t, repoFile("testdata/pods/hello.yaml")), c, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Teardown(context.Background())
+	e := New(load(t, repoFile("testdata/pods/hello.yaml")), c, testOptions(t))
+	defer teardown(t, e)
 	ctx := context.Background()
 	s, err := e.Next(ctx)
 	if err != nil || s.Name != "admit" || s.State != Done {
@@ -472,7 +472,7 @@ stringData:
 `
 	c := newSim(t)
 	e := runAll(t, parse(t, yaml), c, testOptions(t))
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
 	}
@@ -505,7 +505,7 @@ func BenchmarkHelloOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	srv, err := sim.Start(dir)
 	if err != nil {
 		b.Fatal(err)
@@ -525,10 +525,7 @@ func BenchmarkHelloOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		e, err := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs"}, GracePeriod: &zero})
-		if err != nil {
-			b.Fatal(err)
-		}
+		e := New(bundle, c, Options{Config: podcfg.Options{RootDir: root, LogDir: root + "/logs"}, GracePeriod: &zero})
 		if err := e.Continue(context.Background()); err != nil {
 			b.Fatal(err)
 		}
@@ -539,8 +536,10 @@ func BenchmarkHelloOverhead(b *testing.B) {
 		overhead += wall - c.TimeInCalls()
 		inCalls += c.TimeInCalls()
 		b.StopTimer()
-		e.Teardown(context.Background())
-		c.Close()
+		teardown(b, e)
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(overhead.Nanoseconds())/float64(b.N), "overhead-ns/op")

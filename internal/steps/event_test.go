@@ -60,10 +60,7 @@ spec:
   - {name: b, image: docker.io/library/busybox:1.35, command: ["sleep", "3600"]}
   - {name: c, image: docker.io/library/busybox:1.35, command: ["sleep", "3600"]}
 `
-	e, err := New(parse(t, pod), newSim(t), testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(parse(t, pod), newSim(t), testOptions(t))
 	var inside atomic.Int32
 	first, second, late := &eventLog{inside: &inside}, &eventLog{inside: &inside}, &eventLog{inside: &inside}
 	e.Subscribe(first.observe)

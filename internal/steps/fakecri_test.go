@@ -23,13 +23,13 @@ func serveCRI(t *testing.T, register func(*grpc.Server)) *cri.Client {
 	}
 	g := grpc.NewServer()
 	register(g)
-	go g.Serve(l)
+	go func() { _ = g.Serve(l) }() // returns when g.Stop closes l
 	t.Cleanup(g.Stop)
 	c, err := cri.Dial("unix://"+sock, "", cri.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 

@@ -51,10 +51,7 @@ func TestImageFailures(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := New(parse(t, tc.pod), tc.client(t), testOptions(t))
-			if err != nil {
-				t.Fatal(err)
-			}
+			e := New(parse(t, tc.pod), tc.client(t), testOptions(t))
 			r := pullStep{name: "app"}.run(context.Background(), e)
 			if r.Err == nil || r.Reason != tc.reason {
 				t.Fatalf("reason %q (%v), want %s", r.Reason, r.Err, tc.reason)
@@ -94,7 +91,7 @@ func TestSandboxConfigFails(t *testing.T) {
 	o := testOptions(t)
 	o.Config.ResolvConf = filepath.Join(t.TempDir(), "absent-resolv.conf")
 	e := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), newSim(t), o)
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	f, failed := e.Failed()
 	if !failed || f.Name != "run-sandbox" || f.Result.Reason != reason.ErrCreatePodSandbox {
 		t.Fatalf("failed %v at %s with %s, want run-sandbox with CreatePodSandboxError", failed, f.Name, f.Result.Reason)

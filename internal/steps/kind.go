@@ -1,6 +1,9 @@
 package steps
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Kind says what a step does; steps of one kind run the same action (for
 // different containers, or again after a restart). Code that treats steps
@@ -90,6 +93,19 @@ func (k Kind) Waits() bool {
 	return false
 }
 
+// Split is the one rule that splits a step's time: the time in its CRI
+// calls (inCalls) is the runtime's; the rest is waiting when the kind Waits,
+// else podstep's own. dur shorter than inCalls (a step still running) counts
+// no rest. Every frontend's split (run's summary, bench, the TUI's and the
+// HTML timeline) comes from here.
+func (k Kind) Split(dur, inCalls time.Duration) (runtime, wait, own time.Duration) {
+	rest := max(0, dur-inCalls)
+	if k.Waits() {
+		return inCalls, rest, 0
+	}
+	return inCalls, 0, rest
+}
+
 // KindOf is the kind of the step named name ("create/app": KindCreate), 0
 // for a name no kind makes: what a recording, which stores names, needs
 // to test kinds (internal/replay).
@@ -136,3 +152,41 @@ func (removeContainersStep) kind() Kind { return KindRemoveContainers }
 func (removeSandboxStep) kind() Kind    { return KindRemoveSandbox }
 func (removeDirsStep) kind() Kind       { return KindRemoveDirs }
 func (resetStep) kind() Kind            { return KindReset }
+
+// kindActions are an action of each kind, for what every action of a kind
+// shares (Mirrors).
+var kindActions = map[Kind]action{
+	KindAdmit:            admitStep{},
+	KindDirs:             dirsStep{},
+	KindVolumes:          volumesStep{},
+	KindPullSecrets:      pullSecretsStep{},
+	KindRuntimeStatus:    runtimeStatusStep{},
+	KindRunSandbox:       runSandboxStep{},
+	KindSandboxStatus:    sandboxStatusStep{},
+	KindImageVolumes:     imageVolumesStep{},
+	KindBackoff:          backoffStep{},
+	KindPull:             pullStep{},
+	KindCreate:           createStep{},
+	KindStart:            startStep{},
+	KindPostStart:        postStartStep{},
+	KindWaitInit:         waitInitStep{},
+	KindStartup:          startupStep{},
+	KindRelist:           relistStep{},
+	KindReady:            readyStep{},
+	KindStopContainers:   stopContainersStep{},
+	KindStopSandbox:      stopSandboxStep{},
+	KindRemoveContainers: removeContainersStep{},
+	KindRemoveSandbox:    removeSandboxStep{},
+	KindRemoveDirs:       removeDirsStep{},
+	KindReset:            resetStep{},
+}
+
+// Mirrors is the one statement of which kubelet v1.37 code a step of this
+// kind mirrors ("" for 0): the plan's, the TUI's, a recording's and podstep
+// proxy's (internal/watch) all come from the actions' mirrors().
+func (k Kind) Mirrors() string {
+	if a, ok := kindActions[k]; ok {
+		return a.mirrors()
+	}
+	return ""
+}

@@ -36,10 +36,7 @@ func TestKinds(t *testing.T) {
 	o.WaitReady = true
 	planned := map[Kind]bool{}
 	for _, file := range []string{"testdata/pods/init.yaml", "testdata/pods/hooks.yaml", "testdata/scenarios/sidecar-startup-probe.yaml", "testdata/scenarios/crashloop.yaml", "testdata/pods/image-volume.yaml", "testdata/scenarios/restart-all-containers.yaml"} {
-		e, err := New(load(t, repoFile(file)), newSim(t), o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := New(load(t, repoFile(file)), newSim(t), o)
 		if strings.Contains(file, "crashloop") || strings.Contains(file, "restart-all") {
 			for !e.Finished() {
 				if err := e.Continue(context.Background()); err != nil {

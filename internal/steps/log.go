@@ -57,7 +57,7 @@ func ReadLog(path string, max int, red *cri.Redactor) ([]LogLine, error) {
 	if err != nil {
 		return nil, err // a *fs.PathError: it names the file
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	var lines []LogLine

@@ -34,11 +34,8 @@ metadata:
 stringData:
   token: s3cr3t-Tok-9Xq
 `
-	e, err := New(parse(t, pod), newSim(t), testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Teardown(context.Background())
+	e := New(parse(t, pod), newSim(t), testOptions(t))
+	defer teardown(t, e)
 	if _, err := e.ContainerLog("app", 10); !errors.Is(err, ErrNoContainer) {
 		t.Errorf("before create: %v, want ErrNoContainer", err)
 	}
@@ -79,8 +76,12 @@ stringData:
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString("not a CRI line\n")
-	f.Close()
+	if _, err := f.WriteString("not a CRI line\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := e.ContainerLog("app", 1); !reflect.DeepEqual(got, []LogLine{{"", "not a CRI line"}}) {
 		t.Errorf("a plain line: %q", got)
 	}

@@ -63,7 +63,11 @@ func TestNodeReachesConfigsAndVolumes(t *testing.T) {
 	o.Node = n
 	b := parse(t, nodeFactsPod)
 	podDir := filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
-	t.Cleanup(func() { volume.TeardownPod(podDir) })
+	t.Cleanup(func() {
+		if _, err := volume.TeardownPod(podDir); err != nil {
+			t.Error(err)
+		}
+	})
 	e := runAll(t, b, newSim(t), o)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("step %s failed: %s: %s", f.Name, f.Result.Summary, f.Result.Message)

@@ -109,16 +109,6 @@ func (e *Engine) PlanTeardown() {
 	add("remove the pod's directories", removeDirsStep{})
 }
 
-// describer is implemented by every action: the kubelet function it
-// mirrors and what the kubelet does there.
-type describer interface {
-	mirrors() string
-	explain() string
-}
-
 func describe(a action) (string, string) {
-	if d, ok := a.(describer); ok {
-		return d.mirrors(), d.explain()
-	}
-	return "", ""
+	return a.mirrors(), a.explain()
 }

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -20,7 +19,7 @@ import (
 func TestReadyStage(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/healthz" {
-			fmt.Fprint(w, "ok")
+			_, _ = fmt.Fprint(w, "ok")
 			return
 		}
 		http.Error(w, "not yet", http.StatusServiceUnavailable)
@@ -109,7 +108,7 @@ spec:
 			o.WaitReady = true
 			o.ReadyTimeout = 300 * time.Millisecond
 			e := runAll(t, parse(t, fmt.Sprintf(pod, tc.exit, tc.probes)), newSim(t), o)
-			defer e.Teardown(context.Background())
+			defer teardown(t, e)
 			f, failed := e.Failed()
 			if got := map[bool]string{true: f.Name}[failed]; got != tc.failedAt || (failed && f.Result.Reason != tc.reason) {
 				t.Fatalf("failed at %q with %s (%s), want %q with %s", got, f.Result.Reason, f.Result.Message, tc.failedAt, tc.reason)
@@ -138,7 +137,7 @@ spec:
 // sidecar's startup probe, as computeInitContainerActions does.
 func TestSidecarStartupProbe(t *testing.T) {
 	e := runAll(t, load(t, repoFile("testdata/scenarios/sidecar-startup-probe.yaml")), newSim(t), testOptions(t))
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
 	}
@@ -192,7 +191,7 @@ spec:
 	o.WaitReady = true
 	o.ReadyTimeout = 300 * time.Millisecond
 	e := runAll(t, parse(t, pod), newSim(t), o)
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
 	}

@@ -273,14 +273,6 @@ func anyNonZero(exits []exit) bool {
 	return false
 }
 
-func quoteNames(exits []exit) string {
-	var q []string
-	for _, x := range exits {
-		q = append(q, fmt.Sprintf("%q", x.c.spec.Name))
-	}
-	return strings.Join(q, ", ")
-}
-
 func names(cs []*containerRuntime) string {
 	var n []string
 	for _, c := range cs {

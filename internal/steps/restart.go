@@ -94,8 +94,8 @@ func (e *Engine) scheduleRestart(name string) {
 		add(StageReady, readyTitle, "", readyStep{})
 	}
 	at := e.next + 1
-	rest := append(added, e.steps[at:]...)
-	e.steps = append(e.steps[:at], rest...)
+	added = append(added, e.steps[at:]...)
+	e.steps = append(e.steps[:at], added...)
 	for i, s := range e.steps {
 		s.ID = i + 1
 	}

@@ -92,7 +92,7 @@ spec:
 		t.Run(fmt.Sprintf("%s-exit%d", tc.policy, tc.code), func(t *testing.T) {
 			c := newSim(t)
 			e := runAll(t, parse(t, fmt.Sprintf(pod, tc.code, tc.policy, tc.code)), c, testOptions(t))
-			defer e.Teardown(context.Background())
+			defer teardown(t, e)
 			var attempts []uint32
 			for _, call := range c.Calls() {
 				if r, ok := call.Request.(*runtimeapi.CreateContainerRequest); ok {
@@ -154,7 +154,7 @@ func TestImagePullBackOffOnRetry(t *testing.T) {
 	c := newSim(t)
 	b := parse(t, fmt.Sprintf(faultPod, `sim.podstep.dev/pull-error: "docker.io/library/nginx:1=401 Unauthorized"`, "docker.io/library/nginx:1", "IfNotPresent"))
 	e := runAll(t, b, c, testOptions(t))
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if f, _ := e.Failed(); f.Name != "pull/app" || f.Result.Reason != reason.ErrImagePull {
 		t.Fatalf("first failure %s %s", f.Name, f.Result.Reason)
 	}
@@ -231,7 +231,7 @@ spec:
 `
 	t.Run("500 is a success", func(t *testing.T) {
 		e := runAll(t, parse(t, fmt.Sprintf(pod, host, port)), newSim(t), testOptions(t))
-		defer e.Teardown(context.Background())
+		defer teardown(t, e)
 		if f, failed := e.Failed(); failed {
 			t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
 		}
@@ -241,7 +241,7 @@ spec:
 	})
 	t.Run("no answer fails", func(t *testing.T) {
 		e := runAll(t, parse(t, fmt.Sprintf(pod, "127.0.0.1", closed)), newSim(t), testOptions(t))
-		defer e.Teardown(context.Background())
+		defer teardown(t, e)
 		f, failed := e.Failed()
 		if !failed || f.Name != "post-start/app" || f.Result.Reason != reason.ErrPostStartHook {
 			t.Fatalf("want a PostStartHookError at post-start/app, got %v %s %s", failed, f.Name, f.Result.Reason)
@@ -269,6 +269,8 @@ func closedPort(t *testing.T) string {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(l.Addr().String())
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return port
 }

@@ -33,7 +33,8 @@ func (e *Engine) restartAll(exits []exit, summary string, details []Detail) (Res
 			e.scheduleRestartAll()
 		}
 		r := fail(reasonOr(x.reason, reason.Error), fmt.Errorf("%s", msg), msg)
-		r.Details = append(details, kv("condition", "AllContainersRestarting=True ("+reason.RestartAllContainersStarted+")"))
+		details = append(details, kv("condition", "AllContainersRestarting=True ("+reason.RestartAllContainersStarted+")"))
+		r.Details = details
 		return r, true
 	}
 	return Result{}, false

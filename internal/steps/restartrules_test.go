@@ -33,7 +33,7 @@ func TestRestartRulesGate(t *testing.T) {
 			o := testOptions(t)
 			o.Config.Gates = tc.g
 			e := runAll(t, load(t, repoFile("testdata/scenarios/"+tc.file+".yaml")), newSim(t), o)
-			defer e.Teardown(context.Background())
+			defer teardown(t, e)
 			s, failed := e.Failed()
 			if !failed || s.Result.Reason != tc.reason {
 				t.Fatalf("failed %v with %q, want %q", failed, s.Result.Reason, tc.reason)
@@ -59,10 +59,7 @@ func TestRestartRulesGate(t *testing.T) {
 // --max-restarts resets podstep gives up.
 func TestRestartAllContainers(t *testing.T) {
 	b := load(t, repoFile("testdata/scenarios/restart-all-containers.yaml"))
-	e, err := New(b, newSim(t), testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(b, newSim(t), testOptions(t))
 	cond := func() *corev1.PodCondition {
 		for _, c := range e.PodState().Status.Conditions {
 			if c.Type == corev1.AllContainersRestarting {
@@ -89,7 +86,7 @@ func TestRestartAllContainers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer e.Teardown(context.Background())
+	defer teardown(t, e)
 	if !sawTrue {
 		t.Error("AllContainersRestarting never turned True")
 	}

@@ -11,20 +11,23 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// runtimeColumns are the README scenario table's runtime columns, by the
+// runtimeColumns are the scenario table's runtime columns (docs/scenarios.md), by the
 // .expect files' runtimes keys.
 var runtimeColumns = []struct{ key, header string }{
 	{"containerd-1.6", "containerd 1.6"},
 	{"containerd-2", "containerd 2.4.2"},
 }
 
-// TestScenarioTableMatchesExpect checks the README's scenario table against
+// scenarioTable is the page that holds the scenario table.
+const scenarioTable = "docs/scenarios.md"
+
+// TestScenarioTableMatchesExpect checks the scenario table of docs/scenarios.md against
 // testdata/scenarios: a row per scenario and a scenario per row, and in each
 // runtime column the verdict the .expect file gives that runtime (pass
 // unless its runtimes block says refused or n.a.), which is what
 // TestScenariosOnContainerd asserts and logs on that runtime.
 func TestScenarioTableMatchesExpect(t *testing.T) {
-	data, err := os.ReadFile(repoFile("README.md"))
+	data, err := os.ReadFile(repoFile(scenarioTable))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +35,7 @@ func TestScenarioTableMatchesExpect(t *testing.T) {
 	head := "| scenario | what happens | " + runtimeColumns[0].header + " | " + runtimeColumns[1].header + " |"
 	i := strings.Index(text, head)
 	if i < 0 {
-		t.Fatalf("README has no scenario table with runtime columns (%q)", head)
+		t.Fatalf("%s has no scenario table with runtime columns (%q)", scenarioTable, head)
 	}
 	rows := map[string][]string{}
 	for _, line := range strings.Split(text[i:], "\n")[2:] {
@@ -51,7 +54,7 @@ func TestScenarioTableMatchesExpect(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".expect")
 		row, ok := rows[name]
 		if !ok {
-			t.Errorf("scenario %s has no row in the README's table", name)
+			t.Errorf("scenario %s has no row in the table of %s", name, scenarioTable)
 			continue
 		}
 		delete(rows, name)
@@ -89,11 +92,11 @@ func TestScenarioTableMatchesExpect(t *testing.T) {
 				}
 			}
 			if cell := strings.TrimSpace(row[2+col]); !strings.HasPrefix(cell, want) {
-				t.Errorf("README row %s, column %s: %q, want it to start with %q (from %s)", name, rc.header, cell, want, filepath.Base(f))
+				t.Errorf("%s row %s, column %s: %q, want it to start with %q (from %s)", scenarioTable, name, rc.header, cell, want, filepath.Base(f))
 			}
 		}
 	}
 	for name := range rows {
-		t.Errorf("README row %s names no testdata/scenarios/%s.yaml", name, name)
+		t.Errorf("%s row %s names no testdata/scenarios/%s.yaml", scenarioTable, name, name)
 	}
 }

@@ -102,6 +102,11 @@ type action interface {
 	requests(e *Engine) []Request
 	// run performs the step.
 	run(ctx context.Context, e *Engine) Result
+	// mirrors names the kubelet v1.37 function the step mirrors (and its
+	// file); explain says what the kubelet does there. Every action must
+	// say both: the plan shows them (Kind.Mirrors is the one definition).
+	mirrors() string
+	explain() string
 }
 
 // fail builds a failed Result with the kubelet's reason.

@@ -32,7 +32,7 @@ func TestTeardownWhenRuntimeGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	o := testOptions(t)
 	e := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), c, o)
 	if _, failed := e.Failed(); failed {
@@ -152,10 +152,7 @@ func TestRemoveContainerWaitsForStart(t *testing.T) {
 		{3, "RemoveContainer ContainerStatus RemoveContainer ContainerStatus RemoveContainer ContainerStatus StopContainer RemoveContainer"},
 	} {
 		srv := &startingRuntime{refusals: tc.refusals}
-		e, err := New(load(t, repoFile("testdata/pods/hello.yaml")), serveFake(t, srv), testOptions(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := New(load(t, repoFile("testdata/pods/hello.yaml")), serveFake(t, srv), testOptions(t))
 		if err := e.removeContainer(context.Background(), "c1"); err != nil {
 			t.Errorf("%d refusals: %v", tc.refusals, err)
 		}
@@ -172,10 +169,7 @@ func TestRemoveContainerWaitsForStart(t *testing.T) {
 // second Ctrl-C asks it from the signal goroutine); run with -race.
 func TestLeftBehindWhileRunning(t *testing.T) {
 	c := newSim(t)
-	e, err := New(load(t, repoFile("testdata/pods/init.yaml")), c, testOptions(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(load(t, repoFile("testdata/pods/init.yaml")), c, testOptions(t))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

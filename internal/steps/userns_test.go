@@ -65,10 +65,7 @@ func TestUserNamespacePlanned(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "userns"), []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(parse(t, strings.Replace(usernsPod, "%s", "", 1)), nil, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := New(parse(t, strings.Replace(usernsPod, "%s", "", 1)), nil, o)
 	seen := map[string]int{}
 	for _, s := range e.Steps() {
 		for _, r := range s.Requests {

@@ -69,7 +69,11 @@ func TestVolumesOnSim(t *testing.T) {
 	hostPath := filepath.Join(t.TempDir(), "host", "demo")
 	b := parse(t, strings.Replace(volumesPod, "HOSTPATH", hostPath, 1))
 	podDir := filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
-	t.Cleanup(func() { volume.TeardownPod(podDir) })
+	t.Cleanup(func() {
+		if _, err := volume.TeardownPod(podDir); err != nil {
+			t.Error(err)
+		}
+	})
 	e := runAll(t, b, newSim(t), o)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("step %s failed: %s: %s", f.Name, f.Result.Summary, f.Result.Message)

@@ -21,7 +21,11 @@ import (
 // measures it end to end, against a real collector.
 func BenchmarkTenCalls(b *testing.B) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-	defer tp.Shutdown(context.Background())
+	defer func() {
+		if err := tp.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+	}()
 	run := newRun(context.Background(), tp.Tracer(scope), Pod{Namespace: "default", Name: "hello", UID: "u"})
 	req := &runtimeapi.CreateContainerRequest{PodSandboxId: "0123456789abcdef", Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: "app"}}}
 	start := cri.CallStart{Method: "CreateContainer", FullMethod: cri.FullMethod("CreateContainer"), Request: req, Size: 64}

@@ -126,7 +126,7 @@ func (x *Exporter) Shutdown(ctx context.Context, w io.Writer) (exported bool) {
 	errs := append([]error{err}, x.errs...)
 	x.mu.Unlock()
 	if err := errors.Join(errs...); err != nil {
-		fmt.Fprintf(w, "podstep: warning: traces not exported to %s (%s, timeout %s): %s\n", x.cfg.URL, x.cfg.Protocol, x.cfg.Timeout, oneLine(firstErr(errs)))
+		_, _ = fmt.Fprintf(w, "podstep: warning: traces not exported to %s (%s, timeout %s): %s\n", x.cfg.URL, x.cfg.Protocol, x.cfg.Timeout, oneLine(firstErr(errs)))
 		return false
 	}
 	return true

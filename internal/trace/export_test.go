@@ -19,7 +19,9 @@ func TestDeadCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for _, proto := range []string{ProtocolHTTP, ProtocolGRPC} {
 		t.Run(proto, func(t *testing.T) {
 			cfg, err := Options{Endpoint: "http://" + addr, Protocol: proto}.Resolve(func(k string) string {

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -211,11 +212,7 @@ func (r *Run) End(exitCode int) {
 	r.endPhase()
 	r.root.SetAttributes(attribute.Int("podstep.exit_code", exitCode))
 	if exitCode != 0 {
-		r.root.SetStatus(codes.Error, "exit code "+itoa(exitCode))
+		r.root.SetStatus(codes.Error, "exit code "+strconv.Itoa(exitCode))
 	}
 	r.root.End()
-}
-
-func itoa(n int) string {
-	return attribute.IntValue(n).Emit()
 }

@@ -43,7 +43,7 @@ func runFile(t testing.TB, file string, tp *sdktrace.TracerProvider, traced bool
 	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
 	root := t.TempDir()
 	zero := int64(0)
-	eng, err := steps.New(b, c, steps.Options{
+	eng := steps.New(b, c, steps.Options{
 		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
 		GracePeriod:  &zero,
 		PollInterval: 5 * time.Millisecond,
@@ -51,9 +51,6 @@ func runFile(t testing.TB, file string, tp *sdktrace.TracerProvider, traced bool
 		InitTimeout:  5 * time.Second,
 		Settle:       20 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var run *Run
 	if traced {
 		p := eng.Pod()
@@ -225,7 +222,7 @@ func TestStartCallPropagates(t *testing.T) {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

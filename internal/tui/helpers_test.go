@@ -82,14 +82,11 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	root := newRoot(t)
 	clk := &clock{t: epoch}
 	client := simtest.Client(t, sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
-	eng, err := steps.New(b, client, steps.Options{
+	eng := steps.New(b, client, steps.Options{
 		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
 			CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
 		PollInterval: 10 * time.Millisecond, Now: clk.Now, Simulated: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	o.Runtime = render.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
 	fixed := epoch
 	o.Now = func() time.Time { return fixed }

@@ -82,12 +82,8 @@ func (m *model) timelineRows() (rows []tlRow, t0 time.Time, span time.Duration, 
 		if e := r.start.Add(r.dur); e.After(end) {
 			end = e
 		}
-		split.runtime += inCalls
-		if r.waits {
-			split.wait += max(0, r.dur-inCalls)
-		} else {
-			split.own += max(0, r.dur-inCalls)
-		}
+		rt, wait, own := s.Kind.Split(r.dur, inCalls)
+		split.runtime, split.wait, split.own = split.runtime+rt, split.wait+wait, split.own+own
 		rows = append(rows, r)
 		rows = append(rows, calls...)
 	}

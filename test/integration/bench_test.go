@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// benchSeries is a figure of `podstep bench -o json` (README: the JSON of
+// benchSeries is a figure of `podstep bench -o json` (docs/bench.md: the JSON of
 // podstep bench).
 type benchSeries struct {
 	Name    string    `json:"name"`

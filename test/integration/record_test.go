@@ -4,10 +4,9 @@ package integration
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
+	"github.com/podstep/podstep/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,20 +224,7 @@ func asNobody(t *testing.T, dir string, args ...string) (stdout, stderr string, 
 // gunzip reads a recording, gunzipped if it is gzip.
 func gunzip(t *testing.T, path string) string {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return string(data)
+	return string(golden.ReadFile(t, path))
 }
 
 func at(lines []string, i int) string {

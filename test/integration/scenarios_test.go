@@ -44,7 +44,7 @@ type scenarioExpect struct {
 }
 
 // runtimeExpect is what differs on one runtime. Verdict is what the
-// README's scenario table says in that runtime's column: pass (the default),
+// scenario table (docs/scenarios.md) says in that runtime's column: pass (the default),
 // refused (the kubelet's refusal where the runtime lacks the feature) or
 // n.a.; Note says why.
 type runtimeExpect struct {
@@ -72,7 +72,7 @@ func runtimeKey(rt runtimeUnderTest) string {
 }
 
 // forRuntime applies the override for key and returns the verdict the
-// README's table must show for it.
+// scenario table (docs/scenarios.md) must show for it.
 func (x *scenarioExpect) forRuntime(key string) (verdict, note string) {
 	o, ok := x.Runtimes[key]
 	if !ok {

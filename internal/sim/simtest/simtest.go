@@ -22,15 +22,15 @@ func Client(t testing.TB, o sim.Options) *cri.Client {
 	}
 	srv, err := sim.StartWithOptions(dir, o)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		t.Fatal(err)
 	}
 	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{})
 	if err != nil {
 		srv.Stop()
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close(); srv.Stop(); os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = c.Close(); srv.Stop(); _ = os.RemoveAll(dir) })
 	return c
 }

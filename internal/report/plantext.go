@@ -1,0 +1,57 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// WritePlan writes `podstep plan`'s output of the pod's steps: yaml (the
+// steps with their kubelet function, explanation and CRI requests, as
+// commented YAML) or json (one PlanStepJSON per line, as a recording's plan).
+func WritePlan(w io.Writer, pod *corev1.Pod, all []steps.Step, output string) error {
+	if output == "json" {
+		// One object per step: PlanStepJSON, as a recording's plan lists it.
+		enc := json.NewEncoder(w)
+		for _, s := range all {
+			if err := enc.Encode(PlanStep(s)); err != nil {
+				return fmt.Errorf("write the plan: %w", err)
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "# podstep plan for pod %s/%s (uid %s)\n# no runtime contacted; <...> are values the runtime will give\n", pod.Namespace, pod.Name, pod.UID)
+	var stage steps.Stage
+	for _, s := range all {
+		if s.Stage != stage {
+			stage = s.Stage
+			fmt.Fprintf(w, "\n## stage %s\n", stage)
+		}
+		fmt.Fprintf(w, "\n### %d. %s  [%s]\n# kubelet: %s\n", s.ID, s.Title, s.Name, s.Mirrors)
+		for _, line := range render.Wrap(s.Explain, 96) {
+			fmt.Fprintf(w, "# %s\n", line)
+		}
+		if len(s.Requests) == 0 {
+			fmt.Fprintln(w, "# (no CRI call: the kubelet does this itself)")
+		}
+		for _, r := range s.Requests {
+			note := ""
+			if r.Note != "" {
+				note = "  # " + r.Note
+			}
+			fmt.Fprintf(w, "%s:%s\n", r.Method, note)
+			if r.Message == nil {
+				continue
+			}
+			for _, l := range render.ProtoYAML(r.Message) {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// DefaultRootDir is /var/lib/podstep for root, else the user's state dir.
+func DefaultRootDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/podstep"
+	}
+	return filepath.Join(stateHome(), "podstep")
+}
+
+// DefaultLogDir is /var/log/podstep/pods for root (beside, not inside, a
+// kubelet's /var/log/pods), else under the user's state dir.
+func DefaultLogDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/log/podstep/pods"
+	}
+	return filepath.Join(stateHome(), "podstep", "logs")
+}
+
+func stateHome() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return os.TempDir()
+	}
+	return filepath.Join(home, ".local", "state")
+}

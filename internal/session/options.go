@@ -1,0 +1,173 @@
+package session
+
+import (
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/podstep/podstep/internal/gate"
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/node"
+	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// Options are a pod run's settings: the flags `podstep run`, `plan` and
+// `bench` share (cmd binds them), checked by Validate. New settings
+// (a cluster's, a fleet's) are new fields here.
+type Options struct {
+	File          string // -f: the manifest ("-": stdin)
+	RootDir       string // --root-dir, absolute
+	LogDir        string // --log-dir, absolute
+	GracePeriod   int64  // -1: the pod's terminationGracePeriodSeconds
+	Breaks        []string
+	ClusterDNS    []string
+	ClusterDomain string
+	CgroupDriver  string
+	// CgroupDriverSet: --cgroup-driver was given (else it is the default).
+	CgroupDriverSet bool
+	FeatureGates    string     // --feature-gates as given
+	Gates           gate.Gates // parsed by Validate
+	CgroupsPerQOS   bool
+	PollInterval    time.Duration
+	InitTimeout     time.Duration
+	NodeFile        string
+	UnsafeSysctls   []string
+	MaxPods         int64
+	MaxRestarts     int
+	BackoffScale    float64
+	Settle          time.Duration
+	WaitReady       bool
+	ReadyTimeout    time.Duration
+
+	// Node is the node chosen for admission (LoadManifest sets it).
+	Node *node.Node
+}
+
+// Validate checks the settings before anything is read or sent (exit 2),
+// the same for every command that runs or plans a pod, and parses
+// --feature-gates into Gates.
+func (o *Options) Validate() error {
+	if o.File == "" {
+		return Usagef("-f/--filename is required: the pod manifest")
+	}
+	for _, b := range o.Breaks {
+		if _, ok := steps.ParseStage(b); !ok {
+			return Usagef("--break %q: expected one of %s", b, StageNames())
+		}
+	}
+	if o.MaxRestarts < -1 {
+		return Usagef("--max-restarts %d: expected -1 (no limit) or a count ≥ 0", o.MaxRestarts)
+	}
+	if o.BackoffScale <= 0 || o.BackoffScale > 1 {
+		return Usagef("--backoff-scale %g: expected a factor in (0, 1], e.g. 0.01", o.BackoffScale)
+	}
+	if o.Settle < 0 {
+		return Usagef("--settle %s: expected a duration ≥ 0", o.Settle)
+	}
+	g, err := gate.Parse(o.FeatureGates)
+	if err != nil {
+		return Usagef("--feature-gates: %v", err)
+	}
+	o.Gates = g
+	if o.CgroupDriver != "cgroupfs" && o.CgroupDriver != "systemd" {
+		return Usagef("--cgroup-driver %q: expected cgroupfs or systemd", o.CgroupDriver)
+	}
+	return nil
+}
+
+// StageNames lists the stages, for messages.
+func StageNames() string {
+	var s []string
+	for _, st := range steps.Stages {
+		s = append(s, string(st))
+	}
+	return strings.Join(s, ", ")
+}
+
+// BreakStages are the validated --break stages.
+func (o *Options) BreakStages() []steps.Stage {
+	return ParseStages(o.Breaks)
+}
+
+// ParseStages parses validated stage names.
+func ParseStages(names []string) []steps.Stage {
+	var out []steps.Stage
+	for _, n := range names {
+		st, _ := steps.ParseStage(n)
+		out = append(out, st)
+	}
+	return out
+}
+
+// LoadManifest reads the manifest (stdin for "-"), at most manifest.MaxSize
+// bytes of it, and picks its node (NodeFor) into o.Node.
+func (o *Options) LoadManifest(stdin io.Reader) (*manifest.Bundle, error) {
+	var (
+		b   *manifest.Bundle
+		err error
+	)
+	if o.File == "-" {
+		b, err = manifest.Read(manifest.StdinName, stdin)
+	} else {
+		b, err = manifest.Load(o.File)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if o.Node, err = o.NodeFor(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// NodeFor picks the node the pod runs on, once for the whole run: --node,
+// else the manifest's Node, else this machine; kubelet flags apply on top.
+// The engine admits the pod to it, and the CRI configs and volumes take its
+// name, allocatable and capacity from it.
+func (o *Options) NodeFor(b *manifest.Bundle) (*node.Node, error) {
+	var (
+		n   *node.Node
+		err error
+	)
+	switch {
+	case o.NodeFile != "":
+		if n, err = node.Load(o.NodeFile); err != nil {
+			return nil, Usagef("--node: %v", err)
+		}
+	case b.Node != nil:
+		if n, err = node.FromObject(b.Node, "the manifest"); err != nil {
+			return nil, Usagef("%s: Node: %v", b.File, err)
+		}
+	default:
+		n = node.Local()
+	}
+	n.AllowedUnsafeSysctls = append(n.AllowedUnsafeSysctls, o.UnsafeSysctls...)
+	if o.MaxPods > 0 {
+		if n.Object.Status.Allocatable == nil {
+			n.Object.Status.Allocatable = corev1.ResourceList{}
+		}
+		n.Object.Status.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(o.MaxPods, resource.DecimalSI)
+	}
+	return n, nil
+}
+
+// Engine is the engine's options; simulated is the runtime's (Conn).
+func (o *Options) Engine(simulated bool) steps.Options {
+	eo := steps.Options{Config: podcfg.Options{
+		RootDir: o.RootDir, LogDir: o.LogDir, HugePageSizes: node.HugePageSizes(), Swap: node.SwapController(),
+		ThermalThrottlePaths: node.ThermalThrottlePaths(),
+		CgroupDriver:         o.CgroupDriver, CgroupsPerQOS: o.CgroupsPerQOS,
+		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain, Gates: o.Gates,
+	}, PollInterval: o.PollInterval, InitTimeout: o.InitTimeout, Node: o.Node,
+		MaxRestarts: o.MaxRestarts, BackoffScale: o.BackoffScale, Settle: o.Settle, WaitReady: o.WaitReady,
+		ReadyTimeout: o.ReadyTimeout, CgroupDriverSet: o.CgroupDriverSet, Simulated: simulated}
+	if o.GracePeriod >= 0 {
+		gp := o.GracePeriod
+		eo.GracePeriod = &gp
+	}
+	return eo
+}

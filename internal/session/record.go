@@ -1,0 +1,95 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/node"
+	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// Recording is a run's --record file. Without --record it is nil, and
+// every method does nothing.
+type Recording struct {
+	rec  *record.Recorder
+	path string
+}
+
+// OpenRecording creates the --record file before anything is sent: a
+// file that cannot be made, or that is the manifest, is bad usage (exit 2).
+func OpenRecording(path, manifestFile string) (*Recording, error) {
+	if path == "" {
+		return nil, nil
+	}
+	if a, err := os.Stat(path); err == nil {
+		if b, err := os.Stat(manifestFile); err == nil && os.SameFile(a, b) {
+			return nil, Usagef("--record %s: that is the manifest (-f); name another file", path)
+		}
+	}
+	rec, err := record.Create(path)
+	if err != nil {
+		return nil, Usagef("--record %s: %v", path, err)
+	}
+	return &Recording{rec: rec, path: path}, nil
+}
+
+// Begin is what a recording's header needs beyond the engine.
+type Begin struct {
+	Podstep     string // podstep's version
+	Interactive bool
+	Output      string
+	Flags       *pflag.FlagSet // the command's, every flag with its value
+	Node        *node.Node
+	Stderr      io.Writer
+}
+
+// Start subscribes the recording to eng's events and writes the header
+// (record.NewHeader), the start line and the plan.
+func (r *Recording) Start(ctx context.Context, c *Conn, b *manifest.Bundle, eng *steps.Engine, in Begin) {
+	if r == nil {
+		return
+	}
+	eng.Subscribe(r.rec.Observe)
+	rt := record.Runtime{Endpoint: c.Runtime.Endpoint, ImageEndpoint: c.Client.ImageEndpoint,
+		Simulated: c.Runtime.Simulated, Why: c.Runtime.Why}
+	rt.Name, rt.Version, rt.APIVersion = record.RuntimeVersion(ctx, c.Runtime.Endpoint)
+	h := record.NewHeader(in.Podstep, in.Interactive, in.Output, rt, in.Flags)
+	h.Manifest, h.Node = record.ManifestOf(b, eng.Redactor()), record.NodeOf(in.Node, b, eng.Redactor())
+	if err := r.rec.Start(h, eng, c.Runtime, b.Pod.Namespace+"/"+b.Pod.Name); err != nil {
+		fmt.Fprintf(in.Stderr, "podstep: --record %s: %v\n", r.path, err)
+	}
+}
+
+// Finish writes the summary and closes the file; a write error that
+// happened on the way is said on stderr (the run's exit code stands).
+func (r *Recording) Finish(sum report.Summary, stderr io.Writer) {
+	if r == nil {
+		return
+	}
+	if err := r.rec.Finish(sum); err != nil {
+		fmt.Fprintf(stderr, "podstep: --record %s: %v\n", r.path, err)
+	}
+}
+
+// Close ends a recording that Finish did not (an error return).
+func (r *Recording) Close() {
+	if r != nil {
+		r.rec.Close()
+	}
+}
+
+// Discard removes the file of a run that ended before it began (the
+// runtime was unreachable): there is nothing to replay.
+func (r *Recording) Discard() {
+	if r != nil {
+		r.rec.Close()
+		os.Remove(r.path)
+	}
+}

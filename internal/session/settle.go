@@ -1,0 +1,195 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// PodName is the engine's pod as namespace/name.
+func PodName(eng *steps.Engine) string {
+	return eng.Pod().Namespace + "/" + eng.Pod().Name
+}
+
+// Summarize is a run's summary once creation is over, for every frontend:
+// the pod as it is now and the creation's timing, created being the time
+// creation took (the wall time for --auto; the steps' own time in the TUI,
+// where the user's pauses do not count). Settle adds the outcome and the
+// teardown.
+func Summarize(eng *steps.Engine, calls []cri.Call, created time.Duration, kept bool) report.Summary {
+	snap := eng.PodState()
+	return report.Summary{Pod: PodName(eng), UID: string(eng.Pod().UID), Display: snap.Display, Ready: snap.Ready,
+		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: kept,
+		Timing: Timing(eng.Steps(), calls, created)}
+}
+
+// Timing splits the creation wall time into time in CRI calls (every call
+// of the run), time spent deliberately waiting (steps.Kind.Split), and
+// podstep's own overhead (the rest).
+func Timing(all []steps.Step, calls []cri.Call, wall time.Duration) report.Timing {
+	var inCRI, waiting time.Duration
+	for _, c := range calls {
+		inCRI += c.Duration
+	}
+	for _, s := range all {
+		var in time.Duration
+		for _, c := range s.Calls {
+			in += c.Duration
+		}
+		_, w, _ := s.Kind.Split(s.Duration, in)
+		waiting += w
+	}
+	return report.Timing{CreateMs: ms(wall), CRIMs: ms(inCRI), WaitMs: ms(waiting), OverheadMs: ms(wall - inCRI - waiting), Calls: len(calls)}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// TeardownBudget leaves time for every StopContainer's grace period.
+func TeardownBudget(eng *steps.Engine) time.Duration {
+	return 5*time.Minute + time.Duration(len(eng.Pod().Spec.Containers)+len(eng.Pod().Spec.InitContainers))*time.Minute
+}
+
+// Settle ends a run, for every frontend: it tears the pod down (unless
+// kept, within TeardownBudget), then fills in the summary's outcome and
+// what is left (Outcome), and returns the exit code and the line for
+// stderr after the summary ("" for none).
+func Settle(ctx context.Context, eng *steps.Engine, sum *report.Summary, teardown, interrupted bool, stderr io.Writer) (int, string) {
+	if teardown {
+		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TeardownBudget(eng))
+		start := time.Now()
+		err := eng.Teardown(tctx)
+		cancel()
+		sum.Timing.TeardownMs = ms(time.Since(start))
+		if err != nil {
+			fmt.Fprintln(stderr, "podstep: teardown:", err)
+		}
+	}
+	r := Result{Steps: eng.Steps(), Finished: eng.Finished(), Interrupted: interrupted}
+	if f, failed := eng.Failed(); failed {
+		r.Failed = &f
+	}
+	if teardown {
+		r.Left = eng.LeftBehind()
+	}
+	return Outcome(r, sum)
+}
+
+// Result is what the outcome policy (Outcome) reads of a run once it is
+// over: plain data, so that the policy is tested without a runtime.
+type Result struct {
+	Steps       []steps.Step
+	Failed      *steps.Step // the step the pod failed at (engine.Failed), or nil
+	Finished    bool        // creation ran to its end
+	Interrupted bool        // a signal (or a gone stdout) stopped the run
+	Left        steps.LeftBehind
+}
+
+// Outcome is the outcome and exit-code policy of every frontend: it fills
+// in sum's Outcome, Failed, Leftover and ExitCode from r and returns the
+// exit code and the line for stderr ("" for none). The exit code says first
+// what needs the user: the runtime went away (3), then something is left
+// behind (4), then an interrupt (130), then how the pod did (1 or 0).
+// "torn down" is said only when nothing is left.
+func Outcome(r Result, sum *report.Summary) (int, string) {
+	code := ExitOK
+	sum.Outcome = "running"
+	switch {
+	case r.Failed != nil:
+		f := r.Failed
+		code = ExitPodFailed
+		sum.Outcome = "failed"
+		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message}
+		if f.Result.Reason == reason.RuntimeUnavailable {
+			code = ExitRuntime
+		}
+	case !r.Finished:
+		sum.Outcome = "stopped"
+	case sum.Status.Phase == corev1.PodSucceeded:
+		// Every container completed and none is restarted (restartPolicy
+		// Never or OnFailure): a finished pod, not a failure.
+		sum.Outcome = "succeeded"
+	}
+	left := r.Left
+	if !left.Empty() {
+		sum.Leftover = &left
+	}
+	if gone, ok := runtimeGone(r.Steps); ok {
+		sum.ExitCode, sum.Outcome, sum.Failed = ExitRuntime, "failed", gone
+		msg := fmt.Sprintf("podstep: the runtime went away during %s: %s", gone.Step, gone.Message)
+		if !left.Empty() {
+			msg += fmt.Sprintf("; left: %s; once the runtime is back, run `podstep cleanup` to remove it", left)
+		}
+		return ExitRuntime, msg
+	}
+	if !left.Empty() {
+		return leftBehind(r, sum)
+	}
+	msg := ""
+	if r.Interrupted {
+		code = ExitInterrupted
+		sum.Outcome = "interrupted"
+		sum.Failed = nil
+		msg = "podstep: interrupted: torn down"
+	}
+	sum.ExitCode = code
+	return code, msg
+}
+
+// leftBehind is Outcome when teardown did not finish.
+func leftBehind(r Result, sum *report.Summary) (int, string) {
+	var broken []string
+	for _, s := range r.Steps {
+		if s.Stage == steps.StageTeardown && s.State == steps.Failed {
+			broken = append(broken, s.Name+": "+s.Result.Message)
+		}
+	}
+	why := strings.Join(broken, "; ")
+	if why == "" {
+		why = "not finished"
+	}
+	if sum.Failed == nil || r.Interrupted {
+		sum.Failed = &report.Failure{Stage: steps.StageTeardown, Step: firstWord(broken), Reason: reason.TeardownFailed,
+			Message: why + " (run `podstep cleanup`)"}
+	}
+	prefix := "podstep: "
+	if r.Interrupted {
+		sum.Outcome = "interrupted"
+		prefix += "interrupted: "
+	} else {
+		sum.Outcome = "failed"
+	}
+	sum.ExitCode = ExitLeftBehind
+	return ExitLeftBehind, fmt.Sprintf("%steardown did not finish (%s); left: %s; run `podstep cleanup` to remove it", prefix, why, r.Left)
+}
+
+// runtimeGone finds the first step in which the runtime stopped answering
+// (a call failed with gRPC Unavailable: its socket refused or dropped the
+// connection).
+func runtimeGone(all []steps.Step) (*report.Failure, bool) {
+	for _, s := range all {
+		for _, c := range s.Calls {
+			if cri.Unavailable(c.Err) {
+				return &report.Failure{Stage: s.Stage, Step: s.Name, Reason: reason.RuntimeUnavailable,
+					Message: fmt.Sprintf("%s: %s", c.Method, c.ErrorMessage())}, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// firstWord is the step name of the first "name: message", or "".
+func firstWord(broken []string) string {
+	if len(broken) == 0 {
+		return ""
+	}
+	return strings.SplitN(broken[0], ":", 2)[0]
+}

@@ -1,0 +1,220 @@
+package watch
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fatih/color"
+
+	"github.com/podstep/podstep/internal/proxy"
+	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// SessionOptions are one `podstep proxy` run's: whom to follow, how to
+// show and hold the calls, and where to record.
+type SessionOptions struct {
+	Follow         string // "namespace/name", "" every pod
+	Auto           bool   // print steps (Output); else the caller shows Pods in the TUI
+	Output         string // report.Text, Short or JSON
+	Hold           bool
+	HoldStages     []steps.Stage
+	RequestTimeout time.Duration
+	// Runtime is the upstream runtime, as the start line says it.
+	Runtime render.Runtime
+	// Recorder, when not nil, records the first followed pod (--record
+	// RecordPath); Header is its header (record.NewHeader), which the pod
+	// completes.
+	Recorder   *record.Recorder
+	RecordPath string
+	Header     record.Header
+	Stdout     io.Writer
+	Stderr     io.Writer
+	// MaxPods is the watcher's Options.MaxPods (--max-pods).
+	MaxPods int
+}
+
+// Session is one `podstep proxy` run: the watcher, its frontends (a
+// printer per followed pod in --auto, else Pods for the TUI) and the
+// recording.
+type Session struct {
+	o        SessionOptions
+	W        *Watcher
+	Hold     *Hold     // nil without --hold
+	Pods     chan *Pod // followed pods, for the TUI
+	mu       sync.Mutex
+	printers map[*Pod]*report.Printer
+	recPod   *Pod
+}
+
+// NewSession makes the session and its watcher.
+func NewSession(o SessionOptions) *Session {
+	s := &Session{o: o, printers: map[*Pod]*report.Printer{}, Pods: make(chan *Pod, 1)}
+	if o.Hold {
+		s.Hold = NewHold(HoldOptions{Stages: o.HoldStages, RequestTimeout: o.RequestTimeout,
+			Holding: s.holding, AutoReleased: s.autoReleased})
+	}
+	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget})
+	return s
+}
+
+// Hooks are the watcher's proxy hooks, which also say the first call.
+func (s *Session) Hooks() proxy.Hooks {
+	hooks := s.W.Hooks()
+	arrived, first := hooks.Arrived, sync.Once{}
+	hooks.Arrived = func(c *proxy.Call) {
+		first.Do(func() { fmt.Fprintf(s.o.Stderr, "podstep: first call through the proxy: %s\n", c.Name()) })
+		arrived(c)
+	}
+	return hooks
+}
+
+// onPod starts showing (and maybe recording) a followed pod.
+func (s *Session) onPod(p *Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.o.Auto {
+		select {
+		case s.Pods <- p:
+		default:
+		}
+	} else {
+		pr := report.New(s.o.Stdout, s.o.Output)
+		pr.Start(s.o.Runtime, p.Key())
+		p.Subscribe(pr.Observe)
+		s.printers[p] = pr
+	}
+	if s.o.Recorder != nil && s.recPod == nil {
+		s.recPod = p
+		h := s.o.Header
+		h.Manifest = record.Manifest{File: "(a kubelet's pod, seen through podstep proxy)", Pod: p.Pod()}
+		if err := s.o.Recorder.Start(h, p, s.o.Runtime, p.Key()); err != nil {
+			fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
+		}
+		p.Subscribe(s.o.Recorder.Observe)
+	}
+}
+
+// onForget ends what is kept of a pod the watcher forgot (MaxPods): its
+// summary is printed and its recording ended now.
+func (s *Session) onForget(p *Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := p.Summary()
+	if pr := s.printers[p]; pr != nil {
+		pr.Finish(sum)
+		delete(s.printers, p)
+	}
+	if p == s.recPod {
+		if err := s.o.Recorder.Finish(sum); err != nil {
+			_, _ = fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
+		}
+	}
+}
+
+// Close lets every held call go (the kubelet's calls go on before podstep
+// leaves) and stops the watcher; the proxy server is stopped in between
+// (stop).
+func (s *Session) Close(stop func()) {
+	if s.Hold != nil {
+		s.Hold.Close()
+	}
+	stop()
+	s.W.Close()
+	s.finish()
+}
+
+// finish prints each followed pod's summary and the node-level polling,
+// and ends the recording.
+func (s *Session) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	polling := s.W.Polling()
+	for _, p := range s.W.Pods() {
+		sum := p.Summary()
+		if pr := s.printers[p]; pr != nil {
+			pr.Finish(sum)
+		}
+		if p == s.recPod {
+			if err := s.o.Recorder.Finish(sum); err != nil {
+				fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
+			}
+		}
+	}
+	if s.o.Recorder != nil && s.recPod == nil {
+		s.o.Recorder.Close()
+		fmt.Fprintf(s.o.Stderr, "podstep: --record %s: no pod was seen; the file is empty\n", s.o.RecordPath)
+	}
+	if !s.o.Auto {
+		return
+	}
+	if s.o.Output == report.JSON {
+		s.o.Stdout.Write(jsonLine(map[string]any{"type": "polling", "calls": polling}))
+		return
+	}
+	p := FormatPolling(polling)
+	if p == "" {
+		p = "none"
+	}
+	fmt.Fprintf(s.o.Stdout, "node-level polling (not shown step by step): %s\n", p)
+}
+
+// holding says, in --auto, that a call is held and how to let it go.
+func (s *Session) holding(h Held) {
+	if !s.o.Auto {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.Output == report.JSON {
+		s.o.Stdout.Write(jsonLine(map[string]any{"type": "held", "pod": h.Pod.Key(), "method": h.Call.Name(), "step": h.Step,
+			"stage": h.Stage, "deadline": h.Deadline, "release_at": h.ReleaseAt}))
+		return
+	}
+	fmt.Fprintf(s.o.Stdout, "%s %s (step %s, stage %s) of %s: the kubelet gives up in %s; podstep lets it go by itself in %s. Enter: let it go, c: continue\n",
+		color.New(color.FgYellow, color.Bold).Sprint("held:"), h.Call.Name(), h.Step, h.Stage, h.Pod.Key(),
+		time.Until(h.Deadline).Round(time.Second), time.Until(h.ReleaseAt).Round(time.Second))
+}
+
+// autoReleased warns that a held call went by itself.
+func (s *Session) autoReleased(h Held) {
+	fmt.Fprintf(s.o.Stderr, "podstep: warning: let %s of %s go by itself %s before the kubelet's deadline (it would have timed out)\n",
+		h.Call.Name(), h.Pod.Key(), time.Until(h.Deadline).Round(time.Second))
+}
+
+// ReadReleases lets held calls go from in's lines in --auto: an empty
+// line (or n) the oldest, c all of them and the rest of their stage.
+func (s *Session) ReadReleases(ctx context.Context, in io.Reader) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() && ctx.Err() == nil {
+		switch strings.TrimSpace(sc.Text()) {
+		case "", "n":
+			s.Hold.Release()
+		case "c":
+			s.Hold.Continue()
+		}
+	}
+}
+
+// jsonLine is v as one JSON line.
+func jsonLine(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"type": "error", "error": err.Error()})
+	}
+	return append(b, '\n')
+}
+
+// Runtime is the upstream runtime, as the session shows it.
+func (s *Session) Runtime() render.Runtime { return s.o.Runtime }
+
+// Stderr is where the session writes its messages.
+func (s *Session) Stderr() io.Writer { return s.o.Stderr }
