@@ -27,7 +27,6 @@ type Client struct {
 	mu     sync.Mutex
 	total  int
 	bySec  map[int64]int
-	denied []string
 }
 
 // Connect loads the kubeconfig as kubectl does (--kubeconfig, else
