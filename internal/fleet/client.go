@@ -24,9 +24,9 @@ type Client struct {
 	// Namespace is the kubeconfig context's namespace.
 	Namespace string
 
-	mu     sync.Mutex
-	total  int
-	bySec  map[int64]int
+	mu    sync.Mutex
+	total int
+	bySec map[int64]int
 }
 
 // Connect loads the kubeconfig as kubectl does (--kubeconfig, else
