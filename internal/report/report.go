@@ -37,6 +37,9 @@ type Summary struct {
 	// the kubelet made (and removes) it, and Timing.OverheadMs is the
 	// kubelet's own time, not podstep's.
 	Watched bool `json:"watched,omitempty"`
+	// Cluster is what the API server says about the pod podstep replayed
+	// (podstep run --pod); nil otherwise.
+	Cluster *ClusterView `json:"cluster,omitempty"`
 }
 
 // Failure names where and why the pod failed.
@@ -280,6 +283,9 @@ func (p *Printer) Finish(s Summary) {
 	if s.Failed != nil {
 		fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
 			s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
+	}
+	if s.Cluster != nil {
+		WriteClusterText(p.w, s.Cluster)
 	}
 }
 
