@@ -71,7 +71,7 @@ left. The runner image is built by hack/image-build.sh (docs/fleet.md).`,
 	f.StringVar(&o.pod, "pod", "", "replay the cluster's pod NAMESPACE/NAME (or NAME in the context's namespace)")
 	f.StringSliceVar(&o.nodes, "node", nil, "a node to replay on (repeatable; default: every node, or --nodes)")
 	f.StringVar(&o.selector, "nodes", "", "label selector of the nodes to replay on (e.g. kubernetes.io/os=linux)")
-	addClusterFlags(f, &o.kubeconfig, &o.context)
+	addKubeconfigFlags(f, &o.kubeconfig, &o.context)
 	f.StringVarP(&o.namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the runner pods and their ConfigMaps (deploy/fleet.yaml makes it)")
 	f.StringVar(&o.image, "image", os.Getenv("PODSTEP_FLEET_IMAGE"), "the runner image: podstep's static binary (hack/image-build.sh; env PODSTEP_FLEET_IMAGE)")
 	f.StringVar(&o.pullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "the runner image's pull policy (Always, IfNotPresent, Never)")
@@ -87,8 +87,8 @@ left. The runner image is built by hack/image-build.sh (docs/fleet.md).`,
 	return cmd
 }
 
-// addClusterFlags adds --kubeconfig and --context, as kubectl's.
-func addClusterFlags(f interface {
+// addKubeconfigFlags adds --kubeconfig and --context, as kubectl's.
+func addKubeconfigFlags(f interface {
 	StringVar(*string, string, string, string)
 }, kubeconfig, context *string) {
 	f.StringVar(kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)")
@@ -120,7 +120,7 @@ func newFleetCleanupCmd(parent *fleetOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	addClusterFlags(f, &o.kubeconfig, &o.context)
+	addKubeconfigFlags(f, &o.kubeconfig, &o.context)
 	f.StringVarP(&o.namespace, "namespace", "n", fleet.DefaultNamespace, "namespace of the runners")
 	f.StringVar(&o.cleanupID, "id", "", "only the fleet with this id (default: every fleet in the namespace)")
 	f.DurationVar(&o.cleanupWait, "wait", time.Minute, "wait this long for the garbage collector to remove the runners (0: do not wait)")
