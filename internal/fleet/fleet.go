@@ -129,6 +129,7 @@ func Run(ctx context.Context, c *Client, o Options) (*Outcome, error) {
 	if err := f.makeParent(ctx); err != nil {
 		return nil, err
 	}
+	f.warnKubeletRuntime(nodes)
 	out := &Outcome{ID: f.id}
 	// The watch and the cleanup outlive ctx: Ctrl-C still deletes.
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
@@ -268,6 +269,34 @@ func (f *fleet) warnOnce(key, msg string) {
 	fmt.Fprintln(f.o.Progress, "warning: "+msg)
 }
 
+// warnKubeletRuntime warns once, before any runner, when some nodes
+// replay on their kubelet's own runtime (no -r, no replay annotation).
+func (f *fleet) warnKubeletRuntime(nodes []selected) {
+	if f.o.Endpoint != "" {
+		return
+	}
+	var names []string
+	for _, n := range nodes {
+		if n.obj == nil {
+			continue
+		}
+		if _, ok := n.obj.Annotations[AnnotationReplayEndpoint]; !ok {
+			names = append(names, Clean(n.name))
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	which := strings.Join(names, ", ")
+	if len(names) > 5 {
+		which = strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	f.warnOnce("kubelet-runtime", fmt.Sprintf("%d node(s) replay on their kubelet's own runtime (%s): the kubelet's housekeeping "+
+		"(HandlePodCleanups, pkg/kubelet/kubelet_pods.go) stops every sandbox of a pod it does not know, podstep's replay "+
+		"included, so a run there may fail (\"stopped from outside\"); give a node a runtime no kubelet watches with the "+
+		"node annotation %s=unix:///PATH (docs/fleet.md)", len(names), which, AnnotationReplayEndpoint))
+}
+
 // runNode runs one node's runner to its end and fills r.
 func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	start := time.Now()
@@ -277,6 +306,12 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	run := &Runner{Fleet: f.id, Parent: f.parent, Namespace: f.o.Namespace, Node: node, Pod: f.o.Pod, ConfigMaps: f.o.ConfigMaps,
 		Image: f.o.Image, PullPolicy: f.o.PullPolicy, ServiceAccount: f.o.ServiceAccount, HostDir: f.o.HostDir,
 		Endpoint: f.o.Endpoint, RunArgs: f.o.RunArgs}
+	replay, err := ReplayEndpoint(node)
+	if err != nil {
+		f.fail(ctx, r, err)
+		return
+	}
+	run.ReplayEndpoint = replay
 	if st, _ := nodeReady(node); st == corev1.ConditionTrue {
 		cfg, err := f.configz(ctx, node.Name)
 		var ae *AccessError
@@ -288,7 +323,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 		}
 		run.Config = cfg
 	}
-	r.Endpoint = run.endpoint()
+	r.Endpoint, r.EndpointFrom = run.endpoint()
 	cm, err := run.Manifest()
 	if err == nil {
 		_, err = f.c.CS.CoreV1().ConfigMaps(f.o.Namespace).Create(ctx, cm, metav1.CreateOptions{})
@@ -355,6 +390,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 			r.Error = "the runner's log ended without a summary"
 		}
 	}
+	r.StoppedFromOutside = StoppedFromOutside(r)
 	if f.o.Record != "" && len(r.Steps) > 0 {
 		if file, err := writeRecording(f.o.Record, r, cm.Data[podFile], cm.Data[nodeFile]); err != nil {
 			r.LastLog = append(r.LastLog, "podstep fleet: --record: "+Clean(err.Error()))
@@ -494,8 +530,14 @@ func (f *fleet) progress(r *Result) {
 	} else if r.Error != "" {
 		line += ": " + Clean(firstLine(r.Error, 160))
 	}
+	if r.StoppedFromOutside != "" {
+		line += "; " + StoppedHint
+	}
 	if r.Runtime != "" {
 		line += " (" + r.Runtime + ")"
+	}
+	if r.Endpoint != "" {
+		line += " on " + Clean(r.Endpoint) + " (" + r.EndpointFrom + ")"
 	}
 	line += " in " + render.Ms(r.WallMs)
 	fmt.Fprintln(f.o.Progress, line)

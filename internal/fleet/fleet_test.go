@@ -79,3 +79,59 @@ func TestRunNotStartedAndCleanedUp(t *testing.T) {
 		t.Errorf("progress:\n%s", progress.String())
 	}
 }
+
+// The header warns once about the nodes that replay on their kubelet's
+// runtime; an annotated node replays on its own; a bad annotation is that
+// node's error, and no runner is made for it.
+func TestRunReplayEndpointAnnotation(t *testing.T) {
+	node := func(name, ann string) runtime.Object {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if ann != "" {
+			n.Annotations = map[string]string{AnnotationReplayEndpoint: ann}
+		}
+		return n
+	}
+	cs := fake.NewClientset(node("a", "unix:///var/lib/replay/containerd.sock"), node("b", ""), node("c", ""), node("d", "tcp://x:1"))
+	c := &Client{CS: cs, Server: "fake", bySec: map[int64]int{}}
+	b, err := manifest.Load("../../testdata/pods/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	out, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 200 * time.Millisecond,
+		Concurrency: 4, Progress: &progress, PodName: "default/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := progress.String()
+	if n := strings.Count(p, "HandlePodCleanups"); n != 1 || !strings.Contains(p, "2 node(s) replay on their kubelet's own runtime (b, c)") ||
+		!strings.Contains(p, AnnotationReplayEndpoint+"=unix:///PATH") {
+		t.Errorf("want one warning naming b, c (d has an annotation, a bad one) and the annotation:\n%s", p)
+	}
+	got := map[string]*Result{}
+	for _, r := range out.Results {
+		got[r.Node] = r
+	}
+	if r := got["a"]; r.Endpoint != "unix:///var/lib/replay/containerd.sock" || r.EndpointFrom != FromAnnotation {
+		t.Errorf("a: %s (%s)", r.Endpoint, r.EndpointFrom)
+	}
+	if r := got["b"]; r.Endpoint != DefaultEndpoint || r.EndpointFrom != FromDefault {
+		t.Errorf("b: %s (%s)", r.Endpoint, r.EndpointFrom)
+	}
+	if r := got["d"]; r.Status != Failed || !strings.Contains(r.Error, `annotation podstep.dev/replay-endpoint="tcp://x:1"`) {
+		t.Errorf("d: %s %q", r.Status, r.Error)
+	}
+	if out.Deleted.Pods != 3 {
+		t.Errorf("deleted %+v: runners for a, b, c only", out.Deleted)
+	}
+
+	// -r for every node: no warning
+	progress.Reset()
+	if _, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 100 * time.Millisecond,
+		Endpoint: "unix:///run/x.sock", Progress: &progress, Nodes: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(progress.String(), "HandlePodCleanups") {
+		t.Errorf("warning with -r:\n%s", progress.String())
+	}
+}

@@ -47,8 +47,15 @@ type Result struct {
 	Runtime string `json:"runtime"`
 	// Kubelet is the node's kubelet version (status.nodeInfo).
 	Kubelet string `json:"kubelet"`
-	// Endpoint is the runtime endpoint the runner used (from configz).
-	Endpoint string `json:"endpoint,omitempty"`
+	// Endpoint is the runtime endpoint the runner replayed on, and
+	// EndpointFrom why: FromAnnotation (the node's replay runtime),
+	// FromConfigz or FromDefault (the kubelet's own runtime), FromFlag (-r).
+	Endpoint     string `json:"endpoint,omitempty"`
+	EndpointFrom string `json:"endpoint_from,omitempty"`
+	// StoppedFromOutside, when the run failed, is the evidence that
+	// something else stopped the replayed pod's sandbox or containers (a
+	// hint; Steps and Summary keep the real error). See StoppedHint.
+	StoppedFromOutside string `json:"stopped_from_outside,omitempty"`
 	// Start is the runner's start line: the runtime it connected to.
 	Start *render.Runtime `json:"start,omitempty"`
 	// Steps are every step the runner printed, in order.

@@ -27,6 +27,26 @@ const (
 	// AnnotationNode names the node a runner or manifest is for (node
 	// names can be longer than a label value).
 	AnnotationNode = "podstep.dev/fleet-node"
+	// AnnotationReplayEndpoint, on a Node, names a runtime on that node
+	// that no kubelet watches (unix:///ABSOLUTE/PATH, set up by an
+	// operator for podstep): the node's runner replays there instead of on
+	// the kubelet's runtime, whose kubelet stops pods it does not know
+	// (HandlePodCleanups; docs/fleet.md).
+	AnnotationReplayEndpoint = "podstep.dev/replay-endpoint"
+)
+
+// Where a runner's runtime endpoint came from (Result.EndpointFrom).
+const (
+	// FromFlag: -r/--runtime-endpoint, for every node.
+	FromFlag = "flag"
+	// FromAnnotation: the node's podstep.dev/replay-endpoint annotation.
+	FromAnnotation = "annotation"
+	// FromConfigz: the node's kubelet's containerRuntimeEndpoint (configz):
+	// the kubelet's own runtime.
+	FromConfigz = "configz"
+	// FromDefault: configz did not say; DefaultEndpoint, likely the
+	// kubelet's own runtime too.
+	FromDefault = "default"
 )
 
 // Roles of the objects.
@@ -109,6 +129,9 @@ type Runner struct {
 	HostDir        string
 	// Endpoint overrides the runtime endpoint of configz.
 	Endpoint string
+	// ReplayEndpoint is the node's podstep.dev/replay-endpoint annotation
+	// (checked by ReplayEndpoint): it overrides configz, Endpoint overrides it.
+	ReplayEndpoint string
 	// RunArgs are extra flags for `podstep run` (after the fleet's own).
 	RunArgs []string
 }
@@ -130,22 +153,42 @@ func PodUID(fleet, node string) types.UID {
 	return types.UID(x[0:8] + "-" + x[8:12] + "-4" + x[13:16] + "-8" + x[17:20] + "-" + x[20:32])
 }
 
-// Endpoint is the runtime endpoint the runner talks to.
-func (r *Runner) endpoint() string {
+// endpoint is the runtime endpoint the runner talks to, and where it
+// came from (FromFlag, FromAnnotation, FromConfigz, FromDefault).
+func (r *Runner) endpoint() (string, string) {
 	switch {
 	case r.Endpoint != "":
-		return r.Endpoint
+		return r.Endpoint, FromFlag
+	case r.ReplayEndpoint != "":
+		return r.ReplayEndpoint, FromAnnotation
 	case r.Config != nil && r.Config.ContainerRuntimeEndpoint != "":
-		return r.Config.ContainerRuntimeEndpoint
+		return r.Config.ContainerRuntimeEndpoint, FromConfigz
 	}
-	return DefaultEndpoint
+	return DefaultEndpoint, FromDefault
 }
 
+// imageEndpoint is configz's image service endpoint, only when the runner
+// replays on configz's runtime ("" otherwise: the runtime's own).
 func (r *Runner) imageEndpoint() string {
-	if r.Endpoint == "" && r.Config != nil && r.Config.ImageServiceEndpoint != "" {
+	if _, from := r.endpoint(); from == FromConfigz && r.Config.ImageServiceEndpoint != "" {
 		return r.Config.ImageServiceEndpoint
 	}
 	return ""
+}
+
+// ReplayEndpoint reads and checks a node's podstep.dev/replay-endpoint
+// annotation ("" when it has none). The runner mounts the socket from the
+// node's host, so it must be unix:// with an absolute path.
+func ReplayEndpoint(n *corev1.Node) (string, error) {
+	v, ok := n.Annotations[AnnotationReplayEndpoint]
+	if !ok {
+		return "", nil
+	}
+	if socketPath(v) == "" {
+		return "", fmt.Errorf("node %s: annotation %s=%q: expected unix:///ABSOLUTE/PATH of a runtime socket on the node",
+			Clean(n.Name), AnnotationReplayEndpoint, Clean(v))
+	}
+	return v, nil
 }
 
 // hostDir is the node's own dir on its host.
@@ -216,11 +259,12 @@ func (r *Runner) Manifest() (*corev1.ConfigMap, error) {
 // dirs and kubelet settings.
 func (r *Runner) Args() []string {
 	dir := r.hostDir()
+	ep, _ := r.endpoint()
 	args := []string{"run", "--auto", "-o", "json", "--no-color",
 		"-f", path.Join(manifestMount, podFile), "--node", path.Join(manifestMount, nodeFile),
-		"-r", r.endpoint(),
+		"-r", ep,
 		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs")}
-	if ie := r.imageEndpoint(); ie != "" && ie != r.endpoint() {
+	if ie := r.imageEndpoint(); ie != "" && ie != ep {
 		args = append(args, "--image-endpoint", ie)
 	}
 	if c := r.Config; c != nil {
@@ -302,7 +346,8 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 		{Name: "logs", MountPath: path.Join(dir, "logs"), MountPropagation: &bidi},
 	}
 	seen := map[string]bool{}
-	for i, ep := range []string{r.endpoint(), r.imageEndpoint()} {
+	runtimeEP, _ := r.endpoint()
+	for i, ep := range []string{runtimeEP, r.imageEndpoint()} {
 		p := socketPath(ep)
 		if p == "" || seen[p] {
 			continue

@@ -159,3 +159,69 @@ func TestRecordingReadsBack(t *testing.T) {
 		t.Errorf("recording has %d calls and %d stages, the run %d calls", len(rec.Calls), len(rec.Stages), calls)
 	}
 }
+
+// The replay endpoint: -r over the node's annotation over configz; the
+// runner mounts that socket only, and says where it came from.
+func TestRunnerReplayEndpoint(t *testing.T) {
+	const replay = "unix:///var/lib/replay/containerd.sock"
+	for _, tc := range []struct {
+		name, annotation, flag string
+		imageEndpoint          string
+		want, from, err        string
+	}{
+		{name: "configz", want: "unix:///var/lib/podstep-harness2/run/containerd.sock", from: FromConfigz},
+		{name: "configz with its image endpoint", imageEndpoint: "unix:///run/img.sock", want: "unix:///var/lib/podstep-harness2/run/containerd.sock", from: FromConfigz},
+		{name: "annotation over configz (its image endpoint too)", annotation: replay, imageEndpoint: "unix:///run/img.sock", want: replay, from: FromAnnotation},
+		{name: "flag over annotation", annotation: replay, flag: "unix:///run/flag.sock", want: "unix:///run/flag.sock", from: FromFlag},
+		{name: "tcp annotation", annotation: "tcp://10.0.0.1:1234", err: `annotation podstep.dev/replay-endpoint="tcp://10.0.0.1:1234": expected unix:///ABSOLUTE/PATH`},
+		{name: "relative annotation", annotation: "unix://run/x.sock", err: "expected unix:///ABSOLUTE/PATH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testRunner(t, "n1")
+			r.Endpoint = tc.flag
+			r.Config.ImageServiceEndpoint = tc.imageEndpoint
+			if tc.annotation != "" {
+				r.Node.Annotations = map[string]string{AnnotationReplayEndpoint: tc.annotation}
+			}
+			ep, err := ReplayEndpoint(r.Node)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.ReplayEndpoint = ep
+			got, from := r.endpoint()
+			if got != tc.want || from != tc.from {
+				t.Errorf("endpoint %s (%s), want %s (%s)", got, from, tc.want, tc.from)
+			}
+			args := strings.Join(r.Args(), " ")
+			if !strings.Contains(args, "-r "+tc.want) {
+				t.Errorf("args %s lack -r %s", args, tc.want)
+			}
+			wantImage := tc.imageEndpoint != "" && from == FromConfigz
+			if strings.Contains(args, "--image-endpoint") != wantImage {
+				t.Errorf("args %s: --image-endpoint expected %v", args, wantImage)
+			}
+			var socks []string
+			for _, v := range r.RunnerPod(&corev1.ConfigMap{}).Spec.Volumes {
+				if v.HostPath != nil && *v.HostPath.Type == corev1.HostPathSocket {
+					socks = append(socks, "unix://"+v.HostPath.Path)
+				}
+			}
+			if len(socks) == 0 || socks[0] != tc.want || len(socks) != 1+btoi(wantImage) {
+				t.Errorf("sockets mounted %v, want %s first", socks, tc.want)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -58,19 +58,22 @@ func tableStages(results []*Result) []steps.Stage {
 func WriteText(w io.Writer, results []*Result, a *Analysis) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	stages := tableStages(results)
-	head := []string{"NODE", "RUNTIME", "KUBELET", "OUTCOME", "FAILED AT", "REASON"}
+	head := []string{"NODE", "RUNTIME", "ENDPOINT", "KUBELET", "OUTCOME", "FAILED AT", "REASON"}
 	for _, st := range stages {
 		head = append(head, strings.ToUpper(string(st)))
 	}
 	head = append(head, "OWN", "WALL")
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, r := range results {
-		row := []string{Clean(r.Node), orDash(r.Runtime), orDash(r.Kubelet), r.Outcome(), "-", "-"}
+		row := []string{Clean(r.Node), orDash(r.Runtime), endpointText(r), orDash(r.Kubelet), r.Outcome(), "-", "-"}
 		if f := r.Failure(); f != nil {
-			row[4] = Clean(string(f.Stage) + "/" + f.Step)
-			row[5] = Clean(f.Reason)
+			row[5] = Clean(string(f.Stage) + "/" + f.Step)
+			row[6] = Clean(f.Reason)
 		} else if r.Status != Ran && r.Error != "" {
-			row[5] = Clean(firstLine(r.Error, 60))
+			row[6] = Clean(firstLine(r.Error, 60))
+		}
+		if r.StoppedFromOutside != "" {
+			row[6] += " (stopped from outside)"
 		}
 		ms := r.StageMs()
 		for _, st := range stages {
@@ -107,6 +110,11 @@ func WriteText(w io.Writer, results []*Result, a *Analysis) error {
 		fmt.Fprintf(w, "\nstage time outliers (%s):\n", a.OutlierRule)
 		for _, o := range a.Outliers {
 			fmt.Fprintf(w, "  %s: %s %s (median %s, MAD %s)\n", Clean(o.Node), o.Stage, render.Ms(o.Ms), render.Ms(o.MedianMs), render.Ms(o.MADMs))
+		}
+	}
+	for _, r := range results {
+		if r.StoppedFromOutside != "" {
+			fmt.Fprintf(w, "\n%s: %s (%s)\n", Clean(r.Node), StoppedHint, Clean(r.StoppedFromOutside))
 		}
 	}
 	for _, r := range results {
@@ -193,6 +201,15 @@ func cleanAll(s []string) []string {
 		out[i] = Clean(v)
 	}
 	return out
+}
+
+// endpointText is the ENDPOINT column: the endpoint and where it came
+// from (annotation, configz, default, flag).
+func endpointText(r *Result) string {
+	if r.Endpoint == "" {
+		return "-"
+	}
+	return Clean(r.Endpoint) + " (" + r.EndpointFrom + ")"
 }
 
 func orDash(s string) string {
