@@ -114,7 +114,8 @@ for sock in "${imports[@]}"; do
 	# the layout's tag is the part after ':'; --base-name supplies the repository.
 	"$CTR" -a "$sock" -n k8s.io images import --base-name "$IMAGE_REPO" --digests "$dir/image.tar" >/dev/null ||
 		die "ctr images import into $sock failed"
-	"$CTR" -a "$sock" -n k8s.io images ls -q | grep -qxF "$name" || die "import into $sock did not produce $name"
+	# grep reads the whole list: with pipefail, grep -q's early exit fails ctr with SIGPIPE.
+	"$CTR" -a "$sock" -n k8s.io images ls -q | grep -xF "$name" >/dev/null || die "import into $sock did not produce $name"
 	log "imported $name into $sock (namespace k8s.io)"
 done
 echo "$name"
