@@ -53,7 +53,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-const fleetNS = "podstep-fleet"
+const (
+	fleetNS = "podstep-fleet"
+	// fleetHostDir is the runners' host dir (--host-dir's default).
+	fleetHostDir = "/var/lib/podstep-fleet"
+)
 
 type fleetEnv struct {
 	cs         kubernetes.Interface
@@ -112,7 +116,7 @@ func newFleetEnv(t testing.TB) *fleetEnv {
 // mount"), and this machine's / is private.
 func fleetSharedHostDir(t testing.TB) {
 	t.Helper()
-	const dir = "/var/lib/podstep-fleet"
+	const dir = fleetHostDir
 	if out, err := exec.Command("findmnt", "-n", "-o", "PROPAGATION", dir).Output(); err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "shared") {
 		return
 	}
@@ -287,7 +291,7 @@ func (e *fleetEnv) nothingLeft(t testing.TB) {
 		time.Sleep(time.Second)
 	}
 	for _, n := range e.nodes {
-		dir := filepath.Join("/var/lib/podstep-fleet", n, "root", "pods")
+		dir := filepath.Join(fleetHostDir, n, "root", "pods")
 		ents, _ := os.ReadDir(dir)
 		if len(ents) > 0 {
 			t.Errorf("pod dirs left under %s: %d", dir, len(ents))
