@@ -12,8 +12,9 @@
 #        →  hack/containerd-down.sh (always, from a trap)
 #   4. as root: the cluster suite against a real Kubernetes v1.37.0 cluster: both harnesses up, then
 #      hack/cluster-up.sh (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and two
-#      nodes: a kubelet on each harness; built once and cached) → go test -count=1 -tags cluster
-#      ./test/cluster/ -v → hack/cluster-down.sh and both harnesses down (always, from the trap)
+#      nodes: a kubelet on each harness; built once and cached), two more harnesses no kubelet
+#      watches (the replay runtimes, containerd 1.6 and 2) → go test -count=1 -tags cluster
+#      ./test/cluster/ -v → hack/cluster-down.sh and all four harnesses down (always, from the trap)
 #
 # Not root: the integration suite is SKIPPED (loudly) and the exit status is the unit tests'.
 # CI=true: not being root, a harness (of either runtime) that does not come up, a runtime left out
@@ -166,6 +167,7 @@ TMP=$(mktemp -d /tmp/podstep-test.XXXXXX)
 HARNESS_UP= # the runtime whose harness may be (partly) up
 CLUSTER_UP=            # the cluster may be (partly) up
 CLUSTER_HARNESSES=()   # the harnesses the cluster phase started (both runtimes)
+REPLAY_HARNESSES=()    # the replay harnesses it started (no kubelet watches them): 1.6, 2
 # harness SCRIPT RUNTIME [VAR=value...]: run hack/SCRIPT for RUNTIME with the per-runtime defaults
 # (a PODSTEP_HARNESS_DIR or PODSTEP_CNI_* in the caller's environment would put both runtimes'
 # harnesses in one folder or network).
@@ -179,6 +181,24 @@ harness_down() {
 	section "PODSTEP_CONTAINERD=$1 hack/containerd-down.sh"
 	harness containerd-down.sh "$1" || echo "hack/test.sh: containerd-down.sh (PODSTEP_CONTAINERD=$1) failed" >&2
 	HARNESS_UP=
+}
+# The cluster phase's replay runtimes: a harness per runtime that no kubelet watches, in folders,
+# networks and registry ports of their own (the fleet tests' podstep.dev/replay-endpoint; a
+# runtime for run --pod, TestPodOnRuntime). replay_env RUNTIME prints its harness variables.
+replay_env() {
+	case $1 in
+	1.6) echo PODSTEP_HARNESS_DIR=/var/lib/podstep-harness-replay16 PODSTEP_CNI_SUBNET=10.88.75.0/24 \
+		PODSTEP_CNI_BRIDGE=podstep5 PODSTEP_CNI_NETWORK=podstep5 PODSTEP_REGISTRY_PORT=5057 ;;
+	2) echo PODSTEP_HARNESS_DIR=/var/lib/podstep-harness-replay2 PODSTEP_CNI_SUBNET=10.88.76.0/24 \
+		PODSTEP_CNI_BRIDGE=podstep6 PODSTEP_CNI_NETWORK=podstep6 PODSTEP_REGISTRY_PORT=5058 ;;
+	esac
+}
+replay_harness_down() {
+	local -a renv
+	read -ra renv <<<"$(replay_env "$1")"
+	section "PODSTEP_CONTAINERD=$1 $(replay_env "$1") hack/containerd-down.sh"
+	harness containerd-down.sh "$1" "${renv[@]}" ||
+		echo "hack/test.sh: containerd-down.sh (replay harness, PODSTEP_CONTAINERD=$1) failed" >&2
 }
 # cluster SCRIPT [VAR=value...]: hack/SCRIPT (cluster-up.sh or cluster-down.sh) with the CI
 # defaults (hack/cluster-env.sh: /var/lib/podstep-cluster, ports from 16400, the CI harnesses'
@@ -206,6 +226,9 @@ teardown() {
 	fi
 	for rt in "${CLUSTER_HARNESSES[@]}"; do
 		harness_down "$rt"
+	done
+	for rt in "${REPLAY_HARNESSES[@]}"; do
+		replay_harness_down "$rt"
 	done
 	if [ -n "${JAEGER_UP:-}" ]; then
 		PODSTEP_JAEGER_DIR=$TMP/jaeger bash "$REPO_ROOT/hack/jaeger-down.sh" || echo "hack/test.sh: jaeger-down.sh failed" >&2
@@ -349,6 +372,35 @@ cluster_phase() {
 	fi
 	record "hack/cluster-up.sh: 2 nodes Ready ($((SECONDS - start)) s)" 0
 
+	# The replay runtimes: the same containerd versions as the nodes', no kubelet (its
+	# housekeeping, HandlePodCleanups, stops pods it does not know on its own runtime).
+	section "cluster: the replay harnesses up (no kubelet)"
+	local -a renv
+	for rt in "${ALL_RUNTIMES[@]}"; do
+		out=$TMP/replay-harness-$rt.out
+		REPLAY_HARNESSES+=("$rt")
+		read -ra renv <<<"$(replay_env "$rt")"
+		start=$SECONDS
+		harness containerd-up.sh "$rt" "${renv[@]}" PODSTEP_BIN="$TMP/podstep" | tee "$out"
+		up=$?
+		if [ $up != 0 ] || ! tail -n 1 "$out" | grep -q '^CONTAINER_RUNTIME_ENDPOINT=unix://'; then
+			banner FAILED "the containerd $rt replay harness did not come up (exit $up); cluster suite not run"
+			record "cluster: PODSTEP_CONTAINERD=$rt ${renv[*]} hack/containerd-up.sh" $((up == 0 ? 1 : up))
+			return
+		fi
+		n=${rt/1.6/16}
+		env+=("PODSTEP_REPLAY_ENDPOINT_$n=$(tail -n 1 "$out" | sed -n 's/^CONTAINER_RUNTIME_ENDPOINT=//p')")
+		if [ "$rt" = 1.6 ]; then
+			# a runtime no kubelet watches, for run --pod (TestPodOnRuntime), with its registry
+			env+=("PODSTEP_ENDPOINT=$(tail -n 1 "$out" | sed -n 's/^CONTAINER_RUNTIME_ENDPOINT=//p')"
+				"PODSTEP_REGISTRY=$(sed -n 's/^PODSTEP_REGISTRY=//p' "$out" | tail -n 1)"
+				"PODSTEP_REGISTRY_IMAGE=$(sed -n 's/^PODSTEP_REGISTRY_IMAGE=//p' "$out" | tail -n 1)"
+				"PODSTEP_REGISTRY_USER=$(sed -n 's/^PODSTEP_REGISTRY_USER=//p' "$out" | tail -n 1)"
+				"PODSTEP_REGISTRY_PASSWORD=$(sed -n 's/^PODSTEP_REGISTRY_PASSWORD=//p' "$out" | tail -n 1)")
+		fi
+		record "cluster: replay harness PODSTEP_CONTAINERD=$rt hack/containerd-up.sh ($((SECONDS - start)) s)" 0
+	done
+
 	section "go test -count=1 -tags cluster ./test/cluster/ -v  (KUBECONFIG=$kubeconfig)"
 	start=$SECONDS
 	env "${env[@]}" KUBECONFIG="$kubeconfig" PODSTEP_BIN="$TMP/podstep" \
@@ -372,6 +424,10 @@ else
 		harness_down "$rt"
 	done
 	CLUSTER_HARNESSES=()
+	for rt in "${REPLAY_HARNESSES[@]}"; do
+		replay_harness_down "$rt"
+	done
+	REPLAY_HARNESSES=()
 fi
 
 finish

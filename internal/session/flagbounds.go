@@ -32,6 +32,8 @@ var flagBounds = map[string]flagBound{
 	"min-change":      {0, 3600, "a duration from 0 to 1h"},
 	"request-timeout": {0.001, 86400, "a duration from 1ms to 24h"},
 	"wait":            {0, 86400, "a duration from 0 to 24h"},
+	"run-timeout":     {0.001, 7 * 86400, "a duration from 1ms to 7 days"},
+	"concurrency":     {1, 10000, "a count of runners from 1 to 10000"},
 }
 
 // CheckFlagBounds checks a command's numeric flags against flagBounds

@@ -1,0 +1,137 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/podstep/podstep/internal/manifest"
+)
+
+// The orchestration's bookkeeping against client-go's fake clientset (no
+// kubelet: no runner ever starts). What runners do on real nodes is
+// test/cluster/fleet_test.go's.
+func TestRunNotStartedAndCleanedUp(t *testing.T) {
+	nodes := []runtime.Object{
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost-a"}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ghost-b"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown"}}}},
+	}
+	cs := fake.NewClientset(nodes...)
+	var created []runtime.Object
+	cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.CreateAction).GetObject()
+		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Labels[LabelRole] == RoleParent {
+			cm.UID = "parent-uid" // the API server gives one
+		}
+		created = append(created, obj)
+		return false, nil, nil
+	})
+	c := &Client{CS: cs, Server: "fake", bySec: map[int64]int{}}
+	b, err := manifest.Load("../../testdata/pods/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	out, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 300 * time.Millisecond,
+		Concurrency: 1, Progress: &progress, PodName: "default/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Results {
+		if r.Status != NotStarted || !strings.Contains(r.Error, "no runner started within 300ms") {
+			t.Errorf("node %s: %s %q", r.Node, r.Status, r.Error)
+		}
+	}
+	if !strings.Contains(out.Results[0].Error, "no Ready condition") || !strings.Contains(out.Results[1].Error, "NodeStatusUnknown") {
+		t.Errorf("errors do not say why: %q, %q", out.Results[0].Error, out.Results[1].Error)
+	}
+	if out.Analysis.ExitCode != exitRuntime {
+		t.Errorf("exit %d, want %d", out.Analysis.ExitCode, exitRuntime)
+	}
+	// parent, then (manifest, runner) per node: each owned by the parent.
+	if len(created) != 5 {
+		t.Fatalf("created %d objects, want 5", len(created))
+	}
+	for _, o := range created[1:] {
+		m := o.(metav1.Object)
+		if len(m.GetOwnerReferences()) != 1 || m.GetOwnerReferences()[0].UID != "parent-uid" || m.GetLabels()[LabelFleet] != out.ID {
+			t.Errorf("%s: owners %v labels %v", m.GetName(), m.GetOwnerReferences(), m.GetLabels())
+		}
+	}
+	pods, _ := cs.CoreV1().Pods("podstep-fleet").List(context.Background(), metav1.ListOptions{})
+	cms, _ := cs.CoreV1().ConfigMaps("podstep-fleet").List(context.Background(), metav1.ListOptions{})
+	if len(pods.Items)+len(cms.Items) != 0 {
+		t.Errorf("left: %d pods, %d ConfigMaps", len(pods.Items), len(cms.Items))
+	}
+	if out.Deleted.Pods != 2 || out.Deleted.ConfigMaps != 2 || out.Deleted.Parents != 1 {
+		t.Errorf("deleted %+v", out.Deleted)
+	}
+	if n := strings.Count(progress.String(), "runner not started"); n != 2 {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}
+
+// The header warns once about the nodes that replay on their kubelet's
+// runtime; an annotated node replays on its own; a bad annotation is that
+// node's error, and no runner is made for it.
+func TestRunReplayEndpointAnnotation(t *testing.T) {
+	node := func(name, ann string) runtime.Object {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if ann != "" {
+			n.Annotations = map[string]string{AnnotationReplayEndpoint: ann}
+		}
+		return n
+	}
+	cs := fake.NewClientset(node("a", "unix:///var/lib/replay/containerd.sock"), node("b", ""), node("c", ""), node("d", "tcp://x:1"))
+	c := &Client{CS: cs, Server: "fake", bySec: map[int64]int{}}
+	b, err := manifest.Load("../../testdata/pods/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	out, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 200 * time.Millisecond,
+		Concurrency: 4, Progress: &progress, PodName: "default/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := progress.String()
+	if n := strings.Count(p, "HandlePodCleanups"); n != 1 || !strings.Contains(p, "2 node(s) replay on their kubelet's own runtime (b, c)") ||
+		!strings.Contains(p, AnnotationReplayEndpoint+"=unix:///PATH") {
+		t.Errorf("want one warning naming b, c (d has an annotation, a bad one) and the annotation:\n%s", p)
+	}
+	got := map[string]*Result{}
+	for _, r := range out.Results {
+		got[r.Node] = r
+	}
+	if r := got["a"]; r.Endpoint != "unix:///var/lib/replay/containerd.sock" || r.EndpointFrom != FromAnnotation {
+		t.Errorf("a: %s (%s)", r.Endpoint, r.EndpointFrom)
+	}
+	if r := got["b"]; r.Endpoint != DefaultEndpoint || r.EndpointFrom != FromDefault {
+		t.Errorf("b: %s (%s)", r.Endpoint, r.EndpointFrom)
+	}
+	if r := got["d"]; r.Status != Failed || !strings.Contains(r.Error, `annotation podstep.dev/replay-endpoint="tcp://x:1"`) {
+		t.Errorf("d: %s %q", r.Status, r.Error)
+	}
+	if out.Deleted.Pods != 3 {
+		t.Errorf("deleted %+v: runners for a, b, c only", out.Deleted)
+	}
+
+	// -r for every node: no warning
+	progress.Reset()
+	if _, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 100 * time.Millisecond,
+		Endpoint: "unix:///run/x.sock", Progress: &progress, Nodes: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(progress.String(), "HandlePodCleanups") {
+		t.Errorf("warning with -r:\n%s", progress.String())
+	}
+}
