@@ -84,21 +84,19 @@ type model struct {
 	runningID int
 	method    string // the CRI call in flight
 
-	confirm  bool
-	showHelp bool
-	// timeline shows the waterfall instead of the panes (timeline.go);
-	// tlTop is its first row shown, -1 to follow the newest.
-	timeline bool
-	tlTop    int
-	quitting bool
-	decided  bool // the user chose how to quit
-	result   Result
-	flash    string
+	// ui is what the keys do now (mode.go); screen what the body shows.
+	ui     uiMode
+	screen screen
+	// tlTop is the timeline's first row shown, -1 to follow the newest.
+	tlTop   int
+	decided bool // the user chose how to quit
+	result  Result
+	flash   string
+	ckeys   confirmKeys
 
 	// A replay (replay.go): the engine as a Replayer, its keys, g's prompt.
 	rp      Replayer
 	rkeys   replayKeys
-	going   bool
 	gotoBuf string
 }
 
@@ -126,6 +124,7 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 	}
 	m.rp, _ = eng.(Replayer)
 	m.rkeys = newReplayKeys()
+	m.ckeys = newConfirmKeys()
 	for _, s := range o.Breaks {
 		if !m.stageBreak[s] {
 			m.stageBreak[s] = eng.ToggleBreakStage(s)
@@ -324,7 +323,7 @@ func (m *model) runDone(msg runDoneMsg) tea.Cmd {
 	if m.lastID > 0 {
 		m.selectStep(m.lastID)
 	}
-	if m.quitting {
+	if m.ui == uiQuitting {
 		return tea.Quit
 	}
 	switch {
@@ -337,33 +336,23 @@ func (m *model) runDone(msg runDoneMsg) tea.Cmd {
 	return nil
 }
 
-// key handles one keypress.
+// key handles one keypress: ctrl+c always, then the mode's own keys.
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(k, m.keys.ForceQ) {
 		m.result.Teardown, m.result.Interrupted = true, true
 		return m.quit()
 	}
-	if m.confirm {
-		switch k.String() {
-		case "y", "Y":
-			m.result.Teardown = true
-			return m.quit()
-		case "n", "N":
-			m.result.Teardown = false
-			return m.quit()
-		case "enter", "space":
-			m.result.Teardown = !m.opts.Keep
-			return m.quit()
-		case "esc", "q":
-			m.confirm = false
+	switch m.ui {
+	case uiConfirm:
+		return m.confirmKey(k)
+	case uiHelp:
+		m.ui = uiBrowse
+		if key.Matches(k, m.keys.Quit) {
+			return m.askQuit()
 		}
 		return nil
-	}
-	if m.showHelp {
-		m.showHelp = false
-		if key.Matches(k, m.keys.Quit) {
-			m.confirm = true
-		}
+	case uiGoto:
+		m.gotoKey(k)
 		return nil
 	}
 	m.flash = ""
@@ -372,11 +361,49 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 			return cmd
 		}
 	}
+	return m.browseKey(k)
+}
+
+// confirmKey answers the quit prompt.
+func (m *model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, m.ckeys.Yes):
+		m.result.Teardown = true
+		return m.quit()
+	case key.Matches(k, m.ckeys.No):
+		m.result.Teardown = false
+		return m.quit()
+	case key.Matches(k, m.ckeys.Accept):
+		m.result.Teardown = !m.opts.Keep
+		return m.quit()
+	case key.Matches(k, m.ckeys.Back):
+		m.ui = uiBrowse
+	}
+	return nil
+}
+
+// askQuit is q: the quit prompt; a replay, with nothing to tear down, quits at once.
+func (m *model) askQuit() tea.Cmd {
+	if m.rp != nil {
+		m.result.Teardown = false
+		return m.quit()
+	}
+	m.ui = uiConfirm
+	return nil
+}
+
+// browseKey handles the keys of the usual mode (live, and a replay's
+// keys that work as live).
+func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.keys.Help):
-		m.showHelp = true
+		if m.ui == uiBrowse {
+			m.ui = uiHelp
+		}
 	case key.Matches(k, m.keys.Quit):
-		m.confirm = true
+		if m.ui == uiBrowse {
+			return m.askQuit()
+		}
 	case key.Matches(k, m.keys.Cancel):
 		if m.busy {
 			m.run.cancelRun()
@@ -408,8 +435,8 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Break):
 		m.toggleBreak()
 	case key.Matches(k, m.keys.Timeline):
-		m.timeline, m.tlTop = !m.timeline, -1
-	case m.timeline && m.scrollTimeline(k):
+		m.screen, m.tlTop = m.screen.toggle(), -1
+	case m.screen == screenTimeline && m.scrollTimeline(k):
 	case key.Matches(k, m.keys.Tab):
 		m.mode = (m.mode + 1) % 3
 		m.scroll = 0
@@ -459,9 +486,9 @@ func (m *model) failedStep() *steps.Step {
 
 // quit ends the program, once a running call has been cancelled and returned.
 func (m *model) quit() tea.Cmd {
-	m.decided, m.confirm = true, false
+	m.decided, m.ui = true, uiBrowse
 	if m.busy {
-		m.quitting = true
+		m.ui = uiQuitting
 		m.run.cancelRun()
 		return nil
 	}

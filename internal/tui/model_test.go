@@ -221,7 +221,7 @@ func TestQuit(t *testing.T) {
 		t.Errorf("no prompt:\n%s", h.frame())
 	}
 	h.press("esc")
-	if h.m.confirm || h.m.decided {
+	if h.m.ui == uiConfirm || h.m.decided {
 		t.Error("esc did not leave the prompt")
 	}
 }
@@ -229,11 +229,11 @@ func TestQuit(t *testing.T) {
 func TestHelpKey(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{})
 	h.press("?")
-	if !h.m.showHelp || !strings.Contains(h.frame(), "tear down + quit") {
+	if h.m.ui != uiHelp || !strings.Contains(h.frame(), "tear down + quit") {
 		t.Fatalf("? did not show the full help:\n%s", h.frame())
 	}
 	h.press("space") // closes the help, runs nothing
-	if h.m.showHelp || h.state(1) != steps.Pending {
+	if h.m.ui == uiHelp || h.state(1) != steps.Pending {
 		t.Fatal("a key on the help screen should only close it")
 	}
 }

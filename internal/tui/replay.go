@@ -61,45 +61,6 @@ type ReplayInfo struct {
 	Simulated bool
 }
 
-// replayKeys are the keys only a replay has.
-type replayKeys struct {
-	Back     key.Binding
-	Goto     key.Binding
-	ContBack key.Binding
-}
-
-func newReplayKeys() replayKeys {
-	return replayKeys{
-		Back:     key.NewBinding(key.WithKeys("p", "left"), key.WithHelp("p/←", "back")),
-		Goto:     key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
-		ContBack: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "back to break")),
-	}
-}
-
-// replayHelp is the help bubble's KeyMap in a replay.
-type replayHelp struct {
-	k keyMap
-	r replayKeys
-}
-
-// ShortHelp is the one-line help bar of a replay.
-func (h replayHelp) ShortHelp() []key.Binding {
-	return []key.Binding{h.k.Next, h.r.Back, h.r.Goto, h.k.Continue, h.r.ContBack, h.k.Break, h.k.Tab, h.k.Help, h.k.Quit, h.k.Timeline}
-}
-
-// FullHelp is the help screen of a replay.
-func (h replayHelp) FullHelp() [][]key.Binding {
-	long := func(b key.Binding, desc string) key.Binding {
-		return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
-	}
-	return [][]key.Binding{
-		{long(h.k.Next, "step forward"), long(h.r.Back, "step back"), long(h.r.Goto, "go to step N (0: start)"),
-			long(h.k.Continue, "forward to breakpoint"), long(h.r.ContBack, "back to breakpoint")},
-		{h.k.Up, h.k.Down, h.k.PgUp, h.k.PgDown},
-		{long(h.k.Break, "toggle breakpoint"), long(h.k.Tab, "request/response/log"), long(h.k.Timeline, "timeline (toggle)"), h.k.Help, h.k.Quit},
-	}
-}
-
 // shortHelp and fullHelpGroups are the key help, the replay's in a replay.
 func (m *model) shortHelp() []key.Binding {
 	if m.rp != nil {
@@ -118,17 +79,11 @@ func (m *model) fullHelpGroups() [][]key.Binding {
 // replayKey handles the keys that differ in a replay; false for the others
 // (cursor, breakpoints, view, help), which work as live.
 func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
-	if m.going {
-		m.gotoKey(k)
-		return nil, true
-	}
 	rp := m.rp
 	switch {
 	case key.Matches(k, m.keys.Quit):
-		// Nothing to tear down: a replay quits at once.
-		m.decided, m.result.Teardown = true, false
-		return tea.Quit, true
-	case key.Matches(k, m.keys.Next), k.String() == "right":
+		return m.askQuit(), true
+	case key.Matches(k, m.keys.Next), key.Matches(k, m.rkeys.Forward):
 		if rp.Position() >= rp.Len() {
 			m.flash = "end of the recording: p goes back, q quits"
 		} else {
@@ -157,7 +112,7 @@ func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			m.moved()
 		}
 	case key.Matches(k, m.rkeys.Goto):
-		m.going, m.gotoBuf = true, ""
+		m.ui, m.gotoBuf = uiGoto, ""
 	case key.Matches(k, m.keys.Retry):
 		m.flash = rp.Retry().Error()
 	case key.Matches(k, m.keys.Cancel):
@@ -170,14 +125,14 @@ func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 // gotoKey edits the step number of g's prompt.
 func (m *model) gotoKey(k tea.KeyPressMsg) {
 	switch s := k.String(); {
-	case s == "esc":
-		m.going = false
-	case s == "backspace":
+	case key.Matches(k, m.rkeys.GotoCancel):
+		m.ui = uiBrowse
+	case key.Matches(k, m.rkeys.GotoDelete):
 		if n := len(m.gotoBuf); n > 0 {
 			m.gotoBuf = m.gotoBuf[:n-1]
 		}
-	case s == "enter":
-		m.going = false
+	case key.Matches(k, m.rkeys.GotoGo):
+		m.ui = uiBrowse
 		m.gotoStep(m.gotoBuf)
 	case len(s) == 1 && s[0] >= '0' && s[0] <= '9' && len(m.gotoBuf) < 7:
 		m.gotoBuf += s
@@ -253,7 +208,7 @@ func (m *model) replayHeader(w int) string {
 // the replay is and what comes next.
 func (m *model) replayStatus() string {
 	st := m.st
-	if m.going {
+	if m.ui == uiGoto {
 		return st.Prompt.Render("go to step: "+m.gotoBuf+"▏") + st.Dim.Render("  (enter goes there, 0: the start, esc: back)")
 	}
 	total := fmt.Sprint(m.rp.Len())

@@ -54,9 +54,9 @@ func (m *model) render() string {
 
 	lines := make([]string, 0, l.bodyH+3)
 	lines = append(lines, m.headerView(l.w))
-	if m.showHelp {
+	if m.ui == uiHelp {
 		lines = append(lines, m.helpScreen(l.w, l.bodyH)...)
-	} else if m.timeline {
+	} else if m.screen == screenTimeline {
 		lines = append(lines, m.timelineView(l.w, l.bodyH)...)
 	} else {
 		plan := m.planView(l.planW, l.bodyH)
@@ -108,13 +108,13 @@ func (m *model) statusView(w int) string {
 		return m.replayStatus()
 	}
 	switch {
-	case m.confirm:
+	case m.ui == uiConfirm:
 		q := "tear the pod down? [Y/n]"
 		if m.opts.Keep {
 			q = "tear the pod down? [y/N]"
 		}
 		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `podstep cleanup`; esc: back)")
-	case m.quitting:
+	case m.ui == uiQuitting:
 		return st.Running.Render(m.spin.View()) + " cancelling the running call, then quitting…"
 	case m.busy:
 		what := ""
