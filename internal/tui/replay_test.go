@@ -147,6 +147,19 @@ func TestReplayKeys(t *testing.T) {
 	}
 }
 
+// TestReplayQuitFromHelp: q on a replay's help screen quits at once, as q
+// does elsewhere in a replay. It used to open the live run's quit prompt,
+// which a replay's status line never shows: the screen sat waiting for a
+// hidden y/n.
+func TestReplayQuitFromHelp(t *testing.T) {
+	h := newReplayHarness(t, "hello.v1.rec")
+	h.press("?")
+	msg := h.press("q")
+	if _, ok := msg.(tea.QuitMsg); !ok || h.m.result.Teardown || !h.m.decided {
+		t.Errorf("? q: %T, teardown %v, decided %v; want quit, no teardown", msg, h.m.result.Teardown, h.m.decided)
+	}
+}
+
 // TestReplayHelp: the replay's keys are in its help, and only there.
 func TestReplayHelp(t *testing.T) {
 	h := newReplayHarness(t, "hello.v1.rec")
