@@ -16,7 +16,7 @@ if [ -x /usr/local/go/bin/go ]; then
 	export PATH=/usr/local/go/bin:$PATH
 fi
 FUZZTIME=${FUZZTIME:-10s}
-PACKAGES=(./internal/manifest/ ./internal/record/)
+PACKAGES=(./internal/manifest/ ./internal/record/ ./internal/safe/)
 
 failed=0
 for pkg in "${PACKAGES[@]}"; do

@@ -53,8 +53,17 @@ for p in "$J_GRPC" "$J_HTTP" "$J_QUERY" "$J_QUERY_GRPC" "$J_HEALTH"; do
 	fi
 done
 
-# The build's own lines (cached, or building and how long it took) to stderr; its path, last, here.
-BIN=$(bash "$HERE/jaeger-build.sh" | tee /dev/stderr | tail -n 1)
+# The build's own lines (cached, or building and how long it took) to stderr as they come; its
+# path, last, here. Not `tee /dev/stderr`: opening /dev/stderr truncates the file stderr is
+# redirected to (`bash hack/test.sh >log 2>&1` lost the log's beginning to NUL bytes).
+BIN=$(bash "$HERE/jaeger-build.sh" | {
+	last=
+	while IFS= read -r line; do
+		printf '%s\n' "$line" >&2
+		last=$line
+	done
+	printf '%s\n' "$last"
+})
 [ -x "$BIN" ] || die "hack/jaeger-build.sh gave no jaeger binary ('$BIN')"
 mkdir -p "$J_DIR"
 # Only what the tests need: the OTLP receiver, memory storage, the query API. The collector's own

@@ -6,7 +6,7 @@
 #        ${PODSTEP_CACHE_DIR:-~/.cache/podstep}/golangci-lint-v2.15.0/bin/golangci-lint
 #      and reused while `golangci-lint version` names v2.15.0 (under a lock: two callers at once
 #      build once; log .../golangci-lint-v2.15.0/build.log). Run on ./... and, with the
-#      integration build tag, on ./test/integration/.
+#      integration build tag, on ./test/integration/, and with the cluster tag on ./test/cluster/.
 #   2. shellcheck (Debian's package; installed when missing) on hack/*.sh, hack/lib/*.sh and .ci/run.
 #
 # Exit status: non-zero when either linter reports anything (or cannot run).
@@ -64,6 +64,8 @@ lint_go() {
 	"$BIN" run ./... || rc=1
 	log "golangci-lint run --build-tags integration ./test/integration/"
 	"$BIN" run --build-tags integration ./test/integration/ || rc=1
+	log "golangci-lint run --build-tags cluster ./test/cluster/"
+	"$BIN" run --build-tags cluster ./test/cluster/ || rc=1
 	return $rc
 }
 

@@ -10,10 +10,15 @@
 #        cached, for the tracing tests)  →  for each runtime: hack/containerd-up.sh
 #        →  go test -count=1 -tags integration ./test/integration/ -v
 #        →  hack/containerd-down.sh (always, from a trap)
+#   4. as root: the cluster suite against a real Kubernetes v1.37.0 cluster: both harnesses up, then
+#      hack/cluster-up.sh (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and two
+#      nodes: a kubelet on each harness; built once and cached) → go test -count=1 -tags cluster
+#      ./test/cluster/ -v → hack/cluster-down.sh and both harnesses down (always, from the trap)
 #
 # Not root: the integration suite is SKIPPED (loudly) and the exit status is the unit tests'.
-# CI=true: not being root, a harness (of either runtime) that does not come up, or a runtime
-# left out (PODSTEP_TEST_RUNTIMES), FAILS the run. A harness that does not come up always fails it.
+# CI=true: not being root, a harness (of either runtime) that does not come up, a runtime left out
+# (PODSTEP_TEST_RUNTIMES), the cluster phase left out (PODSTEP_TEST_CLUSTER=0) or a cluster that
+# does not come up FAILS the run. A harness that does not come up always fails it.
 # Exit status: non-zero when any part failed.
 set -uo pipefail
 
@@ -76,6 +81,9 @@ record "go vet ./..." $?
 section "go vet -tags integration ./test/integration/"
 go vet -tags integration ./test/integration/
 record "go vet -tags integration ./test/integration/" $?
+section "go vet -tags cluster ./test/cluster/"
+go vet -tags cluster ./test/cluster/
+record "go vet -tags cluster ./test/cluster/" $?
 
 # Replay runs anywhere: everything but the runtime side builds for macOS too.
 section "GOOS=darwin go build ./..."
@@ -155,6 +163,8 @@ fi
 
 TMP=$(mktemp -d /tmp/podstep-test.XXXXXX)
 HARNESS_UP= # the runtime whose harness may be (partly) up
+CLUSTER_UP=            # the cluster may be (partly) up
+CLUSTER_HARNESSES=()   # the harnesses the cluster phase started (both runtimes)
 # harness SCRIPT RUNTIME [VAR=value...]: run hack/SCRIPT for RUNTIME with the per-runtime defaults
 # (a PODSTEP_HARNESS_DIR or PODSTEP_CNI_* in the caller's environment would put both runtimes'
 # harnesses in one folder or network).
@@ -169,12 +179,32 @@ harness_down() {
 	harness containerd-down.sh "$1" || echo "hack/test.sh: containerd-down.sh (PODSTEP_CONTAINERD=$1) failed" >&2
 	HARNESS_UP=
 }
+# cluster SCRIPT [VAR=value...]: hack/SCRIPT (cluster-up.sh or cluster-down.sh) with the CI
+# defaults (hack/cluster-env.sh: /var/lib/podstep-cluster, ports from 16400, the CI harnesses'
+# sockets), whatever PODSTEP_CLUSTER_* the caller's environment has (a developer's cluster).
+cluster() {
+	local script=$1
+	shift
+	env -u PODSTEP_CLUSTER_DIR -u PODSTEP_CLUSTER_PORT_BASE -u PODSTEP_CLUSTER_ENDPOINT_16 -u PODSTEP_CLUSTER_ENDPOINT_2 \
+		-u PODSTEP_CLUSTER_NODE_16 -u PODSTEP_CLUSTER_NODE_2 "$@" bash "$REPO_ROOT/hack/$script"
+}
+cluster_down() {
+	section "hack/cluster-down.sh"
+	cluster cluster-down.sh || echo "hack/test.sh: cluster-down.sh failed" >&2
+	CLUSTER_UP=
+}
 teardown() {
 	local rc=$?
 	trap - EXIT INT TERM
+	if [ -n "$CLUSTER_UP" ]; then
+		cluster_down
+	fi
 	if [ -n "$HARNESS_UP" ]; then
 		harness_down "$HARNESS_UP"
 	fi
+	for rt in "${CLUSTER_HARNESSES[@]}"; do
+		harness_down "$rt"
+	done
 	if [ -n "${JAEGER_UP:-}" ]; then
 		PODSTEP_JAEGER_DIR=$TMP/jaeger bash "$REPO_ROOT/hack/jaeger-down.sh" || echo "hack/test.sh: jaeger-down.sh failed" >&2
 	fi
@@ -268,5 +298,77 @@ integration() {
 for rt in "${RUNTIMES[@]}"; do
 	integration "$rt"
 done
+
+# --- 4. cluster --------------------------------------------------------------------------------
+# A real Kubernetes v1.37.0 cluster on this machine, two nodes: a kubelet on each runtime's harness
+# (started again here, the suites' own are down). Builds (etcd 3.6.16, the control plane, the
+# kubelet) are cached in ~/.cache/podstep; cold, they take many minutes (hack/README.md, "Cluster").
+# PODSTEP_TEST_CLUSTER=0 leaves the phase out (a failure under CI=true).
+cluster_phase() {
+	local rt out up start rc env=() n
+	section "cluster: both harnesses up"
+	for rt in "${ALL_RUNTIMES[@]}"; do
+		out=$TMP/cluster-harness-$rt.out
+		CLUSTER_HARNESSES+=("$rt")
+		start=$SECONDS
+		harness containerd-up.sh "$rt" PODSTEP_BIN="$TMP/podstep" | tee "$out"
+		up=$?
+		n=${rt/1.6/16}
+		env+=("PODSTEP_RUNTIME_$n=$(sed -n 's/^PODSTEP_RUNTIME=//p' "$out" | tail -n 1)"
+			"PODSTEP_REGISTRY_$n=$(sed -n 's/^PODSTEP_REGISTRY=//p' "$out" | tail -n 1)"
+			"PODSTEP_REGISTRY_IMAGE_$n=$(sed -n 's/^PODSTEP_REGISTRY_IMAGE=//p' "$out" | tail -n 1)"
+			"PODSTEP_REGISTRY_USER=$(sed -n 's/^PODSTEP_REGISTRY_USER=//p' "$out" | tail -n 1)"
+			"PODSTEP_REGISTRY_PASSWORD=$(sed -n 's/^PODSTEP_REGISTRY_PASSWORD=//p' "$out" | tail -n 1)")
+		if [ $up != 0 ] || ! tail -n 1 "$out" | grep -q '^CONTAINER_RUNTIME_ENDPOINT=unix://'; then
+			banner FAILED "the containerd $rt harness did not come up for the cluster (exit $up); cluster suite not run"
+			record "cluster: PODSTEP_CONTAINERD=$rt hack/containerd-up.sh" $((up == 0 ? 1 : up))
+			return
+		fi
+		record "cluster: PODSTEP_CONTAINERD=$rt hack/containerd-up.sh ($((SECONDS - start)) s)" 0
+	done
+
+	section "hack/cluster-up.sh"
+	out=$TMP/cluster-up.out
+	CLUSTER_UP=1 # from here on, tear down whatever came up, even half of it
+	start=$SECONDS
+	cluster cluster-up.sh | tee "$out"
+	up=$?
+	cluster_value() { sed -n "s/^$1=//p" "$out" | tail -n 1; }
+	local kubeconfig
+	kubeconfig=$(tail -n 1 "$out" | sed -n 's/^KUBECONFIG=//p')
+	if [ $up != 0 ] || [ -z "$kubeconfig" ]; then
+		banner FAILED "the cluster did not come up (exit $up; the end of each log of /var/lib/podstep-cluster/logs follows); cluster suite not run"
+		for f in /var/lib/podstep-cluster/logs/*.log; do
+			[ -f "$f" ] && { printf -- '--- %s (last 15 lines)\n' "$f"; tail -n 15 "$f"; }
+		done
+		record "hack/cluster-up.sh" $((up == 0 ? 1 : up))
+		return
+	fi
+	record "hack/cluster-up.sh: 2 nodes Ready ($((SECONDS - start)) s)" 0
+
+	section "go test -count=1 -tags cluster ./test/cluster/ -v  (KUBECONFIG=$kubeconfig)"
+	start=$SECONDS
+	env "${env[@]}" KUBECONFIG="$kubeconfig" PODSTEP_BIN="$TMP/podstep" \
+		PODSTEP_NODE_16="$(cluster_value NODE_16)" PODSTEP_NODE_2="$(cluster_value NODE_2)" \
+		PODSTEP_ENDPOINT_16="$(cluster_value ENDPOINT_16)" PODSTEP_ENDPOINT_2="$(cluster_value ENDPOINT_2)" \
+		go test -count=1 -timeout 20m -tags cluster ./test/cluster/ -v
+	rc=$?
+	record "cluster suite on 2 nodes (containerd 1.6, containerd 2) ($((SECONDS - start)) s)" $rc
+}
+if [ "${PODSTEP_TEST_CLUSTER:-1}" = 0 ]; then
+	if [ "$CI" = true ]; then
+		banner FAILED "PODSTEP_TEST_CLUSTER=0 leaves out the cluster suite (CI=true: it must run)"
+		record "cluster suite (left out by PODSTEP_TEST_CLUSTER=0)" 1
+	else
+		RESULTS+=("SKIPPED cluster suite (left out by PODSTEP_TEST_CLUSTER=0)")
+	fi
+else
+	cluster_phase
+	[ -z "$CLUSTER_UP" ] || cluster_down
+	for rt in "${CLUSTER_HARNESSES[@]}"; do
+		harness_down "$rt"
+	done
+	CLUSTER_HARNESSES=()
+fi
 
 finish

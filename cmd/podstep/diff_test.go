@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/podstep/podstep/internal/diff"
 )
 
 // TestDiffExitCodes runs `podstep diff` on the repository's recordings and
@@ -52,5 +56,53 @@ func TestDiffExitCodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiffTraceTitleIsNoPath: a trace's title names no file. Its manifest
+// is NAME.yaml beside NAME.calls.txt; a title reaching elsewhere ("#
+// ../secret/x: CREATE phase") makes diff load nothing (issue 25).
+func TestDiffTraceTitleIsNoPath(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	traces := filepath.Join(dir, "traces")
+	for _, d := range []string{secret, traces} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod, err := os.ReadFile("../../testdata/kubelet-traces/simple.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secret, "x.yaml"), pod, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	trace, err := os.ReadFile("../../testdata/kubelet-traces/simple.calls.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	title, rest, _ := strings.Cut(string(trace), "\n")
+	evil := strings.Replace(title, "# simple:", "# ../secret/x:", 1) + "\n" + rest
+	for _, name := range []string{"t.calls.txt", "other.txt"} {
+		p := filepath.Join(traces, name)
+		if err := os.WriteFile(p, []byte(evil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := diff.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.FromManifest || r.Header.Manifest.Pod != nil {
+			t.Errorf("%s: the trace's title made diff load %s", name, r.Header.Manifest.File)
+		}
+	}
+	// The reference traces still find their manifest by their own name.
+	r, err := diff.Load("../../testdata/kubelet-traces/simple.calls.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.FromManifest || filepath.Base(r.Header.Manifest.File) != "simple.yaml" {
+		t.Errorf("simple.calls.txt: manifest %q, FromManifest %v", r.Header.Manifest.File, r.FromManifest)
 	}
 }

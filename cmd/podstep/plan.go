@@ -31,6 +31,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
 			o.RootDir, o.LogDir = g.rootDir, g.logDir
+			o.NoTokens, o.Stderr = true, cmd.ErrOrStderr()
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -43,8 +44,8 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			}
 			eng := steps.New(b, nil, o.Engine(false))
 			if crictlDir != "" {
-				if err := crictl.Write(crictlDir, eng.Steps(), cmd.ErrOrStderr()); err != nil {
-					return session.Usagef("%v", err)
+				if err := crictl.Write(crictlDir, eng.Steps(), cmd.ErrOrStderr(), forceFlag(cmd)); err != nil {
+					return session.OutputErr(fmt.Errorf("--crictl: %w", err))
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote crictl configs to %s\n", crictlDir)
 			}
@@ -52,6 +53,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 		},
 	}
 	addPodFlags(cmd, o, time.Second)
+	addClusterFlags(cmd, o)
 	cmd.Flags().StringVar(&crictlDir, "crictl", "", "also write crictl-ready JSON configs into this directory")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "yaml (readable, with comments) or json (one object per step)")
 	return cmd

@@ -18,6 +18,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
@@ -43,6 +44,8 @@ type proxyOptions struct {
 	holdStages     []string
 	requestTimeout time.Duration
 	trace          trace.Options
+	socket         socketOptions
+	maxPods        int
 }
 
 func newProxyCmd(g *globalOptions) *cobra.Command {
@@ -74,6 +77,8 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
 	f.StringSliceVar(&o.holdStages, "hold-stage", nil, "with --hold, hold only the calls of these stages (e.g. sandbox,init)")
 	f.DurationVar(&o.requestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
 	o.trace.AddFlags(f)
+	o.socket.addFlags(f)
+	f.IntVar(&o.maxPods, "max-pods", watch.DefaultMaxPods, "how many removed pods podstep remembers; past it the oldest is forgotten (its summary printed, its recording ended)")
 	return cmd
 }
 
@@ -114,7 +119,10 @@ func (o *proxyOptions) validate() error {
 	if !o.auto && o.pod == "" {
 		return session.Usagef("the TUI follows one pod: give --pod NAMESPACE/NAME, or --auto")
 	}
-	return nil
+	if o.maxPods < 1 || o.maxPods > 100000 {
+		return session.Usagef("--max-pods %d: expected 1 to 100000 (removed pods remembered)", o.maxPods)
+	}
+	return o.socket.validate(o.listen)
 }
 
 // upstreamOf picks the runtime as `run` does (session.Choose): --upstream,
@@ -136,10 +144,10 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 		return err
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f, ok := stdout.(*os.File); !o.auto && (!ok || !isatty.IsTerminal(f.Fd())) {
+	if f, ok := safe.Raw(stdout).(*os.File); !o.auto && (!ok || !isatty.IsTerminal(f.Fd())) {
 		return session.Usagef("the TUI needs a terminal: use --auto")
 	}
-	ctx, cancel := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := session.SignalContext(cmd.Context())
 	defer cancel()
 	signal.Ignore(syscall.SIGPIPE)
 
@@ -183,6 +191,9 @@ func runProxy(cmd *cobra.Command, g *globalOptions, o *proxyOptions) error {
 	if err != nil {
 		return session.RuntimeErr(fmt.Errorf("proxy: %w", err))
 	}
+	if session.Signalled() {
+		return session.Silent(session.ExitInterrupted) // 128+N of the signal
+	}
 	return nil
 }
 
@@ -200,10 +211,11 @@ func (o *proxyOptions) listenAndServe(s *watch.Session, upstream string, x *trac
 	if err != nil {
 		return nil, nil, nil, session.RuntimeErr(err)
 	}
-	l, err := proxy.Listen(o.listen)
+	l, err := o.socket.listen.Listen(o.listen)
 	if err != nil {
 		return nil, nil, nil, session.Usagef("--listen: %v", err)
 	}
+	o.socket.warn(s.Stderr(), o.listen)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	return srv, spans, served, nil
@@ -214,14 +226,14 @@ func (o *proxyOptions) session(ctx context.Context, cmd *cobra.Command, upstream
 	so := watch.SessionOptions{Follow: o.pod, Auto: o.auto, Output: o.output, Hold: o.hold,
 		HoldStages: session.ParseStages(o.holdStages), RequestTimeout: o.requestTimeout,
 		Runtime:    render.Runtime{Endpoint: upstream, Why: "a kubelet's calls through podstep proxy at " + o.listen + "; upstream from " + why},
-		RecordPath: o.record, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr()}
+		RecordPath: o.record, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), MaxPods: o.maxPods}
 	if o.record != "" {
 		// The runtime as it answers Version, for the recording's header.
 		rt := record.Runtime{Endpoint: so.Runtime.Endpoint, Why: so.Runtime.Why}
 		rt.Name, rt.Version, rt.APIVersion = record.RuntimeVersion(ctx, upstream)
 		so.Header = record.NewHeader(version, !o.auto, o.output, rt, cmd.Flags())
 		var err error
-		if so.Recorder, err = record.Create(o.record); err != nil {
+		if so.Recorder, err = record.Create(o.record, forceFlag(cmd)); err != nil {
 			return nil, session.Usagef("--record %s: %v", o.record, err)
 		}
 	}

@@ -25,6 +25,11 @@ func TestProxyBadInput(t *testing.T) {
 		{"stage without hold", []string{"proxy", "--auto", "--listen", sock, "--hold-stage", "sandbox"}, "--hold-stage needs --hold"},
 		{"zero timeout", []string{"proxy", "--auto", "--listen", sock, "--request-timeout", "0s"}, "--request-timeout 0s"},
 		{"upstream is listen", []string{"proxy", "--auto", "--listen", sock, "--upstream", sock}, "the proxy would call itself"},
+		{"remote listen", []string{"proxy", "--auto", "--listen", "tcp://0.0.0.0:18999"}, "--listen tcp://0.0.0.0:18999: 0.0.0.0 is not a loopback address"},
+		{"all addresses", []string{"proxy", "--auto", "--listen", "tcp://:18999"}, "every address is not a loopback address"},
+		{"allow-remote on unix", []string{"proxy", "--auto", "--listen", sock, "--allow-remote"}, "--allow-remote: --listen " + sock + " is a unix socket"},
+		{"socket-group on tcp", []string{"proxy", "--auto", "--listen", "tcp://127.0.0.1:18999", "--socket-group", "0"}, "is not a unix socket"},
+		{"unknown group", []string{"proxy", "--auto", "--listen", sock, "--socket-group", "no-such-group-x"}, `--socket-group "no-such-group-x": group: unknown group`},
 		{"TUI without pod", []string{"proxy", "--listen", sock}, "the TUI follows one pod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/outfile"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/timeline"
@@ -25,9 +26,9 @@ func replayHTML(cmd *cobra.Command, path, out string) error {
 	if err != nil {
 		return session.Usagef("replay %s: %v", path, err)
 	}
-	page, damage, err := timeline.WriteFile(filepath.Base(path), rd, out)
+	page, damage, err := timeline.WriteFile(filepath.Base(path), rd, out, outfile.Options{Force: forceFlag(cmd), Stdout: cmd.OutOrStdout()})
 	if err != nil {
-		return session.Usagef("replay %s --html: %v", path, err)
+		return session.OutputErr(fmt.Errorf("replay %s --html: %w", path, err))
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "podstep: wrote the timeline page of %s (%d steps) to %s\n", path, len(page.Steps), out)
 	if damage != nil {

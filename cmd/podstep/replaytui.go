@@ -35,10 +35,17 @@ func replayInteractive(cmd *cobra.Command, path string) error {
 	if h.Runtime.Name == "" {
 		info.Runtime = h.Runtime.Endpoint
 	}
-	_, err = tui.Run(cmd.Context(), p, tui.Options{Replay: info, NoColor: color.NoColor || os.Getenv("NO_COLOR") != "",
+	// A signal (SIGHUP too: the terminal closed) ends the TUI as ctrl+c
+	// does, so it restores the terminal, then the exit code is 128+N.
+	ctx, cancel := session.SignalContext(cmd.Context())
+	defer cancel()
+	_, err = tui.Run(cmd.Context(), p, tui.Options{Interrupt: ctx.Done(), Replay: info, NoColor: color.NoColor || os.Getenv("NO_COLOR") != "",
 		In: cmd.InOrStdin(), Out: cmd.OutOrStdout()})
 	if err != nil {
 		return &session.Error{Code: ExitRuntime, Err: fmt.Errorf("terminal: %w", err)}
+	}
+	if session.Signalled() {
+		return session.Silent(session.ExitInterrupted) // 128+N (exit.go)
 	}
 	p.Close() // a damage not reached is not reported
 	if err := p.Damage(); err != nil {

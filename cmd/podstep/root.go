@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 )
 
@@ -21,8 +22,28 @@ type globalOptions struct {
 }
 
 // Execute runs podstep with args and returns the process exit code.
+// Everything it prints goes through safe.Writer: untrusted text (manifests,
+// runtimes, recordings) shows no raw control character; the TUI writes to
+// the terminal underneath (safe.Raw) and sanitises its frames itself.
 func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	sout, serr := safe.NewWriter(stdout), safe.NewWriter(stderr)
+	defer sout.Flush()
+	defer serr.Flush()
+	stdout, stderr = sout, serr
 	root := newRootCmd()
+	pre := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := pre(cmd, args); err != nil {
+			return err
+		}
+		// Only the printers of run, replay and proxy colour, and they
+		// sanitise what they colour: elsewhere an SGR is escaped too.
+		switch cmd.Name() {
+		case "run", "replay", "proxy":
+			sout.AllowSGR(!color.NoColor && isTerminal(sout))
+		}
+		return nil
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -50,6 +71,9 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if g.noColor || os.Getenv("NO_COLOR") != "" {
 				color.NoColor = true
 			}
+			if err := checkFlagBounds(cmd); err != nil {
+				return err
+			}
 			return g.absDirs()
 		},
 	}
@@ -64,6 +88,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.StringVar(&g.rootDir, "root-dir", session.DefaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
 	pf.StringVar(&g.logDir, "log-dir", session.DefaultLogDir(), "root of the pod log dirs the runtime writes container logs into")
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
+	pf.Bool("force", false, "write an output file (--record, --html, --crictl) even where its path is a symbolic link, FIFO or device")
 
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
@@ -86,4 +111,10 @@ func (g *globalOptions) absDirs() error {
 		*d.dir = abs
 	}
 	return nil
+}
+
+// forceFlag is --force: an output may replace what is not a regular file.
+func forceFlag(cmd *cobra.Command) bool {
+	f, _ := cmd.Flags().GetBool("force")
+	return f
 }

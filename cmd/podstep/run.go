@@ -14,6 +14,7 @@ import (
 
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
@@ -43,7 +44,7 @@ func addPodFlags(cmd *cobra.Command, o *session.Options, settle time.Duration) {
 	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "kubelet --cluster-dns: DNS server IPs for ClusterFirst pods (none: the host's resolv.conf, as the kubelet falls back)")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "kubelet --cluster-domain")
 	f.StringVar(&o.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver when the runtime does not report one (cgroupfs or systemd)")
-	f.StringVar(&o.NodeFile, "node", "", "a v1 Node YAML to admit the pod to (default: the manifest's Node, else this machine)")
+	f.StringVar(&o.NodeFile, "node", "", "a v1 Node YAML to admit the pod to (default: the manifest's Node, else this machine); with --pod or --kubeconfig, the NAME of a Node of the cluster (default: the pod's spec.nodeName)")
 	f.StringSliceVar(&o.UnsafeSysctls, "allowed-unsafe-sysctls", nil, "kubelet --allowed-unsafe-sysctls (names or patterns ending in *)")
 	f.Int64Var(&o.MaxPods, "max-pods", 0, "kubelet --max-pods: the node's pod capacity (0: the node's own, else 110)")
 	f.DurationVar(&o.Settle, "settle", settle, "after the last container starts, relist this long to catch containers that exit (the kubelet's PLEG relists every 1s); 0 leaves the relist step out")
@@ -52,15 +53,25 @@ func addPodFlags(cmd *cobra.Command, o *session.Options, settle time.Duration) {
 	f.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
 }
 
+// addClusterFlags binds the flags that read the pod, or what a manifest
+// references, from an API server (internal/cluster; docs/cluster.md).
+func addClusterFlags(cmd *cobra.Command, o *session.Options) {
+	f := cmd.Flags()
+	f.StringVar(&o.Pod, "pod", "", "[NAMESPACE/]NAME of a pod in the cluster: read it and what the kubelet fetches for it (ConfigMaps, Secrets, tokens, its Node) from the API server")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: $KUBECONFIG, else ~/.kube/config, else in-cluster); with -f, the manifest's references come from that cluster")
+	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context)")
+}
+
 func newRunCmd(g *globalOptions) *cobra.Command {
 	o := &runOptions{}
 	cmd := &cobra.Command{
-		Use:   "run -f FILE",
+		Use:   "run -f FILE | --pod [NAMESPACE/]NAME",
 		Short: "Create the pod step by step against a CRI runtime (TUI on a terminal, --auto otherwise)",
 		Example: `  podstep run -f testdata/pods/hello.yaml                # interactive, one keypress per step
   podstep run --auto -f testdata/pods/hello.yaml         # all steps, each with what it changed and its events
   podstep run --auto -q -f testdata/pods/hello.yaml      # all steps, one line each
-  podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock`,
+  podstep run --auto -o json -f pod.yaml -r unix:///run/containerd/containerd.sock
+  podstep run --auto --pod default/web-7d4b9c-x2k9p      # the cluster's pod, its objects and its node from the API server`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			err := runPod(cmd, g, o)
@@ -70,6 +81,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	addPodFlags(cmd, &o.Options, time.Second)
+	addClusterFlags(cmd, &o.Options)
 	f := cmd.Flags()
 	f.BoolVar(&o.auto, "auto", false, "run every step without stopping (for CI and scripts)")
 	f.BoolVar(&o.keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
@@ -91,6 +103,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
 	o.RootDir, o.LogDir = g.rootDir, g.logDir
+	o.Stderr = cmd.ErrOrStderr()
 	if err := o.Options.Validate(); err != nil {
 		return err
 	}
@@ -107,7 +120,7 @@ func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := safe.Raw(w).(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
@@ -124,7 +137,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if o.tracing, err = session.OpenTracing(cmd.Context(), o.trace, version); err != nil {
 		return err
 	}
-	rec, err := session.OpenRecording(o.record, o.File)
+	rec, err := session.OpenRecording(o.record, o.File, forceFlag(cmd))
 	if err != nil {
 		return err
 	}
@@ -179,6 +192,10 @@ func runAuto(ctx, parent context.Context, eng *steps.Engine, c *session.Conn, si
 	wasInterrupted := sig.interrupted()
 	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !wasInterrupted)
 	code, msg := session.Settle(parent, eng, &sum, !sum.Kept, wasInterrupted, stderr)
+	var viewErr error
+	if sum.Cluster, viewErr = o.ClusterView(parent, eng); viewErr != nil && code == ExitOK {
+		code, msg = session.Code(viewErr), "error: "+viewErr.Error()
+	}
 	printer.Finish(sum)
 	rec.Finish(sum, stderr)
 	if code == ExitPodFailed && o.output == report.JSON {

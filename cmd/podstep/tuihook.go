@@ -47,6 +47,10 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 		sig.interrupt()
 	}
 	code, msg := session.Settle(ctx, eng, &sum, teardown, res.Interrupted, stderr)
+	var viewErr error
+	if sum.Cluster, viewErr = o.ClusterView(ctx, eng); viewErr != nil && code == ExitOK {
+		code, msg = session.Code(viewErr), "error: "+viewErr.Error()
+	}
 	printer.Finish(sum)
 	rec.Finish(sum, stderr)
 	if msg != "" {

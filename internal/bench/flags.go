@@ -25,14 +25,14 @@ type Flags struct {
 // Check checks the flags and returns the concurrency levels to run
 // (--concurrency, or each of --scale); an error is bad usage.
 func Check(f Flags) ([]int, error) {
-	if f.N < 1 {
-		return nil, fmt.Errorf("-n/--count %d: expected at least 1 pod", f.N)
+	if f.N < 1 || f.N > MaxPods {
+		return nil, fmt.Errorf("-n/--count %d: expected 1 to %d pods", f.N, MaxPods)
 	}
-	if f.Warmup < 0 {
-		return nil, fmt.Errorf("--warmup %d: expected 0 or more pods", f.Warmup)
+	if f.Warmup < 0 || f.Warmup > MaxPods {
+		return nil, fmt.Errorf("--warmup %d: expected 0 to %d pods", f.Warmup, MaxPods)
 	}
-	if f.Threshold < 0 {
-		return nil, fmt.Errorf("--threshold %g: expected a percentage ≥ 0", f.Threshold)
+	if !(f.Threshold >= 0 && f.Threshold <= 1e6) { // NaN too
+		return nil, fmt.Errorf("--threshold %g: expected a percentage from 0 to 1e6", f.Threshold)
 	}
 	if f.MinChange < 0 {
 		return nil, fmt.Errorf("--min-change %s: expected a duration ≥ 0", f.MinChange)

@@ -10,6 +10,13 @@ import (
 // Schema names the JSON layout of a Result; a reader refuses another.
 const Schema = "podstep.dev/bench/v1"
 
+// MaxBaseline is the largest bench result --compare reads (a result of
+// MaxPods pods at a few levels is a few MiB).
+const MaxBaseline = 64 << 20
+
+// MaxPods bounds bench's -n and --warmup: pods per concurrency level.
+const MaxPods = 100000
+
 // Result is one `podstep bench`: a Level per concurrency it ran at.
 type Result struct {
 	Schema string `json:"schema"`

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/limit"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
@@ -235,7 +235,7 @@ func cpuTime() time.Duration {
 
 // ReadBaseline reads a --compare baseline: a bench result as JSON.
 func ReadBaseline(path string) (*Result, error) {
-	data, err := os.ReadFile(path)
+	data, err := limit.ReadFile(path, MaxBaseline, "a podstep bench result (JSON)")
 	if err != nil {
 		return nil, err
 	}

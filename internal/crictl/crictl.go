@@ -16,14 +16,17 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/outfile"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/volume"
 )
 
 // Write writes the sandbox and container configs as crictl reads
 // them: encoding/json of the Go types (crictl decodes with encoding/json,
-// so enums are numbers and int64s plain numbers, unlike protojson).
-func Write(dir string, all []steps.Step, warn io.Writer) error {
+// so enums are numbers and int64s plain numbers, unlike protojson). Each
+// file is written as outfile.Write does: refused over a link, FIFO or
+// device unless force, whole or not at all.
+func Write(dir string, all []steps.Step, warn io.Writer, force bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--crictl: %w", err)
 	}
@@ -32,7 +35,10 @@ func Write(dir string, all []steps.Step, warn io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dir, name), append(b, '\n'), 0o644)
+		return outfile.Write(filepath.Join(dir, name), outfile.Options{Force: force}, func(w io.Writer) error {
+			_, err := w.Write(append(b, '\n'))
+			return err
+		})
 	}
 	for _, s := range all {
 		for _, r := range s.Requests {

@@ -446,3 +446,14 @@ func TestCheckManifests(t *testing.T) {
 		})
 	}
 }
+
+// TestTraceLineTooLong: a trace line over MaxTraceLine is an error that
+// names the line, not bufio's "token too long".
+func TestTraceLineTooLong(t *testing.T) {
+	data := "# simple: CREATE phase (t0 = x)\n# t0 (relative times) = epoch 1795272218.123883\n" +
+		"+ 1.0ms [1.0ms] RunPodSandbox x=" + strings.Repeat("a", MaxTraceLine+1) + "\n"
+	_, err := ReadTrace("big.calls.txt", strings.NewReader(data))
+	if err == nil || !strings.Contains(err.Error(), "big.calls.txt: line 3: longer than 4 MiB") {
+		t.Errorf("got %v, want the line named", err)
+	}
+}

@@ -71,6 +71,15 @@ type stepInfo struct {
 	container string
 }
 
+// MaxCalls is the most calls diff reads from one recording or trace: the
+// alignment's time grows with the product of the two sides' entries (at
+// 20,000 a side, seconds), its memory linearly.
+const MaxCalls = 20000
+
+func tooManyCalls(name string) error {
+	return fmt.Errorf("%s: more than %d CRI calls: diff compares recordings of at most %d calls (a pod's run has a few hundred)", name, MaxCalls, MaxCalls)
+}
+
 // Read reads a whole recording. A recording that is not one, is of a newer
 // format, or is damaged (cut, or a line that does not decode) is an error:
 // a comparison with half a run would report differences that are not there.
@@ -113,6 +122,9 @@ func Read(name string, r io.Reader) (*Recording, error) {
 				Method: ev.Call.Method, Code: ev.Call.Code, Request: ev.Call.Request, Response: ev.Call.Response,
 				Started: ev.Call.Started, DurationMs: ev.Call.DurationMs, Count: 1}
 			rec.Calls = append(rec.Calls, c)
+			if len(rec.Calls) > MaxCalls {
+				return nil, tooManyCalls(name)
+			}
 		case ev.Step != nil:
 			s := ev.Step
 			info[s.ID] = stepInfo{name: s.Name, stage: s.Stage, container: s.Container}

@@ -2,17 +2,18 @@ package diff
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 
+	"github.com/podstep/podstep/internal/limit"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/record"
 )
 
 // Load reads a recording (podstep run or proxy --record) or a reference
 // kubelet trace at path; a trace's manifest is read from beside it
-// (NAME.yaml), and without it the recording is not FromManifest.
+// (NAME.yaml for NAME.calls.txt: TraceManifest, from the path, never from
+// the trace's title), and without it the recording is not FromManifest.
 func Load(path string) (*Recording, error) {
-	data, err := os.ReadFile(path)
+	data, err := limit.ReadFile(path, record.MaxSize, "a podstep recording or a kubelet's CRI trace")
 	if err != nil {
 		return nil, err
 	}
@@ -21,8 +22,7 @@ func Load(path string) (*Recording, error) {
 		if err != nil {
 			return nil, err
 		}
-		// The reference traces keep their manifest beside them, as NAME.yaml.
-		if m := filepath.Join(filepath.Dir(path), r.Header.Manifest.File+".yaml"); r.Header.Manifest.File != "" {
+		if m := TraceManifest(path); m != "" {
 			if b, err := manifest.Load(m); err == nil {
 				r.Header.Manifest.File, r.Header.Manifest.Pod, r.FromManifest = m, b.Pod, true
 			}

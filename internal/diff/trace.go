@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,6 +30,25 @@ import (
 // / container=" (the IDs the later calls name). The trace shows a part of
 // each request only: a Recording read from one is Partial, and only the
 // fields it has are compared.
+
+// TraceSuffix ends the file name of a kubelet CRI trace.
+const TraceSuffix = ".calls.txt"
+
+// TraceManifest is the manifest of the trace at path: NAME.yaml beside
+// NAME.calls.txt, or "" for a trace named otherwise. It is derived from
+// the path the user gave, never from the trace's content: a title such as
+// "# ../../etc/x: CREATE phase" names no file (issue 25).
+func TraceManifest(path string) string {
+	base := filepath.Base(path)
+	name, ok := strings.CutSuffix(base, TraceSuffix)
+	if !ok || name == "" || strings.HasPrefix(name, ".") {
+		return ""
+	}
+	return filepath.Join(filepath.Dir(path), name+".yaml")
+}
+
+// MaxTraceLine bounds one line of a kubelet CRI trace.
+const MaxTraceLine = 4 << 20
 
 // IsTrace says whether data starts like a kubelet CRI trace.
 func IsTrace(data []byte) bool {
@@ -59,7 +80,7 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 	rec.Header.Format = "kubelet CRI trace"
 	rec.Header.Podstep = "none: a kubelet's CRI trace"
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc.Buffer(make([]byte, 64<<10), MaxTraceLine)
 	var (
 		stage       steps.Stage
 		t0          time.Time
@@ -86,6 +107,9 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 		cur.c.Request = b
 		rec.Calls = append(rec.Calls, cur.c)
 		cur = nil
+		if len(rec.Calls) > MaxCalls {
+			return tooManyCalls(name)
+		}
 		return nil
 	}
 	for sc.Scan() {
@@ -172,7 +196,10 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s: line %d: longer than %d MiB: not a kubelet CRI trace line", name, lineNo+1, MaxTraceLine>>20)
+		}
+		return nil, fmt.Errorf("%s: line %d: %w", name, lineNo+1, err)
 	}
 	if err := finish(); err != nil {
 		return nil, err

@@ -39,6 +39,22 @@ type Bundle struct {
 	Node *corev1.Node
 	// Digest is the hex sha256 of the raw file bytes.
 	Digest string
+	// Origins says where objects that did not come from the file came
+	// from, keyed by OriginKey ("Secret ns/name"), such as "API server
+	// https://10.0.0.1:6443, resourceVersion 4711" (internal/cluster
+	// fills it). An object without an entry came from the file.
+	Origins map[string]string
+}
+
+// OriginKey is the key of Bundle.Origins for an object.
+func OriginKey(kind, namespace, name string) string {
+	return kind + " " + namespace + "/" + name
+}
+
+// Origin says where an object that did not come from the file came from
+// (its Origins entry); "" for the file's own objects and unknown ones.
+func (b *Bundle) Origin(kind, namespace, name string) string {
+	return b.Origins[OriginKey(kind, namespace, name)]
 }
 
 // Secret returns the Secret namespace/name of the bundle, if the file has it.

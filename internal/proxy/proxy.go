@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -80,41 +78,6 @@ func New(upstream string, hooks Hooks) (*Server, error) {
 		grpc.NumStreamWorkers(uint32(runtime.NumCPU())),
 		grpc.MaxRecvMsgSize(MaxMsgSize), grpc.MaxSendMsgSize(MaxMsgSize))
 	return s, nil
-}
-
-// Listen opens the socket the kubelet will dial: a unix endpoint's parent
-// directory is made and a stale socket file replaced; tcp:// listens on
-// host:port.
-func Listen(endpoint string) (net.Listener, error) {
-	if p := cri.SocketPath(endpoint); p != "" {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, fmt.Errorf("listen %s: %w", endpoint, err)
-		}
-		if fi, err := os.Lstat(p); err == nil {
-			if fi.Mode()&os.ModeSocket == 0 {
-				return nil, fmt.Errorf("listen %s: %s exists and is not a socket", endpoint, p)
-			}
-			if c, err := net.DialTimeout("unix", p, 200*time.Millisecond); err == nil {
-				c.Close()
-				return nil, fmt.Errorf("listen %s: something already answers on %s", endpoint, p)
-			}
-			os.Remove(p)
-		}
-		l, err := net.Listen("unix", p)
-		if err != nil {
-			return nil, fmt.Errorf("listen %s: %w", endpoint, err)
-		}
-		return l, nil
-	}
-	target, err := cri.Target(endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	l, err := net.Listen("tcp", strings.TrimPrefix(target, "dns:///"))
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", endpoint, err)
-	}
-	return l, nil
 }
 
 // Serve answers calls on l until Stop.

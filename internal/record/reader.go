@@ -17,6 +17,11 @@ import (
 // status is a few KiB; a pull of a huge image list could be more).
 const MaxLine = 64 << 20
 
+// MaxSize bounds a whole recording, uncompressed: replay, its page and diff
+// refuse one larger (a run's recording is a few MiB; a .gz can expand a
+// thousandfold).
+const MaxSize = 256 << 20
+
 // NotRecordingError says the input is not a podstep recording at all.
 type NotRecordingError struct {
 	// Why says what was found instead.
@@ -179,6 +184,9 @@ func (rd *Reader) next() ([]byte, error) {
 		rd.offset += int64(len(chunk))
 		if len(buf) > MaxLine {
 			return nil, &DamageError{Line: rd.line, Offset: start, Why: fmt.Sprintf("the line is longer than %d MiB", MaxLine>>20)}
+		}
+		if rd.offset > MaxSize {
+			return nil, &DamageError{Line: rd.line, Offset: start, Why: fmt.Sprintf("the recording is larger than %d MiB (uncompressed): podstep reads at most that", MaxSize>>20)}
 		}
 		switch {
 		case err == nil:

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/outfile"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
@@ -60,9 +60,12 @@ type Recorder struct {
 }
 
 // Create creates the recording file path; a name ending in ".gz" is
-// written gzip-compressed. Nothing is written before Start.
-func Create(path string) (*Recorder, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+// written gzip-compressed. Nothing is written before Start. A path that
+// is a link, a FIFO or a device is refused unless force (outfile.Open);
+// the file is written as the run goes, so a killed run leaves what it had
+// recorded (replay reads it up to the cut).
+func Create(path string, force bool) (*Recorder, error) {
+	f, err := outfile.Open(path, force)
 	if err != nil {
 		return nil, fmt.Errorf("create recording: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -37,6 +38,9 @@ type Summary struct {
 	// the kubelet made (and removes) it, and Timing.OverheadMs is the
 	// kubelet's own time, not podstep's.
 	Watched bool `json:"watched,omitempty"`
+	// Cluster is what the API server says about the pod podstep replayed
+	// (podstep run --pod); nil otherwise.
+	Cluster *ClusterView `json:"cluster,omitempty"`
 }
 
 // Failure names where and why the pod failed.
@@ -88,7 +92,7 @@ func New(w io.Writer, format string) *Printer {
 func (p *Printer) SetPod(pod string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pod = pod[strings.LastIndexByte(pod, '/')+1:]
+	p.pod = safe.Line(pod[strings.LastIndexByte(pod, '/')+1:]) // the text printer's OBJECT column
 }
 
 // Start prints the first line: which runtime, and whether it is simulated.
@@ -100,6 +104,7 @@ func (p *Printer) Start(rt render.Runtime, pod string) {
 		p.emit(map[string]any{"type": "start", "pod": pod, "runtime": rt})
 		return
 	}
+	rt, pod = cleanRuntime(rt), safe.Line(pod)
 	label := "runtime " + rt.Endpoint
 	if rt.Simulated {
 		label = color.New(color.FgYellow, color.Bold).Sprint("SIMULATED runtime") + " (built-in, no containers really run) at " + rt.Endpoint
@@ -131,7 +136,7 @@ func (p *Printer) step(s StepJSON) {
 		p.emit(s)
 		return
 	}
-	p.stepText(s)
+	p.stepText(cleanStep(s))
 }
 
 var (
@@ -234,6 +239,7 @@ func (p *Printer) Finish(s Summary) {
 		}{"summary", s})
 		return
 	}
+	s = cleanSummary(s)
 	status := s.Display
 	switch s.Outcome {
 	case "running", "succeeded":
@@ -280,6 +286,9 @@ func (p *Printer) Finish(s Summary) {
 	if s.Failed != nil {
 		fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
 			s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
+	}
+	if s.Cluster != nil {
+		WriteClusterText(p.w, s.Cluster)
 	}
 }
 

@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/safe"
 )
 
-// Exit codes, documented in the README.
+// Exit codes: Codes (signalexit.go) is their table, docs/exit-codes.md.
 const (
 	ExitOK          = 0   // the pod is running (or the command succeeded)
 	ExitPodFailed   = 1   // the pod failed at a stage
@@ -59,25 +60,34 @@ func Code(err error) int {
 	return ExitUsage
 }
 
-// Print says err once on stderr ("error: ...", nothing for a Silent one)
-// and returns its exit code (Code).
+// Print says err once on stderr ("error: ...", nothing for a Silent one;
+// its text sanitised, safe.Text) and returns its exit code (Code); an
+// interrupt's is 128+N of the signal (InterruptedCode).
 func Print(err error, stderr io.Writer) int {
+	code := printErr(err, stderr)
+	if code == ExitInterrupted {
+		code = InterruptedCode()
+	}
+	return code
+}
+
+func printErr(err error, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
 	var me *manifest.Error
 	if errors.As(err, &me) {
-		fmt.Fprintln(stderr, "error:", me.Error())
+		fmt.Fprintln(stderr, "error:", safe.Text(me.Error()))
 		return ExitUsage
 	}
 	var ee *Error
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintln(stderr, "error:", ee.Err)
+			fmt.Fprintln(stderr, "error:", safe.Text(ee.Err.Error()))
 		}
 		return ee.Code
 	}
-	fmt.Fprintln(stderr, "error:", err)
+	fmt.Fprintln(stderr, "error:", safe.Text(err.Error()))
 	return ExitUsage
 }
 

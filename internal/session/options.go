@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"io"
 	"strings"
 	"time"
@@ -43,16 +44,29 @@ type Options struct {
 	WaitReady       bool
 	ReadyTimeout    time.Duration
 
+	// Pod is --pod [NAMESPACE/]NAME: the pod is read from the API server.
+	Pod string
+	// Kubeconfig and Context are --kubeconfig and --context (kubectl's):
+	// with -f, the manifest's references are read from that cluster.
+	Kubeconfig, Context string
+	// NoTokens leaves the TokenRequests out (podstep plan mints nothing).
+	NoTokens bool
+
 	// Node is the node chosen for admission (LoadManifest sets it).
 	Node *node.Node
+	// Cluster is the API server the pod's objects come from (LoadManifest
+	// sets it with --pod, --kubeconfig or --context; nil otherwise).
+	Cluster *ClusterRun
+	// Stderr gets the line saying what was fetched (nil: none).
+	Stderr io.Writer
 }
 
 // Validate checks the settings before anything is read or sent (exit 2),
 // the same for every command that runs or plans a pod, and parses
 // --feature-gates into Gates.
 func (o *Options) Validate() error {
-	if o.File == "" {
-		return Usagef("-f/--filename is required: the pod manifest")
+	if err := o.validateCluster(); err != nil {
+		return err
 	}
 	for _, b := range o.Breaks {
 		if _, ok := steps.ParseStage(b); !ok {
@@ -110,13 +124,20 @@ func (o *Options) LoadManifest(stdin io.Reader) (*manifest.Bundle, error) {
 		b   *manifest.Bundle
 		err error
 	)
-	if o.File == "-" {
+	switch {
+	case o.Pod != "":
+	case o.File == "-":
 		b, err = manifest.Read(manifest.StdinName, stdin)
-	} else {
+	default:
 		b, err = manifest.Load(o.File)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.usesCluster() {
+		if b, err = o.loadCluster(context.Background(), b, o.Stderr); err != nil {
+			return nil, err
+		}
 	}
 	if o.Node, err = o.NodeFor(b); err != nil {
 		return nil, err
@@ -134,6 +155,8 @@ func (o *Options) NodeFor(b *manifest.Bundle) (*node.Node, error) {
 		err error
 	)
 	switch {
+	case o.Cluster != nil && o.Cluster.Resolved.Node != nil:
+		n = o.Cluster.Resolved.Node
 	case o.NodeFile != "":
 		if n, err = node.Load(o.NodeFile); err != nil {
 			return nil, Usagef("--node: %v", err)
@@ -169,5 +192,6 @@ func (o *Options) Engine(simulated bool) steps.Options {
 		gp := o.GracePeriod
 		eo.GracePeriod = &gp
 	}
+	o.clusterEngine(&eo)
 	return eo
 }

@@ -20,11 +20,12 @@ import (
 type Recording struct {
 	rec  *record.Recorder
 	path string
+	said error // the write error Start printed
 }
 
 // OpenRecording creates the --record file before anything is sent: a
 // file that cannot be made, or that is the manifest, is bad usage (exit 2).
-func OpenRecording(path, manifestFile string) (*Recording, error) {
+func OpenRecording(path, manifestFile string, force bool) (*Recording, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -33,7 +34,7 @@ func OpenRecording(path, manifestFile string) (*Recording, error) {
 			return nil, Usagef("--record %s: that is the manifest (-f); name another file", path)
 		}
 	}
-	rec, err := record.Create(path)
+	rec, err := record.Create(path, force)
 	if err != nil {
 		return nil, Usagef("--record %s: %v", path, err)
 	}
@@ -64,6 +65,7 @@ func (r *Recording) Start(ctx context.Context, c *Conn, b *manifest.Bundle, eng 
 	h.Manifest, h.Node = record.ManifestOf(b, eng.Redactor()), record.NodeOf(in.Node, b, eng.Redactor())
 	if err := r.rec.Start(h, eng, c.Runtime, b.Pod.Namespace+"/"+b.Pod.Name); err != nil {
 		fmt.Fprintf(in.Stderr, "podstep: --record %s: %v\n", r.path, err)
+		r.said = err
 	}
 }
 
@@ -73,7 +75,8 @@ func (r *Recording) Finish(sum report.Summary, stderr io.Writer) {
 	if r == nil {
 		return
 	}
-	if err := r.rec.Finish(sum); err != nil {
+	// The recorder's error sticks: one Start said is not said again.
+	if err := r.rec.Finish(sum); err != nil && err != r.said {
 		fmt.Fprintf(stderr, "podstep: --record %s: %v\n", r.path, err)
 	}
 }

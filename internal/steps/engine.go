@@ -18,6 +18,7 @@ import (
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/volume"
 )
 
 // Options configure an Engine.
@@ -59,6 +60,11 @@ type Options struct {
 	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
 	// the pod IP are not sent, and count as successes.
 	Simulated bool
+	// Tokens mints service-account tokens for serviceAccountToken
+	// projections (internal/cluster: the API server's TokenRequest, as the
+	// kubelet's token manager); nil: podstep has no API server and such a
+	// volume fails. Every token it returns is redacted like a Secret value.
+	Tokens volume.TokenSource
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 }

@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/credential"
+	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/reason"
 )
 
@@ -119,7 +120,11 @@ func (e *Engine) keyring() *pullKeyring {
 				k.warnings = append(k.warnings, err.Error())
 				continue
 			}
-			k.found = append(k.found, kv("secret "+ref.Name, "found ("+string(s.Type)+")"))
+			what := "found (" + string(s.Type) + ")"
+			if o := e.bundle.Origin(manifest.KindSecret, e.pod.Namespace, ref.Name); o != "" {
+				what += " in " + o
+			}
+			k.found = append(k.found, kv("secret "+ref.Name, what))
 		}
 		e.pullKeys = k
 	})

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/volume"
@@ -32,9 +36,12 @@ func (volumesStep) explain() string {
 func (volumesStep) requests(*Engine) []Request { return nil }
 
 func (volumesStep) run(ctx context.Context, e *Engine) Result {
-	vols := e.pod.Spec.Volumes
-	if len(vols) == 0 {
+	if len(e.pod.Spec.Volumes) == 0 {
 		return ok("the pod has no volumes")
+	}
+	vols, skipped := usedVolumes(e.pod)
+	if len(vols) == 0 {
+		return ok(fmt.Sprintf("no container uses the pod's %s", plural(len(skipped), "volume", "volumes")), skipped...)
 	}
 	host := e.volumeHost()
 	pod := e.volumePod()
@@ -79,12 +86,50 @@ func (volumesStep) run(ctx context.Context, e *Engine) Result {
 		}
 		paths[v.Name] = r.Path
 		details = append(details, volumeDetails(v, r)...)
+		details = append(details, e.volumeOrigins(v)...)
 		warnings = append(warnings, r.Warnings...)
 	}
 	e.rt.volumePaths = paths
-	res := ok(fmt.Sprintf("%d volume(s) ready", len(paths)), details...)
+	res := ok(fmt.Sprintf("%d volume(s) ready", len(paths)), append(details, skipped...)...)
 	res.Warnings = warnings
 	return res
+}
+
+// usedVolumes splits the pod's volumes into those a container (init and
+// ephemeral ones too) mounts or uses as a device, in spec order, and one
+// detail per volume none uses: the kubelet's desired-state populator skips
+// those ("Skipping unused volume": processPodVolumes with
+// volumeutil.GetPodVolumeNames, pkg/kubelet/volumemanager/populator/
+// desired_state_of_world_populator.go), so they are never set up and a
+// missing Secret or ConfigMap behind one fails nothing.
+func usedVolumes(pod *corev1.Pod) ([]corev1.Volume, []Detail) {
+	used := map[string]bool{}
+	visit := func(mounts []corev1.VolumeMount, devices []corev1.VolumeDevice) {
+		for _, m := range mounts {
+			used[m.Name] = true
+		}
+		for _, d := range devices {
+			used[d.Name] = true
+		}
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			visit(c.VolumeMounts, c.VolumeDevices)
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		visit(c.VolumeMounts, c.VolumeDevices)
+	}
+	var vols []corev1.Volume
+	var skipped []Detail
+	for _, v := range pod.Spec.Volumes {
+		if used[v.Name] {
+			vols = append(vols, v)
+			continue
+		}
+		skipped = append(skipped, kv(v.Name, "not set up: no container mounts it (the kubelet's volume manager skips an unused volume)"))
+	}
+	return vols, skipped
 }
 
 // volumesFailed is the step's failure: the kubelet's SyncPod error after
@@ -110,12 +155,77 @@ func (e *Engine) volumeHost() *volume.Host {
 	if e.bundle != nil {
 		src = e.bundle
 	}
-	return &volume.Host{
+	h := &volume.Host{
 		Source:          src,
 		Mount:           os.Geteuid() == 0,
 		NodeAllocatable: e.opts.Node.Object.Status.Allocatable,
 		Now:             e.now,
 	}
+	if e.opts.Tokens != nil {
+		h.Tokens = redactedTokens{src: e.opts.Tokens, red: e.redactor}
+	}
+	return h
+}
+
+// redactedTokens hands every token to the redactor before the volume
+// plugin gets it, so that no output, recording or trace shows it.
+type redactedTokens struct {
+	src volume.TokenSource
+	red *cri.Redactor
+}
+
+func (r redactedTokens) GetServiceAccountToken(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	out, err := r.src.GetServiceAccountToken(namespace, name, tr)
+	if err != nil {
+		return nil, err
+	}
+	r.red.AddSecrets(out.Status.Token)
+	return out, nil
+}
+
+// volumeOrigins says where each object a volume projects came from (the
+// manifest, or the API server with its resourceVersion), one detail per
+// object, and which service account a token is minted for.
+func (e *Engine) volumeOrigins(v corev1.Volume) []Detail {
+	ns := e.pod.Namespace
+	var out []Detail
+	add := func(kind, name string) {
+		if o := e.bundle.Origin(kind, ns, name); o != "" {
+			out = append(out, kv(v.Name+" "+strings.ToLower(kind)+" "+name, "from "+o))
+		}
+	}
+	switch {
+	case v.ConfigMap != nil:
+		add(manifest.KindConfigMap, v.ConfigMap.Name)
+	case v.Secret != nil:
+		add(manifest.KindSecret, v.Secret.SecretName)
+	case v.Projected != nil:
+		for _, s := range v.Projected.Sources {
+			switch {
+			case s.ConfigMap != nil:
+				add(manifest.KindConfigMap, s.ConfigMap.Name)
+			case s.Secret != nil:
+				add(manifest.KindSecret, s.Secret.Name)
+			case s.ServiceAccountToken != nil && e.opts.Tokens != nil:
+				sa := e.pod.Spec.ServiceAccountName
+				if sa == "" {
+					sa = "default"
+				}
+				aud := "the API server's"
+				if s.ServiceAccountToken.Audience != "" {
+					aud = strconv.Quote(s.ServiceAccountToken.Audience)
+				}
+				exp := int64(3600)
+				if s.ServiceAccountToken.ExpirationSeconds != nil {
+					exp = *s.ServiceAccountToken.ExpirationSeconds
+				}
+				out = append(out, kv(v.Name+" token "+s.ServiceAccountToken.Path, fmt.Sprintf(
+					"TokenRequest for serviceaccount %s/%s, audience %s, expirationSeconds %d, bound to pod %s; value redacted",
+					ns, sa, aud, exp, e.pod.Name)))
+			}
+		}
+	}
+	return out
 }
 
 // volumePod is the pod as the kubelet's plugins get it: with the

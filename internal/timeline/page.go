@@ -8,10 +8,12 @@ package timeline
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
@@ -27,6 +29,19 @@ const MaxPage = 1_900_000
 // MaxBody bounds one request or response body on the page.
 const MaxBody = 16 << 10
 
+// What the page keeps of a recording's logs and steps: a crafted recording
+// of a few MiB compressed (a log line repeated, steps repeated) would
+// otherwise make a page, and a process, of gigabytes. Past a bound the page
+// says how many were cut; the recording keeps them all (replay).
+const (
+	// MaxLogLines is the most log lines on the page, in all.
+	MaxLogLines = 1000
+	// MaxLogLine is the longest log line kept whole, in bytes.
+	MaxLogLine = 1024
+	// MaxSteps is the most steps on the page.
+	MaxSteps = 2000
+)
+
 // Page is what the page shows, built from a recording's lines in order.
 type Page struct {
 	// Source names the recording (its file name).
@@ -39,11 +54,15 @@ type Page struct {
 	Damage string
 	// Hidden counts the calls whose bodies did not fit on the page.
 	Hidden int
+	// StepsCut counts the steps past MaxSteps, not on the page.
+	StepsCut int
 
 	plan      map[int]report.PlanStepJSON // by step ID, the latest plan line's
 	explained map[string]int              // step name → first step showing its explanation
 	seen      map[int]int                 // step ID → step lines with it so far
 	logs      map[int][]record.Log
+	logLines  int         // log lines kept
+	logsCut   map[int]int // step ID → log lines past MaxLogLines
 }
 
 // Step is one finished step and what the page shows of it.
@@ -60,6 +79,8 @@ type Step struct {
 	// PodSame is true when the pod's status is the previous step's.
 	PodSame bool
 	Logs    []record.Log
+	// LogsCut counts the step's log lines past MaxLogLines.
+	LogsCut int
 	Bodies  []CallBodies
 }
 
@@ -74,7 +95,7 @@ type CallBodies struct {
 // New returns an empty page for the recording source with header h.
 func New(source string, h record.Header) *Page {
 	return &Page{Source: source, Header: h, plan: map[int]report.PlanStepJSON{},
-		explained: map[string]int{}, seen: map[int]int{}, logs: map[int][]record.Log{}}
+		explained: map[string]int{}, seen: map[int]int{}, logs: map[int][]record.Log{}, logsCut: map[int]int{}}
 }
 
 // Add takes the next line of the recording.
@@ -87,7 +108,20 @@ func (p *Page) Add(ev record.Event) {
 			p.plan[s.ID] = s
 		}
 	case ev.Log != nil:
-		p.logs[ev.Log.Step] = append(p.logs[ev.Log.Step], *ev.Log)
+		if p.logLines >= MaxLogLines {
+			p.logsCut[ev.Log.Step]++
+			break
+		}
+		p.logLines++
+		l := *ev.Log
+		if len(l.Line) > MaxLogLine {
+			i := MaxLogLine
+			for i > 0 && !utf8.RuneStart(l.Line[i]) {
+				i--
+			}
+			l.Line = l.Line[:i] + fmt.Sprintf("…[cut: %d bytes]", len(l.Line))
+		}
+		p.logs[l.Step] = append(p.logs[l.Step], l)
 	case ev.Step != nil:
 		p.addStep(*ev.Step)
 	case ev.Summary != nil:
@@ -96,6 +130,10 @@ func (p *Page) Add(ev record.Event) {
 }
 
 func (p *Page) addStep(sj report.StepJSON) {
+	if len(p.Steps) >= MaxSteps {
+		p.StepsCut++
+		return
+	}
 	s := &Step{StepJSON: sj, Wait: steps.KindOf(sj.Name).Waits(), Anchor: "step-" + strconv.Itoa(sj.ID)}
 	if p.seen[sj.ID]++; p.seen[sj.ID] > 1 {
 		s.Anchor += "." + strconv.Itoa(p.seen[sj.ID])
@@ -119,7 +157,7 @@ func (p *Page) addStep(sj report.StepJSON) {
 // attachLogs gives each step the log lines read after it.
 func (p *Page) attachLogs() {
 	for _, s := range p.Steps {
-		s.Logs = p.logs[s.ID]
+		s.Logs, s.LogsCut = p.logs[s.ID], p.logsCut[s.ID]
 	}
 }
 

@@ -51,16 +51,16 @@ func (m *model) eventLines(evs []podstate.Event, h, w int) []string {
 	narrow := w < 90
 	obj := func(e podstate.Event) string {
 		if !narrow {
-			return e.Object
+			return line(e.Object)
 		}
 		if i := strings.IndexByte(e.Object, '{'); i >= 0 && strings.HasSuffix(e.Object, "}") {
-			return e.Object[i+1 : len(e.Object)-1]
+			return line(e.Object[i+1 : len(e.Object)-1])
 		}
 		return "pod"
 	}
 	rw, ow := 6, 3
 	for _, e := range evs[from:] {
-		rw = max(rw, len(e.Reason))
+		rw = max(rw, len(line(e.Reason)))
 		ow = max(ow, len(obj(e)))
 	}
 	rw = min(rw, 22)
@@ -68,11 +68,11 @@ func (m *model) eventLines(evs []podstate.Event, h, w int) []string {
 	var out []string
 	for i := from; i < len(evs); i++ {
 		e := evs[i]
-		typ := fit(e.Type, 8)
+		typ := fit(line(e.Type), 8)
 		if e.Type == "Warning" {
 			typ = m.st.Warning.Render(typ)
 		}
-		l := typ + fit(e.Reason, rw+1) + m.st.Dim.Render(fit(obj(e), ow+1)) + e.Message
+		l := typ + fit(line(e.Reason), rw+1) + m.st.Dim.Render(fit(obj(e), ow+1)) + line(e.Message)
 		if m.last.event(i) {
 			l = m.st.Changed.Render("•") + l
 		} else {
@@ -118,17 +118,17 @@ func (m *model) loadLog() {
 			}
 		}
 	}
-	m.log = logView{container: name}
+	m.log = logView{container: line(name)}
 	switch {
 	case errors.Is(err, steps.ErrNoContainer):
 		m.log = logView{err: "no container created yet"}
 	case errors.Is(err, fs.ErrNotExist):
 		m.log.err = "no log yet: the container has not started"
 	case err != nil:
-		m.log.err = "no log yet (" + err.Error() + ")"
+		m.log.err = "no log yet (" + line(err.Error()) + ")"
 	}
 	for _, l := range lines {
-		msg := l.Text
+		msg := line(l.Text)
 		if l.Stream == "stderr" {
 			msg = m.st.Warning.Render(msg)
 		}

@@ -151,7 +151,7 @@ func (m *model) refresh() {
 	if r, ok := m.cursorRow(); ok && r.step >= 0 {
 		id = m.steps[r.step].ID
 	}
-	m.steps = m.eng.Steps()
+	m.steps = cleanSteps(m.eng.Steps())
 	m.pod = m.eng.PodState()
 	m.nextID = 0
 	if s, ok := m.eng.NextStep(); ok {
@@ -263,7 +263,7 @@ func (m *model) event(ev steps.Event) {
 		m.setStep(ev.Step)
 		m.selectStep(ev.Step.ID)
 	case steps.CallSent:
-		m.method = ev.Method
+		m.method = line(ev.Method)
 	case steps.CallDone:
 		m.method = ""
 		if ev.Step.ID > 0 {

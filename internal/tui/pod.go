@@ -26,14 +26,14 @@ func (m *model) podLines(w int) []string {
 	if ip == "" {
 		ip = "<none>"
 	}
-	name := m.eng.Pod().Name
+	name := line(m.eng.Pod().Name)
 	cols := []struct {
 		head, val string
 		changed   bool
 	}{
 		{"NAME", name, false},
-		{"READY", now.Ready, last.field(podstate.FieldReady)},
-		{"STATUS", now.Display, last.field(podstate.FieldStatus)},
+		{"READY", line(now.Ready), last.field(podstate.FieldReady)},
+		{"STATUS", line(now.Display), last.field(podstate.FieldStatus)},
 		{"RESTARTS", fmt.Sprint(now.Restarts), last.field(podstate.FieldRestarts)},
 		{"IP", ip, last.field(podstate.FieldPodIP)},
 	}
@@ -58,7 +58,7 @@ func (m *model) podLines(w int) []string {
 	out := []string{st.Dim.Render(head.String()), vals.String()}
 
 	// Phase and conditions, as `kubectl describe pod` lists them.
-	toks := []string{st.Dim.Render("phase ") + hl(string(now.Status.Phase), last.field(podstate.FieldPhase))}
+	toks := []string{st.Dim.Render("phase ") + hl(line(string(now.Status.Phase)), last.field(podstate.FieldPhase))}
 	for _, c := range now.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
 			continue // always true on a kubelet: the pod reached the node
@@ -67,22 +67,22 @@ func (m *model) podLines(w int) []string {
 		if c.Status == corev1.ConditionTrue {
 			mark = st.Done.Render("✓")
 		}
-		toks = append(toks, hl(string(c.Type), last.condition(string(c.Type)))+" "+mark)
+		toks = append(toks, hl(line(string(c.Type)), last.condition(string(c.Type)))+" "+mark)
 	}
 	out = append(out, wrapTokens(toks, w, "  ")...)
 
 	// Containers, init containers first.
 	nw := 0
 	for _, c := range allStatuses(now) {
-		nw = max(nw, lipgloss.Width(c.Name)+5)
+		nw = max(nw, lipgloss.Width(line(c.Name))+5)
 	}
 	initN := len(now.Status.InitContainerStatuses)
 	for i, c := range allStatuses(now) {
-		label := c.Name
+		label := line(c.Name)
 		if i < initN {
-			label = "init:" + c.Name
+			label = "init:" + label
 		}
-		out = append(out, fit(label, nw+1)+hl(m.containerState(c), last.container(c.Name, i < initN)))
+		out = append(out, fit(label, nw+1)+hl(line(m.containerState(c)), last.container(c.Name, i < initN)))
 	}
 	return out
 }

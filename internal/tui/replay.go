@@ -180,28 +180,29 @@ func (m *model) moved() {
 // replayHeader is the header line of a replay: what, when, where, on which runtime.
 func (m *model) replayHeader(w int) string {
 	p := m.eng.Pod()
-	left := m.st.Header.Render("podstep") + " " + m.st.Sim.Render("REPLAY") + " pod " + m.st.Bold.Render(p.Namespace+"/"+p.Name)
+	left := m.st.Header.Render("podstep") + " " + m.st.Sim.Render("REPLAY") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
 	ri := m.opts.Replay
 	if ri == nil {
 		return fit(left, w)
 	}
 	when := ri.Recorded.UTC().Format("2006-01-02 15:04 UTC")
-	rt, short := ri.Runtime, ri.Runtime
+	rt, short := line(ri.Runtime), line(ri.Runtime)
+	host := line(ri.Host)
 	if ri.Simulated {
 		rt = m.st.Sim.Render("SIMULATED") + " " + rt
 		short = m.st.Sim.Render("SIMULATED")
 	}
 	// Narrow windows drop words before the runtime (a simulated one above all).
 	for _, l := range []string{
-		left + m.st.Dim.Render(" · recorded "+when+" on "+ri.Host+" · ") + rt,
-		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + rt,
-		left + m.st.Dim.Render(" · "+when+" on "+ri.Host+" · ") + short,
+		left + m.st.Dim.Render(" · recorded "+when+" on "+host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+host+" · ") + rt,
+		left + m.st.Dim.Render(" · "+when+" on "+host+" · ") + short,
 	} {
 		if lipgloss.Width(l) <= w {
 			return l
 		}
 	}
-	return fit(left+" "+short+m.st.Dim.Render(" · "+when+" on "+ri.Host), w)
+	return fit(left+" "+short+m.st.Dim.Render(" · "+when+" on "+host), w)
 }
 
 // replayStatus is the status line of a replay: the g prompt, or where
@@ -219,16 +220,16 @@ func (m *model) replayStatus() string {
 	}
 	at := st.Sim.Render(fmt.Sprintf("REPLAY %d/%s", m.rp.Position(), total)) + " "
 	if m.flash != "" {
-		return at + st.Warning.Render(m.flash)
+		return at + st.Warning.Render(line(m.flash))
 	}
 	if err := m.rp.Damage(); err != nil && m.rp.Position() == m.rp.Len() {
-		return at + st.Failed.Render("the recording ends here: "+err.Error())
+		return at + st.Failed.Render("the recording ends here: "+line(err.Error()))
 	}
 	if f, ok := m.eng.Failed(); ok {
-		return at + st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, f.Name, f.Result.Reason)) + st.Dim.Render(" · space goes on, p back")
+		return at + st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · space goes on, p back")
 	}
 	if s, ok := m.stepByID(m.nextID); ok {
 		return at + st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space, p back")
 	}
-	return at + st.Done.Render("✓ end of the recording: pod "+m.pod.Display) + st.Dim.Render(" · p back, q quits")
+	return at + st.Done.Render("✓ end of the recording: pod "+line(m.pod.Display)) + st.Dim.Render(" · p back, q quits")
 }

@@ -179,7 +179,7 @@ func (m *model) changeLines(s steps.Step, w int) []string {
 // callStatus is "OK 0.7ms" or "Unknown: message 0.3ms".
 func (m *model) callStatus(c cri.Call) string {
 	if c.Err != nil {
-		return m.st.Failed.Render(c.Code().String()+": "+c.ErrorMessage()) + " " + m.st.Dim.Render(m.fmtDur(c.Duration))
+		return m.st.Failed.Render(c.Code().String()+": "+line(c.ErrorMessage())) + " " + m.st.Dim.Render(m.fmtDur(c.Duration))
 	}
 	return m.st.Done.Render("OK") + " " + m.st.Dim.Render(m.fmtDur(c.Duration))
 }
@@ -190,7 +190,7 @@ func (m *model) requestLines(s steps.Step, w int) []string {
 	var out []string
 	if len(s.Calls) > 0 {
 		for i, c := range s.Calls {
-			head := m.st.Bold.Render(c.Method) + " → " + m.callStatus(c)
+			head := m.st.Bold.Render(line(c.Method)) + " → " + m.callStatus(c)
 			out = append(out, m.msgLines(head, c.Request, w)...)
 			if i == len(s.Calls)-1 && s.State == steps.Running && m.method != "" {
 				out = append(out, m.st.Running.Render(m.method+" sent, waiting…"))
@@ -207,7 +207,7 @@ func (m *model) requestLines(s steps.Step, w int) []string {
 	}
 	// The engine redacted them (steps.Engine.requests).
 	for _, r := range s.Requests {
-		out = append(out, m.msgLines(m.st.Bold.Render(r.Method)+m.st.Dim.Render(" request ("+what+")"), r.Message, w)...)
+		out = append(out, m.msgLines(m.st.Bold.Render(line(r.Method))+m.st.Dim.Render(" request ("+what+")"), r.Message, w)...)
 	}
 	return out
 }
@@ -219,7 +219,7 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 		case len(s.Requests) == 0:
 			return []string{m.st.Dim.Render("(no CRI call: the kubelet does this itself)")}
 		case s.State == steps.Running:
-			return []string{m.st.Running.Render("waiting for " + s.Requests[0].Method + "…")}
+			return []string{m.st.Running.Render("waiting for " + line(s.Requests[0].Method) + "…")}
 		case s.State == steps.Skipped:
 			return []string{m.st.Dim.Render("(not sent: the step was skipped)")}
 		}
@@ -227,10 +227,10 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 	}
 	var out []string
 	for _, c := range s.Calls {
-		head := m.st.Bold.Render(c.Method) + " → " + m.callStatus(c)
+		head := m.st.Bold.Render(line(c.Method)) + " → " + m.callStatus(c)
 		if c.Err != nil {
 			out = append(out, head)
-			for _, l := range render.Wrap(c.ErrorMessage(), w-2) {
+			for _, l := range render.Wrap(text(c.ErrorMessage()), w-2) {
 				out = append(out, "  "+m.st.Failed.Render(l))
 			}
 			continue
@@ -247,7 +247,11 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 // the pane are cut (pgup/pgdn scroll; `podstep plan` prints them whole).
 func (m *model) msgLines(head string, msg proto.Message, w int) []string {
 	out := []string{head}
-	for _, l := range m.st.styleYAML(render.ProtoYAML(msg)) {
+	lines := render.ProtoYAML(msg)
+	for i, l := range lines {
+		lines[i] = line(l)
+	}
+	for _, l := range m.st.styleYAML(lines) {
 		out = append(out, "  "+l)
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -34,6 +35,9 @@ type Options struct {
 	Now func() time.Time
 	// Replay says what a Replayer engine replays, for the header.
 	Replay *ReplayInfo
+	// Interrupt, once closed, ends the TUI as ctrl+c does (a signal the
+	// command caught: SIGHUP too), restoring the terminal.
+	Interrupt <-chan struct{}
 }
 
 // Result is how the TUI ended.
@@ -51,6 +55,10 @@ type Result struct {
 // call is running any more and the TUI no longer subscribes to eng's
 // events, so the caller may tear the pod down at once.
 func Run(ctx context.Context, eng Engine, o Options) (Result, error) {
+	// The TUI writes its own control sequences: to the terminal itself, not
+	// through the sanitising writer a command may have wrapped it in. Its
+	// frames are sanitised whole instead (view.go).
+	o.Out = safe.Raw(o.Out)
 	m := newModel(ctx, eng, o)
 	popts := []tea.ProgramOption{tea.WithContext(ctx)}
 	if o.In != nil {
@@ -68,7 +76,19 @@ func Run(ctx context.Context, eng Engine, o Options) (Result, error) {
 		// `tmux info`, 3-20 ms before the first frame (issue 14).
 		popts = append(popts, tea.WithColorProfile(lipgloss.Writer.Profile))
 	}
-	_, err := tea.NewProgram(m, popts...).Run()
+	prog := tea.NewProgram(m, popts...)
+	if o.Interrupt != nil {
+		ended := make(chan struct{})
+		defer close(ended)
+		go func() {
+			select {
+			case <-o.Interrupt:
+				prog.Send(tea.InterruptMsg{})
+			case <-ended:
+			}
+		}()
+	}
+	_, err := prog.Run()
 	m.close()
 	res := m.result
 	res.Pod = eng.PodState()

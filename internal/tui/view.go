@@ -8,6 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -40,9 +41,12 @@ func (m *model) layout() layout {
 
 // View renders the whole screen.
 func (m *model) View() tea.View {
-	v := tea.NewView(m.render())
+	// Untrusted text went through safe.Text before it was styled; the frame
+	// goes through safe.Terminal as the net under that: only the styles'
+	// SGR sequences reach the terminal.
+	v := tea.NewView(safe.Terminal(m.render()))
 	v.AltScreen = true
-	v.WindowTitle = "podstep: " + m.eng.Pod().Namespace + "/" + m.eng.Pod().Name
+	v.WindowTitle = "podstep: " + safe.Line(m.eng.Pod().Namespace+"/"+m.eng.Pod().Name)
 	return v
 }
 
@@ -89,12 +93,12 @@ func (m *model) headerView(w int) string {
 		return m.replayHeader(w)
 	}
 	p := m.eng.Pod()
-	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(p.Namespace+"/"+p.Name)
-	rt := "runtime " + m.opts.Runtime.Endpoint
+	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
+	rt := "runtime " + line(m.opts.Runtime.Endpoint)
 	if m.opts.Runtime.Simulated {
-		rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" (no containers really run) "+m.opts.Runtime.Endpoint)
+		rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" (no containers really run) "+line(m.opts.Runtime.Endpoint))
 		if lipgloss.Width(left+"  "+rt) > w {
-			rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" "+m.opts.Runtime.Endpoint)
+			rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" "+line(m.opts.Runtime.Endpoint))
 		}
 	}
 	return fit(left+"  "+rt, w)
@@ -129,15 +133,15 @@ func (m *model) statusView(w int) string {
 		}
 		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.runStart))+"  esc cancels")
 	case m.flash != "":
-		return st.Warning.Render(m.flash)
+		return st.Warning.Render(line(m.flash))
 	}
 	if f := m.failedStep(); f != nil {
-		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, f.Name, f.Result.Reason)) + st.Dim.Render(" · r retries, q quits")
+		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits")
 	}
 	if s, ok := m.stepByID(m.nextID); ok {
 		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues")
 	}
-	return st.Done.Render("✓ all steps done: pod "+m.pod.Display) + st.Dim.Render(" · q quits")
+	return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits")
 }
 
 func (m *model) stepByID(id int) (s steps.Step, ok bool) {

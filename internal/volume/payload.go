@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/fieldpath"
@@ -167,7 +168,7 @@ func (h *Host) projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSour
 	// anything else, so the message says exactly that.
 	for _, s := range src.Sources {
 		switch {
-		case s.ServiceAccountToken != nil:
+		case s.ServiceAccountToken != nil && h.Tokens == nil:
 			return nil, errTokenProjection(pod.Spec.ServiceAccountName)
 		case s.ClusterTrustBundle != nil:
 			return nil, errUnsupportedProjection("clusterTrustBundle")
@@ -194,6 +195,8 @@ func (h *Host) projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSour
 			add(h.secretPayload(pod.Namespace, s.Secret.Name, s.Secret.Items, src.DefaultMode, s.Secret.Optional))
 		case s.DownwardAPI != nil:
 			add(h.downwardAPIPayload(pod, s.DownwardAPI.Items, src.DefaultMode))
+		case s.ServiceAccountToken != nil:
+			add(h.tokenPayload(pod, s.ServiceAccountToken, src.DefaultMode))
 		}
 	}
 	return payload, aggregate(errs)
@@ -227,4 +230,61 @@ func (a *aggregateError) Unwrap() []error { return a.errs }
 func IsNotFound(err error) bool {
 	var nf *NotFoundError
 	return errors.As(err, &nf)
+}
+
+// tokenPayload mirrors projected.go collectData's serviceAccountToken case:
+// a TokenRequest for the pod's service account with the projection's
+// audience (none: the API server's own) and expirationSeconds, bound to the
+// pod by name and UID, its token written at the projection's path with the
+// projected defaultMode, or 0600 when the volume gets an owner (the pod's
+// fsGroup, or one run-as user for every container: volumeutil.FsUserFrom),
+// which SetVolumeOwnership then widens to 0640.
+func (h *Host) tokenPayload(pod *corev1.Pod, tp *corev1.ServiceAccountTokenProjection, mode *int32) (map[string]fileProjection, error) {
+	m := modeOr(mode)
+	if sc := pod.Spec.SecurityContext; (sc != nil && sc.FSGroup != nil) || fsUserFrom(pod) != nil {
+		m = 0o600
+	}
+	var auds []string
+	if tp.Audience != "" {
+		auds = []string{tp.Audience}
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr, err := h.Tokens.GetServiceAccountToken(pod.Namespace, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences:         auds,
+			ExpirationSeconds: tp.ExpirationSeconds,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{
+				APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+			},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]fileProjection{tp.Path: {data: []byte(tr.Status.Token), mode: m}}, nil
+}
+
+// fsUserFrom mirrors volumeutil.FsUserFrom (pkg/volume/util/util.go): the
+// one run-as user every container (init containers too) has, from its own
+// securityContext or the pod's; nil when one has none or two differ.
+func fsUserFrom(pod *corev1.Pod) *int64 {
+	var user *int64
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			var u *int64
+			if sc := list[i].SecurityContext; sc != nil && sc.RunAsUser != nil {
+				u = sc.RunAsUser
+			} else if psc := pod.Spec.SecurityContext; psc != nil && psc.RunAsUser != nil {
+				u = psc.RunAsUser
+			}
+			if u == nil || (user != nil && *user != *u) {
+				return nil
+			}
+			user = u
+		}
+	}
+	return user
 }

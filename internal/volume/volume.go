@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -48,6 +49,21 @@ type Host struct {
 	NodeAllocatable corev1.ResourceList
 	// Now names the atomic writer's timestamped directories (nil = time.Now).
 	Now func() time.Time
+	// Tokens mints service-account tokens for serviceAccountToken
+	// projections, as the kubelet's token manager does through the API
+	// server's TokenRequest API (VolumeHost.GetServiceAccountTokenFunc, the
+	// token.Manager of pkg/kubelet/token). nil: podstep has no API server,
+	// and such a projection fails the volume with an *UnsupportedError.
+	Tokens TokenSource
+}
+
+// TokenSource mints a token for the service account namespace/name with
+// the request's audiences, expiry and bound object (the kubelet's
+// token.Manager.GetServiceAccountToken, whose errors read "failed to fetch
+// token: ..."). The token is a secret: an implementation tells podstep's
+// redactor before it returns it.
+type TokenSource interface {
+	GetServiceAccountToken(namespace, name string, tr *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 }
 
 // Result says what a plugin made for one volume.
@@ -249,7 +265,7 @@ func (p *Prepared) projectsSecret() bool {
 		return false
 	}
 	for _, s := range p.vol.Projected.Sources {
-		if s.Secret != nil {
+		if s.Secret != nil || s.ServiceAccountToken != nil {
 			return true
 		}
 	}

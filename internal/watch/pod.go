@@ -101,6 +101,18 @@ type openStep struct {
 	draining  bool // out of its slot, finishes with its last answer
 	closed    bool
 	dropped   bool
+	kept      int // protobuf bytes of the bodies kept (StepBudget)
+}
+
+// keepBody is a body as o keeps it: cut to MaxBody, and to almost nothing
+// once o kept StepBudget (w.mu held).
+func (o *openStep) keepBody(m proto.Message) proto.Message {
+	m, n := cutBody(m, MaxBody)
+	if o.kept+n > StepBudget {
+		m, n = cutBody(m, 0)
+	}
+	o.kept += n
+	return m
 }
 
 // slotOf is the slot of a step kind: "relist", "probe/<c>" or "work".
@@ -175,7 +187,7 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 	if info.kind != steps.KindRelist {
 		p.lastKind_, p.lastCont = info.kind, info.container
 	}
-	info.shown = shown
+	info.shown = o.keepBody(shown)
 	return o
 }
 
@@ -269,6 +281,9 @@ func (p *Pod) callDone(info *callInfo, c *proxy.Call, resp, shown proto.Message,
 	start := c.Start
 	if start.IsZero() {
 		start = c.Arrived
+	}
+	if o != nil && !o.closed {
+		shown = o.keepBody(shown)
 	}
 	call := cri.Call{Seq: int(c.Seq), Method: c.Name(), Request: info.shown, Response: shown, Err: err, Start: start, Duration: c.Duration}
 	p.apply(info, c, resp, c.Err)
@@ -551,6 +566,7 @@ func (p *Pod) apply(info *callInfo, c *proxy.Call, resp proto.Message, err error
 			p.removed, p.sandboxReady = true, false
 			delete(w.bySandbox, r.GetPodSandboxId())
 			close(p.done)
+			w.finished(p)
 		}
 	}
 }

@@ -38,6 +38,8 @@ type SessionOptions struct {
 	Header     record.Header
 	Stdout     io.Writer
 	Stderr     io.Writer
+	// MaxPods is the watcher's Options.MaxPods (--max-pods).
+	MaxPods int
 }
 
 // Session is one `podstep proxy` run: the watcher, its frontends (a
@@ -60,7 +62,7 @@ func NewSession(o SessionOptions) *Session {
 		s.Hold = NewHold(HoldOptions{Stages: o.HoldStages, RequestTimeout: o.RequestTimeout,
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
-	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod})
+	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget})
 	return s
 }
 
@@ -98,6 +100,23 @@ func (s *Session) onPod(p *Pod) {
 			fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
 		}
 		p.Subscribe(s.o.Recorder.Observe)
+	}
+}
+
+// onForget ends what is kept of a pod the watcher forgot (MaxPods): its
+// summary is printed and its recording ended now.
+func (s *Session) onForget(p *Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := p.Summary()
+	if pr := s.printers[p]; pr != nil {
+		pr.Finish(sum)
+		delete(s.printers, p)
+	}
+	if p == s.recPod {
+		if err := s.o.Recorder.Finish(sum); err != nil {
+			_, _ = fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
+		}
 	}
 }
 
@@ -196,3 +215,6 @@ func jsonLine(v any) []byte {
 
 // Runtime is the upstream runtime, as the session shows it.
 func (s *Session) Runtime() render.Runtime { return s.o.Runtime }
+
+// Stderr is where the session writes its messages.
+func (s *Session) Stderr() io.Writer { return s.o.Stderr }

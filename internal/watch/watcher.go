@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,7 +48,18 @@ type Options struct {
 	Hold *Hold
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// MaxPods is how many removed pods (RemovePodSandbox answered) the
+	// watcher remembers; past it, it forgets the oldest: their steps,
+	// calls and state (0: DefaultMaxPods).
+	MaxPods int
+	// OnForget is called for each pod forgotten (MaxPods), after its last
+	// events: a frontend ends what it holds of the pod (a summary, a
+	// recording).
+	OnForget func(*Pod)
 }
+
+// DefaultMaxPods is Options.MaxPods's default.
+const DefaultMaxPods = 100
 
 // Watcher attributes the calls through a proxy to pods and steps.
 type Watcher struct {
@@ -66,6 +78,8 @@ type Watcher struct {
 	imageFor    *Pod                 // the pod of the last ImageStatus with annotations
 	queue       []queued             // events to deliver (deliver)
 	newPods     []*Pod               // followed pods not announced yet
+	removed     []*Pod               // removed pods still remembered, oldest first
+	forgotten   []*Pod               // forgotten pods OnForget has not seen
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
 	stop      chan struct{}
@@ -94,6 +108,9 @@ func New(o Options) *Watcher {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MaxPods <= 0 {
+		o.MaxPods = DefaultMaxPods
 	}
 	w := &Watcher{opts: o, red: o.Redactor, pods: map[string]*Pod{}, bySandbox: map[string]*Pod{},
 		byContainer: map[string]*ctr{}, calls: map[uint64]*callInfo{}, polling: map[string]int{}, stop: make(chan struct{})}
@@ -220,7 +237,7 @@ func (w *Watcher) done(c *proxy.Call) {
 	var shown proto.Message
 	var err error
 	if info != nil && info.pod != nil {
-		shown, err = w.red.Redact(resp), w.red.Error(c.Err)
+		shown, err = w.red.Redact(resp), cutErr(w.red.Error(c.Err))
 	}
 	w.mu.Lock()
 	if v, ok := resp.(*runtimeapi.VersionResponse); ok && v.GetRuntimeName() != "" {
@@ -283,10 +300,10 @@ func (w *Watcher) deliver() {
 	defer w.deliverMu.Unlock()
 	for {
 		w.mu.Lock()
-		q, np := w.queue, w.newPods
-		w.queue, w.newPods = nil, nil
+		q, np, gone := w.queue, w.newPods, w.forgotten
+		w.queue, w.newPods, w.forgotten = nil, nil, nil
 		w.mu.Unlock()
-		if len(q) == 0 && len(np) == 0 {
+		if len(q) == 0 && len(np) == 0 && len(gone) == 0 {
 			return
 		}
 		for _, p := range np {
@@ -297,6 +314,12 @@ func (w *Watcher) deliver() {
 		for _, e := range q {
 			e.pod.subs.emit(e.ev)
 			e.pod.poke()
+		}
+		// After their last events.
+		for _, p := range gone {
+			if w.opts.OnForget != nil {
+				w.opts.OnForget(p)
+			}
 		}
 	}
 }
@@ -489,4 +512,47 @@ func (w *Watcher) runtimeName() string {
 		return "cri"
 	}
 	return w.runtime
+}
+
+// finished remembers that p was removed and forgets the oldest removed
+// pods past MaxPods (w.mu held).
+func (w *Watcher) finished(p *Pod) {
+	w.removed = append(w.removed, p)
+	for len(w.removed) > w.opts.MaxPods {
+		w.forget(w.removed[0])
+		w.removed[0] = nil
+		w.removed = w.removed[1:]
+	}
+}
+
+// forget drops every reference the watcher holds to p (w.mu held).
+func (w *Watcher) forget(p *Pod) {
+	if w.pods[p.UID] == p {
+		delete(w.pods, p.UID)
+	}
+	w.list = slices.DeleteFunc(w.list, func(x *Pod) bool { return x == p })
+	for id, x := range w.bySandbox {
+		if x == p {
+			delete(w.bySandbox, id)
+		}
+	}
+	for id, k := range w.byContainer {
+		if k.pod == p {
+			delete(w.byContainer, id)
+		}
+	}
+	for _, info := range w.calls {
+		if info.pod == p {
+			info.pod = nil
+		}
+	}
+	if w.active == p {
+		w.active = nil
+	}
+	if w.imageFor == p {
+		w.imageFor = nil
+	}
+	if p.followed {
+		w.forgotten = append(w.forgotten, p)
+	}
 }

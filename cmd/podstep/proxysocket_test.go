@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestProxyUnderTimeout runs the proxy binary under umask 000 and
+// coreutils timeout, in front of the simulated runtime: its socket is 0660
+// and the directory it made 0750 while it serves; timeout's SIGTERM (sent
+// twice: to the proxy, then its process group) ends it once, cleanly, and
+// the socket is gone.
+func TestProxyUnderTimeout(t *testing.T) {
+	d, err := os.MkdirTemp("", "psk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	sim := exec.Command(bin, "sim-serve", "--until-stdin-closes", filepath.Join(d, "sim"))
+	if err := os.Mkdir(filepath.Join(d, "sim"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stdin, _ := sim.StdinPipe()
+	out, _ := sim.StdoutPipe()
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = sim.Wait() })
+	upstream, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(d, "run", "p.sock")
+	for i := range 3 {
+		cmd := exec.Command("sh", "-c", `umask 000; exec timeout 1.5 "$@"`, "sh",
+			bin, "proxy", "--auto", "--listen", "unix://"+sock, "--upstream", strings.TrimSpace(upstream))
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var mode, dirMode os.FileMode
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if fi, err := os.Lstat(sock); err == nil {
+				mode = fi.Mode()
+				fi, _ = os.Stat(filepath.Dir(sock))
+				dirMode = fi.Mode().Perm()
+				break
+			}
+		}
+		_ = cmd.Wait() // its exit code is checked below
+		if mode&os.ModeSocket == 0 || mode.Perm() != 0o660 {
+			t.Errorf("run %d: socket mode %s under umask 000, want srw-rw----", i, mode)
+		}
+		if i == 0 && dirMode != 0o750 {
+			t.Errorf("made dir mode %s, want 0750", dirMode)
+		}
+		if code := cmd.ProcessState.ExitCode(); code != 124 {
+			t.Errorf("run %d: exit %d, want timeout's 124; stderr %s", i, code, stderr.String())
+		}
+		if strings.Contains(stderr.String(), "panic") || strings.Contains(stderr.String(), "again") {
+			t.Errorf("run %d: stderr %s", i, stderr.String())
+		}
+		if _, err := os.Lstat(sock); !os.IsNotExist(err) {
+			t.Errorf("run %d: socket left after the proxy ended: %v", i, err)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(sock)); len(ents) != 0 {
+			t.Errorf("run %d: left in the socket's dir: %v", i, ents)
+		}
+	}
+}

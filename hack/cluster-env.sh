@@ -1,0 +1,105 @@
+# shellcheck shell=bash disable=SC2034
+# Sourced by cluster-up.sh and cluster-down.sh: WHERE a cluster lives, its ports and its two nodes.
+# Every value has a CI default (hack/test.sh's cluster phase); a developer's cluster beside CI's
+# sets its own folder, port base and harness endpoints (see hack/README.md, "Cluster").
+#
+#   PODSTEP_CLUSTER_DIR         folder of everything (default /var/lib/podstep-cluster)
+#   PODSTEP_CLUSTER_PORT_BASE   first of the cluster's loopback/node ports (default 16400):
+#                                 +0 etcd client, +1 etcd peer, +2 kube-apiserver,
+#                                 +3 kube-controller-manager, +4 kube-scheduler,
+#                                 +10/+11 kubelet port/healthz of node 1.6, +20/+21 of node 2
+#   PODSTEP_CLUSTER_ENDPOINT_16 the containerd 1.6 harness's CRI endpoint
+#                               (default unix:///var/lib/podstep-harness/run/containerd.sock)
+#   PODSTEP_CLUSTER_ENDPOINT_2  the containerd 2 harness's (default .../podstep-harness2/...)
+#   PODSTEP_CLUSTER_NODE_16     node names (default podstep-node-16, podstep-node-2)
+#   PODSTEP_CLUSTER_NODE_2
+#   PODSTEP_CLUSTER_WAIT        seconds to wait for each readiness step (default 120)
+#   PODSTEP_CLUSTER_PROXY       a podstep binary: run `podstep proxy` between each kubelet and its
+#                               runtime (default: none, the kubelets talk to containerd directly)
+#   PODSTEP_CLUSTER_PROXY_POD   with it, NS/NAME: the proxies follow and record that pod into
+#   PODSTEP_CLUSTER_RECORD_DIR  (default $PODSTEP_CLUSTER_DIR/recordings, removed by down)/NODE.rec.gz
+#
+# Sets: CLUSTER_DIR, PORT_BASE, ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, CM_PORT,
+# SCHED_PORT, NODES (16 2), and per node N in NODES: NODE_NAME_N, ENDPOINT_N, KUBELET_PORT_N,
+# HEALTHZ_PORT_N, RUNTIME_LABEL_N; CLUSTER_ID (the folder's base name, which names the nodes'
+# cgroup roots: /CLUSTER_ID-NODE), PKI, KUBECONFIG_ADMIN.
+
+CLUSTER_DIR=${PODSTEP_CLUSTER_DIR:-/var/lib/podstep-cluster}
+CLUSTER_DIR=${CLUSTER_DIR%/}
+PORT_BASE=${PODSTEP_CLUSTER_PORT_BASE:-16400}
+if ! [[ $PORT_BASE =~ ^[0-9]{4,5}$ ]] || [ "$PORT_BASE" -lt 1024 ] || [ "$PORT_BASE" -gt 65500 ]; then
+	printf '%s: PODSTEP_CLUSTER_PORT_BASE=%s: expected a port number between 1024 and 65500 (it uses the next 22)\n' \
+		"$(basename "$0" .sh)" "$PORT_BASE" >&2
+	exit 1
+fi
+case $CLUSTER_DIR in
+/* ) ;;
+*)
+	printf '%s: PODSTEP_CLUSTER_DIR=%s: expected an absolute path\n' "$(basename "$0" .sh)" "$CLUSTER_DIR" >&2
+	exit 1
+	;;
+esac
+CLUSTER_ID=$(basename "$CLUSTER_DIR")
+[[ $CLUSTER_ID =~ ^[A-Za-z0-9][A-Za-z0-9._-]*$ ]] || {
+	printf '%s: PODSTEP_CLUSTER_DIR=%s: its last element names cgroups; use letters, digits, . _ -\n' \
+		"$(basename "$0" .sh)" "$CLUSTER_DIR" >&2
+	exit 1
+}
+ETCD_PORT=$PORT_BASE
+ETCD_PEER_PORT=$((PORT_BASE + 1))
+APISERVER_PORT=$((PORT_BASE + 2))
+CM_PORT=$((PORT_BASE + 3))
+SCHED_PORT=$((PORT_BASE + 4))
+
+NODES=(16 2)
+NODE_NAME_16=${PODSTEP_CLUSTER_NODE_16:-podstep-node-16}
+NODE_NAME_2=${PODSTEP_CLUSTER_NODE_2:-podstep-node-2}
+ENDPOINT_16=${PODSTEP_CLUSTER_ENDPOINT_16:-unix:///var/lib/podstep-harness/run/containerd.sock}
+ENDPOINT_2=${PODSTEP_CLUSTER_ENDPOINT_2:-unix:///var/lib/podstep-harness2/run/containerd.sock}
+KUBELET_PORT_16=$((PORT_BASE + 10))
+HEALTHZ_PORT_16=$((PORT_BASE + 11))
+KUBELET_PORT_2=$((PORT_BASE + 20))
+HEALTHZ_PORT_2=$((PORT_BASE + 21))
+RUNTIME_LABEL_16=containerd-1.6
+RUNTIME_LABEL_2=containerd-2
+WAIT_SECONDS=${PODSTEP_CLUSTER_WAIT:-120}
+
+PKI=$CLUSTER_DIR/pki
+KUBECONFIG_ADMIN=$CLUSTER_DIR/admin.kubeconfig
+# The cluster's Service range (the API server's own Service takes its first address). No
+# kube-proxy runs: Service addresses are not reachable, but they are allocated as in any cluster.
+SERVICE_CIDR=10.96.0.0/16
+SERVICE_IP=10.96.0.1
+
+# node_var N WHAT: the value of WHAT_N (NODE_NAME, ENDPOINT, KUBELET_PORT, HEALTHZ_PORT, RUNTIME_LABEL)
+node_var() { local v="${2}_$1"; printf '%s' "${!v}"; }
+# node_dir N: the node's folder (kubelet root dir, config, certificates, logs)
+node_dir() { printf '%s/nodes/%s' "$CLUSTER_DIR" "$(node_var "$1" NODE_NAME)"; }
+# node_cgroup N: the node's cgroupRoot (each kubelet has its own: kubepods and the QoS tiers below)
+node_cgroup() { printf '/%s-%s' "$CLUSTER_ID" "$(node_var "$1" NODE_NAME)"; }
+
+# pids_with_arg WORD: pids of processes whose argv has WORD as one element
+pids_with_arg() {
+	local want=$1 p
+	for p in /proc/[0-9]*; do
+		[ -r "$p/cmdline" ] || continue
+		if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -xF -- "$want" >/dev/null; then
+			echo "${p#/proc/}"
+		fi
+	done
+}
+
+# alive PID: the process exists and is not a zombie (PID 1 here does not reap orphans).
+alive() {
+	local st
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
+# cgroup_dirs NODE_CGROUP: the node's cgroup folder in every v1 hierarchy (and v2, if mounted)
+cgroup_dirs() {
+	local m
+	while read -r m; do
+		printf '%s%s\n' "$m" "$1"
+	done < <(findmnt -rn -t cgroup,cgroup2 -o TARGET)
+}

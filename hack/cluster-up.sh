@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# Start a real Kubernetes v1.37.0 cluster on this machine for podstep's cluster tests:
+#   etcd v3.6.16, kube-apiserver, kube-controller-manager, kube-scheduler (built once from the Go
+#   module proxy: hack/etcd-build.sh, hack/control-plane-build.sh) on loopback, and TWO nodes: the
+#   kubelet v1.37.0 (hack/kubelet-build.sh) once on the containerd 1.6 harness and once on the
+#   containerd 2 harness (hack/containerd-up.sh; both must be up), each with its own root dir,
+#   ports, cgroup root, client certificate (system:node:NAME) and serving certificate.
+# Certificates (one CA; front-proxy CA) and the service-account key are made here with openssl.
+#
+#   PODSTEP_CONTAINERD=1.6 hack/containerd-up.sh; PODSTEP_CONTAINERD=2 hack/containerd-up.sh
+#   eval "$(hack/cluster-up.sh | tail -n 1)"      # KUBECONFIG=/var/lib/podstep-cluster/admin.kubeconfig
+#   kubectl get nodes                            # podstep-node-16, podstep-node-2: Ready
+#   hack/cluster-down.sh
+#
+# Ready when: both nodes Ready, the default ServiceAccount and the kube-root-ca.crt ConfigMap in
+# namespace default exist. Prints NODE_16, NODE_2, ENDPOINT_16, ENDPOINT_2, KUBECTL, ... and,
+# always last, KUBECONFIG=... Idempotent: what already runs (same folder) is kept.
+# Variables: hack/cluster-env.sh. Everything lives in $PODSTEP_CLUSTER_DIR; hack/cluster-down.sh
+# removes every trace. See hack/README.md, "Cluster".
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$HERE/.." && pwd)
+. "$HERE/cluster-env.sh"
+
+log() { printf '%s\n' "$*"; }
+die() {
+	printf 'cluster-up: %s\n' "$*" >&2
+	exit 1
+}
+START=$SECONDS
+elapsed() { printf '%d s' $((SECONDS - START)); }
+
+[ "$(id -u)" = 0 ] || die "must run as root (kubelets manage cgroups and mounts)"
+for c in openssl jq curl findmnt setsid ip; do
+	command -v "$c" >/dev/null 2>&1 || die "needs $c (apt-get install openssl jq curl util-linux iproute2)"
+done
+if [ -x /usr/local/go/bin/go ]; then
+	export PATH=/usr/local/go/bin:$PATH
+fi
+
+# --- the two runtimes ------------------------------------------------------------------------
+# Each node's runtime is a harness of hack/containerd-up.sh: its folder is the endpoint's
+# grandparent (DIR/run/containerd.sock). Its CNI bridge's gateway address (made here when no pod
+# made it yet) is the node's InternalIP: the kubelet refuses a loopback node IP, and the API server
+# reaches the kubelet there (traffic to a local address of our own bridge).
+declare -A NODE_IP HARNESS_DIR
+for n in "${NODES[@]}"; do
+	ep=$(node_var "$n" ENDPOINT)
+	[[ $ep == unix:///* ]] || die "PODSTEP_CLUSTER_ENDPOINT_$n=$ep: expected unix:///.../run/containerd.sock (a hack/containerd-up.sh harness)"
+	sock=${ep#unix://}
+	[ -S "$sock" ] || die "node $n: no runtime at $ep: start its harness first (PODSTEP_CONTAINERD=${n/16/1.6} hack/containerd-up.sh)"
+	hdir=$(dirname "$(dirname "$sock")")
+	conf=$(find "$hdir/cni" -maxdepth 1 -name '*.conflist' 2>/dev/null | sort | head -n 1)
+	[ -n "$conf" ] || die "node $n: no CNI conflist in $hdir/cni (is $hdir a hack/containerd-up.sh harness?)"
+	br=$(jq -r '.plugins[] | select(.type == "bridge") | .bridge' "$conf")
+	subnet=$(jq -r '.plugins[] | select(.type == "bridge") | .ipam.ranges[0][0].subnet' "$conf")
+	[[ $subnet =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)\.([0-9]+)/([0-9]+)$ ]] || die "node $n: cannot read the subnet of $conf"
+	# the first address of the subnet: host-local's default gateway
+	ipn=$(((BASH_REMATCH[1] << 24 | BASH_REMATCH[2] << 16 | BASH_REMATCH[3] << 8 | BASH_REMATCH[4]) + 1))
+	NODE_IP[$n]=$((ipn >> 24 & 255)).$((ipn >> 16 & 255)).$((ipn >> 8 & 255)).$((ipn & 255))
+	HARNESS_DIR[$n]=$hdir
+	if ! ip -4 -o addr show dev "$br" 2>/dev/null | grep -qF " ${NODE_IP[$n]}/${BASH_REMATCH[5]} "; then
+		ip link show "$br" >/dev/null 2>&1 || ip link add "$br" type bridge
+		ip addr add "${NODE_IP[$n]}/${BASH_REMATCH[5]}" dev "$br"
+		mkdir -p "$CLUSTER_DIR"
+		echo "$br" >>"$CLUSTER_DIR/bridges-made" # cluster-down deletes it if no pod uses it
+	fi
+	ip link set "$br" up
+done
+[ "${NODE_IP[16]}" != "${NODE_IP[2]}" ] || die "both nodes' harnesses use the same CNI subnet; give each its own (PODSTEP_CNI_SUBNET)"
+
+# --- binaries ------------------------------------------------------------------------------------
+log "binaries (built once, cached in ~/.cache/podstep):"
+ETCD=$(bash "$HERE/etcd-build.sh" | tail -n 1)
+K8S_BIN=$(bash "$HERE/control-plane-build.sh" | tail -n 1)
+KUBELET=$(bash "$HERE/kubelet-build.sh" | tail -n 1)
+KUBECTL=$K8S_BIN/kubectl
+log "  $ETCD"
+log "  $K8S_BIN/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}"
+log "  $KUBELET"
+mkdir -p "$CLUSTER_DIR/bin" "$CLUSTER_DIR/logs" "$CLUSTER_DIR/run" "$PKI"
+# crisweep: cluster-down's CRI sweep of the kubelets' pods (built now, so that down needs no go)
+if [ ! -x "$CLUSTER_DIR/bin/crisweep" ]; then
+	(cd "$REPO_ROOT" && go build -o "$CLUSTER_DIR/bin/crisweep" ./hack/crisweep) || die "go build ./hack/crisweep failed"
+fi
+log "binaries ready ($(elapsed))"
+
+# --- certificates --------------------------------------------------------------------------------
+# ECDSA P-256 keys (fast to make), 10 years. One CA signs the API server's serving certificate,
+# every client certificate (admin: system:masters; controller-manager, scheduler; one per node,
+# system:node:NAME in system:nodes, for the Node authorizer; the API server's kubelet client) and
+# the kubelets' serving certificates (the API server checks them: --kubelet-certificate-authority).
+# The front-proxy CA signs the aggregator's client certificate.
+key() { [ -f "$1" ] || openssl ecparam -name prime256v1 -genkey -noout -out "$1" 2>/dev/null; chmod 600 "$1"; }
+ca() { # ca NAME CN
+	key "$PKI/$1.key"
+	[ -f "$PKI/$1.crt" ] || openssl req -x509 -new -key "$PKI/$1.key" -subj "/CN=$2" -days 3650 -sha256 \
+		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+		-out "$PKI/$1.crt" 2>/dev/null
+}
+cert() { # cert NAME CA SUBJECT USAGE [SANS]: USAGE clientAuth|serverAuth
+	local name=$1 ca=$2 subj=$3 usage=$4 sans=${5:-} ext
+	[ -f "$PKI/$name.crt" ] && return 0
+	key "$PKI/$name.key"
+	ext=$(mktemp)
+	{
+		echo "basicConstraints=critical,CA:FALSE"
+		echo "keyUsage=critical,digitalSignature,keyEncipherment"
+		echo "extendedKeyUsage=$usage"
+		[ -z "$sans" ] || echo "subjectAltName=$sans"
+	} >"$ext"
+	openssl req -new -key "$PKI/$name.key" -subj "$subj" 2>/dev/null |
+		openssl x509 -req -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial -days 3650 -sha256 \
+			-extfile "$ext" -out "$PKI/$name.crt" 2>/dev/null
+	rm -f "$ext"
+	[ -s "$PKI/$name.crt" ] || die "openssl could not make $PKI/$name.crt"
+}
+ca ca podstep-cluster-ca
+ca front-proxy-ca podstep-front-proxy-ca
+cert apiserver ca "/CN=kube-apiserver" serverAuth \
+	"DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:$SERVICE_IP"
+cert apiserver-kubelet-client ca "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+cert admin ca "/O=system:masters/CN=podstep-admin" clientAuth
+cert controller-manager ca "/CN=system:kube-controller-manager" clientAuth
+cert scheduler ca "/CN=system:kube-scheduler" clientAuth
+cert front-proxy-client front-proxy-ca "/CN=front-proxy-client" clientAuth
+for n in "${NODES[@]}"; do
+	name=$(node_var "$n" NODE_NAME)
+	cert "node-$name" ca "/O=system:nodes/CN=system:node:$name" clientAuth
+	cert "kubelet-$name" ca "/CN=$name" serverAuth "DNS:$name,IP:${NODE_IP[$n]}"
+done
+# the service-account token signing key (and its public half, for verification)
+key "$PKI/sa.key"
+[ -f "$PKI/sa.pub" ] || openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+
+# kubeconfig FILE USER: a kubeconfig for USER's certificate (PKI/USER.crt) against this API server
+kubeconfig() {
+	cat >"$1.tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: podstep
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority: $PKI/ca.crt
+users:
+- name: $2
+  user:
+    client-certificate: $PKI/$2.crt
+    client-key: $PKI/$2.key
+contexts:
+- name: podstep
+  context:
+    cluster: podstep
+    user: $2
+current-context: podstep
+EOF
+	mv "$1.tmp" "$1"
+}
+kubeconfig "$KUBECONFIG_ADMIN" admin
+kubeconfig "$CLUSTER_DIR/controller-manager.kubeconfig" controller-manager
+kubeconfig "$CLUSTER_DIR/scheduler.kubeconfig" scheduler
+log "certificates and kubeconfigs in $PKI ($(elapsed))"
+
+# --- processes -----------------------------------------------------------------------------------
+# start NAME MARKER CMD...: unless a process whose argv has MARKER (an argument naming this
+# cluster's folder) already runs, start CMD with setsid in the background, log and pid under
+# $CLUSTER_DIR. Prints nothing; the readiness checks follow.
+start() {
+	local name=$1 marker=$2 p
+	shift 2
+	for p in $(pids_with_arg "$marker"); do
+		if alive "$p"; then
+			log "$name: already running (pid $p)"
+			return 0
+		fi
+	done
+	setsid "$@" >>"$CLUSTER_DIR/logs/$name.log" 2>&1 </dev/null &
+	echo $! >"$CLUSTER_DIR/run/$name.pid"
+	log "$name: started (pid $!, log $CLUSTER_DIR/logs/$name.log)"
+}
+# wait_for WHAT LOGNAME CMD...: until CMD succeeds, at most WAIT_SECONDS; on timeout, the log's tail.
+wait_for() {
+	local what=$1 name=$2 deadline=$((SECONDS + WAIT_SECONDS)) p
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		if [ -n "$name" ] && [ -f "$CLUSTER_DIR/run/$name.pid" ]; then
+			p=$(cat "$CLUSTER_DIR/run/$name.pid")
+			alive "$p" || {
+				tail -n 25 "$CLUSTER_DIR/logs/$name.log" >&2
+				die "$name exited while waiting for $what (log: $CLUSTER_DIR/logs/$name.log)"
+			}
+		fi
+		if [ $SECONDS -ge $deadline ]; then
+			[ -z "$name" ] || tail -n 25 "$CLUSTER_DIR/logs/$name.log" >&2
+			die "$what: not after ${WAIT_SECONDS}s${name:+ (log: $CLUSTER_DIR/logs/$name.log)}"
+		fi
+		sleep 0.3
+	done
+	log "$what ($(elapsed))"
+}
+kubectl_() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+# port_free PORT: nothing listens on it, or one of our processes does (a re-run)
+check_port() {
+	local port=$1 marker=$2 line p
+	line=$(ss -Hltnp "sport = :$port" 2>/dev/null | head -n 1)
+	[ -z "$line" ] && return 0
+	for p in $(pids_with_arg "$marker"); do
+		[[ $line == *"pid=$p,"* ]] && return 0
+	done
+	die "port $port is taken by another process ($line); choose another PODSTEP_CLUSTER_PORT_BASE"
+}
+
+# etcd: one member, loopback, plain HTTP (nothing but this API server reaches it).
+check_port "$ETCD_PORT" "--data-dir=$CLUSTER_DIR/etcd"
+check_port "$ETCD_PEER_PORT" "--data-dir=$CLUSTER_DIR/etcd"
+start etcd "--data-dir=$CLUSTER_DIR/etcd" "$ETCD" --name=podstep "--data-dir=$CLUSTER_DIR/etcd" \
+	"--listen-client-urls=http://127.0.0.1:$ETCD_PORT" "--advertise-client-urls=http://127.0.0.1:$ETCD_PORT" \
+	"--listen-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT" "--initial-advertise-peer-urls=http://127.0.0.1:$ETCD_PEER_PORT" \
+	"--initial-cluster=podstep=http://127.0.0.1:$ETCD_PEER_PORT" --listen-metrics-urls= \
+	--unsafe-no-fsync --log-level=warn
+wait_for "etcd ready on 127.0.0.1:$ETCD_PORT" etcd curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+
+# kube-apiserver: loopback only, so --endpoint-reconciler-type=none (it will not advertise
+# 127.0.0.1 in the kubernetes Service's endpoints). Authorization Node,RBAC; admission: the
+# defaults plus NodeRestriction; service-account tokens (TokenRequest) signed with sa.key.
+check_port "$APISERVER_PORT" "--tls-cert-file=$PKI/apiserver.crt"
+start kube-apiserver "--tls-cert-file=$PKI/apiserver.crt" "$K8S_BIN/kube-apiserver" \
+	"--etcd-servers=http://127.0.0.1:$ETCD_PORT" --bind-address=127.0.0.1 "--secure-port=$APISERVER_PORT" \
+	--endpoint-reconciler-type=none "--tls-cert-file=$PKI/apiserver.crt" "--tls-private-key-file=$PKI/apiserver.key" \
+	"--client-ca-file=$PKI/ca.crt" --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+	--allow-privileged=true "--service-cluster-ip-range=$SERVICE_CIDR" \
+	--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+	"--service-account-key-file=$PKI/sa.pub" "--service-account-signing-key-file=$PKI/sa.key" \
+	"--kubelet-client-certificate=$PKI/apiserver-kubelet-client.crt" "--kubelet-client-key=$PKI/apiserver-kubelet-client.key" \
+	"--kubelet-certificate-authority=$PKI/ca.crt" --kubelet-preferred-address-types=InternalIP \
+	"--requestheader-client-ca-file=$PKI/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+	--requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+	--requestheader-extra-headers-prefix=X-Remote-Extra- \
+	"--proxy-client-cert-file=$PKI/front-proxy-client.crt" "--proxy-client-key-file=$PKI/front-proxy-client.key" \
+	"--cert-dir=$CLUSTER_DIR/apiserver" --profiling=false
+wait_for "kube-apiserver ready on https://127.0.0.1:$APISERVER_PORT" kube-apiserver \
+	curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
+
+# kube-controller-manager: its default controllers (service accounts and their tokens,
+# root-ca-cert-publisher: kube-root-ca.crt in every namespace; deployment, replicaset, garbage
+# collector, node lifecycle, namespace, ...), each with its own service account's credentials.
+check_port "$CM_PORT" "--kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig"
+start kube-controller-manager "--kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" "$K8S_BIN/kube-controller-manager" \
+	"--kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" \
+	"--authentication-kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" \
+	"--authorization-kubeconfig=$CLUSTER_DIR/controller-manager.kubeconfig" \
+	--bind-address=127.0.0.1 "--secure-port=$CM_PORT" --leader-elect=false \
+	"--service-account-private-key-file=$PKI/sa.key" "--root-ca-file=$PKI/ca.crt" \
+	"--cluster-signing-cert-file=$PKI/ca.crt" "--cluster-signing-key-file=$PKI/ca.key" \
+	--use-service-account-credentials=true --controllers='*' --allocate-node-cidrs=false \
+	"--service-cluster-ip-range=$SERVICE_CIDR" "--cert-dir=$CLUSTER_DIR/controller-manager" --profiling=false
+check_port "$SCHED_PORT" "--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig"
+start kube-scheduler "--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" "$K8S_BIN/kube-scheduler" \
+	"--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" \
+	"--authentication-kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" \
+	"--authorization-kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" \
+	--bind-address=127.0.0.1 "--secure-port=$SCHED_PORT" --leader-elect=false --profiling=false
+
+# --- the two kubelets --------------------------------------------------------------------------
+# As test/integration's kubelet (failCgroupV1: false, failSwapOn: false, cgroupfs), but registered
+# with the API server, serving TLS on the node's IP with client-certificate authentication and
+# webhook authorization (the API server's /nodes/NAME/proxy/configz goes through it), its own
+# cgroupRoot (two kubelets on one host each manage their own kubepods tree), root dir, pod logs dir
+# and volume plugin dir. Image GC and the disk eviction thresholds are relaxed so that a full disk
+# never makes a kubelet delete the harness's images (the harness and other tests use them).
+for n in "${NODES[@]}"; do
+	name=$(node_var "$n" NODE_NAME)
+	nd=$(node_dir "$n")
+	cg=$(node_cgroup "$n")
+	mkdir -p "$nd/root" "$nd/pod-logs" "$nd/volume-plugins"
+	# the cgroup root must exist in every hierarchy before the kubelet starts; a new cpuset
+	# cgroup (v1) starts with no CPUs and memory nodes: give it its parent's
+	while read -r d; do
+		mkdir -p "$d"
+		for f in cpuset.cpus cpuset.mems; do
+			[ ! -f "$d/$f" ] || [ -n "$(cat "$d/$f")" ] || cat "$(dirname "$d")/$f" >"$d/$f"
+		done
+	done < <(cgroup_dirs "$cg")
+	kubeconfig "$nd/kubelet.kubeconfig" "node-$name"
+	# PODSTEP_CLUSTER_PROXY=PODSTEP_BINARY: `podstep proxy` between this kubelet and its runtime,
+	# every CRI call forwarded and shown as the pod's steps (-o json lines in logs/proxy-NODE.log);
+	# with PODSTEP_CLUSTER_PROXY_POD=NS/NAME it follows that pod only and records it into
+	# ${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/NODE.rec.gz (podstep proxy records one
+	# pod; the recording is complete once the proxy stops: cluster-down).
+	kubelet_ep=$(node_var "$n" ENDPOINT)
+	if [ -n "${PODSTEP_CLUSTER_PROXY:-}" ]; then
+		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
+		psock=$nd/cri-proxy.sock
+		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json)
+		if [ -n "${PODSTEP_CLUSTER_PROXY_POD:-}" ]; then
+			recdir=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}
+			mkdir -p "$recdir"
+			pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD" --record "$recdir/$name.rec.gz")
+		fi
+		start "proxy-$name" "unix://$psock" "$PODSTEP_CLUSTER_PROXY" proxy "${pargs[@]}"
+		wait_for "podstep proxy for $name on unix://$psock" "proxy-$name" test -S "$psock"
+		kubelet_ep=unix://$psock
+	fi
+	cat >"$nd/kubelet-config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: $kubelet_ep
+imageServiceEndpoint: $kubelet_ep
+address: ${NODE_IP[$n]}
+port: $(node_var "$n" KUBELET_PORT)
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $(node_var "$n" HEALTHZ_PORT)
+tlsCertFile: $PKI/kubelet-$name.crt
+tlsPrivateKeyFile: $PKI/kubelet-$name.key
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $PKI/ca.crt
+authorization:
+  mode: Webhook
+failSwapOn: false
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupsPerQOS: true
+cgroupRoot: $cg
+podLogsDir: $nd/pod-logs
+volumePluginDir: $nd/volume-plugins
+clusterDomain: cluster.local
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  imagefs.available: 1%
+  nodefs.inodesFree: 1%
+EOF
+	check_port "$(node_var "$n" KUBELET_PORT)" "--config=$nd/kubelet-config.yaml"
+	check_port "$(node_var "$n" HEALTHZ_PORT)" "--config=$nd/kubelet-config.yaml"
+	start "kubelet-$name" "--config=$nd/kubelet-config.yaml" "$KUBELET" "--config=$nd/kubelet-config.yaml" \
+		"--kubeconfig=$nd/kubelet.kubeconfig" "--root-dir=$nd/root" "--hostname-override=$name" \
+		"--node-ip=${NODE_IP[$n]}" "--node-labels=podstep.dev/runtime=$(node_var "$n" RUNTIME_LABEL)" --v=2
+done
+
+# --- readiness -------------------------------------------------------------------------------------
+node_ready() { [ "$(kubectl_ get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
+for n in "${NODES[@]}"; do
+	name=$(node_var "$n" NODE_NAME)
+	wait_for "kubelet $name healthz" "kubelet-$name" curl -fsS "http://127.0.0.1:$(node_var "$n" HEALTHZ_PORT)/healthz"
+done
+for n in "${NODES[@]}"; do
+	name=$(node_var "$n" NODE_NAME)
+	wait_for "node $name Ready" "kubelet-$name" node_ready "$name"
+done
+wait_for "ServiceAccount default/default" kube-controller-manager kubectl_ -n default get serviceaccount default
+wait_for "ConfigMap default/kube-root-ca.crt" kube-controller-manager kubectl_ -n default get configmap kube-root-ca.crt
+wait_for "kube-scheduler healthz" kube-scheduler curl -fsSk "https://127.0.0.1:$SCHED_PORT/healthz"
+log "cluster up in $(elapsed)"
+
+# The registries of the harnesses (for pull-secret tests): read from their config.
+for n in "${NODES[@]}"; do
+	reg=$(sed -n 's/^  addr: //p' "${HARNESS_DIR[$n]}/registry/config.yml" 2>/dev/null | head -n 1)
+	[ -z "$reg" ] || log "REGISTRY_$n=$reg"
+done
+log "PODSTEP_CLUSTER_DIR=$CLUSTER_DIR"
+log "KUBECTL=$KUBECTL"
+for n in "${NODES[@]}"; do
+	log "NODE_$n=$(node_var "$n" NODE_NAME)"
+	log "NODE_IP_$n=${NODE_IP[$n]}"
+	log "ENDPOINT_$n=$(node_var "$n" ENDPOINT)"
+	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "KUBELET_ENDPOINT_$n=unix://$(node_dir "$n")/cri-proxy.sock"
+done
+log "KUBECONFIG=$KUBECONFIG_ADMIN"

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# control-plane-build.sh: the Kubernetes v1.37.0 control plane for podstep's cluster tests
+# (hack/cluster-up.sh), built once from the Go module proxy out of the kubelet's wrapper module
+# (hack/kubelet/go.mod: k8s.io/kubernetes v1.37.0, staging modules replaced by their published
+# v0.37.0, one `tool` line per command) into
+#   ${PODSTEP_CACHE_DIR:-~/.cache/podstep}/kubernetes-v1.37.0/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
+# Each binary is reused while its --version names v1.37.0; only the missing ones are built.
+# Prints the bin folder as its last line. Under a lock: two callers at once build once.
+# Log: .../kubernetes-v1.37.0/build.log (one section per command, with its time).
+# (The kubelet is hack/kubelet-build.sh's, cached on its own: the proxy tests need only it.)
+set -euo pipefail
+
+K8S_VERSION=v1.37.0
+HERE=$(cd "$(dirname "$0")" && pwd)
+CACHE=${PODSTEP_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/podstep}/kubernetes-$K8S_VERSION
+COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+
+log() { printf 'control-plane-build: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+# works NAME: the cached binary runs and names the pinned version.
+works() {
+	local bin=$CACHE/bin/$1 v
+	[ -x "$bin" ] || return 1
+	if [ "$1" = kubectl ]; then
+		v=$("$bin" version --client 2>/dev/null | head -n 1)
+		[ "$v" = "Client Version: $K8S_VERSION" ]
+	else
+		v=$("$bin" --version 2>/dev/null)
+		[ "$v" = "Kubernetes $K8S_VERSION" ]
+	fi
+}
+
+build() { # build NAME
+	local name=$1 go out=$CACHE/build.log start=$SECONDS pkg=k8s.io/component-base/version
+	go=$(command -v go || true)
+	[ -n "$go" ] || [ ! -x /usr/local/go/bin/go ] || go=/usr/local/go/bin/go
+	[ -n "$go" ] || die "building $name needs go: no go toolchain in PATH or /usr/local/go/bin"
+	log "building $name $K8S_VERSION from the Go module proxy into $CACHE/bin (minutes the first time; log $out)"
+	mkdir -p "$CACHE/bin"
+	rm -f "$CACHE/bin/.$name.new"
+	printf '=== %s %s (%s, load %s)\n' "$name" "$K8S_VERSION" "$(date -u +%FT%TZ)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
+	# The version is stamped as Kubernetes' release builds do (hack/lib/version.sh): --version
+	# says v1.37.0, and kubectl can parse the server's and its own version (v0.0.0-master fails).
+	if ! (cd "$HERE/kubelet" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$go" build -trimpath -o "$CACHE/bin/.$name.new" \
+		-ldflags "-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=37 -X $pkg.gitTreeState=clean" \
+		"k8s.io/kubernetes/cmd/$name") >>"$out" 2>&1; then
+		tail -n 30 "$out" >&2
+		rm -f "$CACHE/bin/.$name.new"
+		die "go build of $name $K8S_VERSION failed (log: $out)"
+	fi
+	mv -f "$CACHE/bin/.$name.new" "$CACHE/bin/$name"
+	printf '=== %s built in %d s (load %s)\n' "$name" $((SECONDS - start)) "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
+	log "built $name $K8S_VERSION in $((SECONDS - start)) s"
+}
+
+mkdir -p "$CACHE" 2>/dev/null || die "cannot create the build cache $CACHE (set PODSTEP_CACHE_DIR to a writable folder)"
+(
+	flock 9
+	for name in "${COMMANDS[@]}"; do
+		works "$name" || build "$name"
+		works "$name" || die "$CACHE/bin/$name does not name $K8S_VERSION after the build: $("$CACHE/bin/$name" --version 2>&1 | head -n 1)"
+	done
+) 9>"$CACHE/.lock"
+echo "$CACHE/bin"

@@ -1,0 +1,144 @@
+// Package cluster reads a pod, and everything the kubelet would fetch for
+// it, from a Kubernetes API server with client-go: the kubeconfig as kubectl
+// finds it, the pod, the ConfigMaps and Secrets it references, service
+// account tokens through the TokenRequest API, the Node it is bound to and
+// the other pods on that node. It hands the engine a manifest.Bundle, a
+// node.Node and a volume.TokenSource: the engine does not know where they
+// came from. After a run, View reads what the cluster says about the real
+// pod (phase, container states, the kubelet's Events).
+//
+// Errors: an *AccessError (the API server denied a verb on a resource) is
+// bad input (exit 2), an *UnreachableError (no answer) exit 3; both come
+// before the engine starts, so nothing is left on the node.
+package cluster
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Options say which cluster to talk to, as kubectl's flags do.
+type Options struct {
+	// Kubeconfig is --kubeconfig: one file, used alone. Empty: the files of
+	// $KUBECONFIG (merged), else ~/.kube/config, else the in-cluster
+	// config of a pod's service account (KUBERNETES_SERVICE_HOST and the
+	// mounted token), as kubectl and clientcmd's deferred loading do.
+	Kubeconfig string
+	// Context is --context: a context of the kubeconfig other than its
+	// current-context.
+	Context string
+	// Timeout bounds each request (0: 10 s).
+	Timeout time.Duration
+}
+
+// homeFile is ~/.kube/config (clientcmd.RecommendedHomeFile; tests move it).
+var homeFile = clientcmd.RecommendedHomeFile
+
+// Client talks to one API server. It counts every request it sends.
+type Client struct {
+	// CS is the client-go clientset (a fake one in unit tests).
+	CS kubernetes.Interface
+	// Server is the API server's URL, for messages.
+	Server string
+	// Context is the kubeconfig context used ("" in-cluster or in tests).
+	Context string
+	// Namespace is the context's namespace ("default" when it sets none):
+	// the namespace of --pod NAME.
+	Namespace string
+
+	mu   sync.Mutex
+	reqs []Request
+}
+
+// Request is one HTTP request sent to the API server.
+type Request struct {
+	Method string
+	Path   string // URL path and query
+	Status int    // HTTP status; 0 when no answer came
+}
+
+// Connect loads the kubeconfig as kubectl does and makes a client. It sends
+// nothing. A kubeconfig that cannot be loaded, or a context that is not
+// there, is an error for exit 2.
+func Connect(o Options) (*Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if len(rules.Precedence) == 1 && rules.Precedence[0] == clientcmd.RecommendedHomeFile {
+		rules.Precedence = []string{homeFile} // no $KUBECONFIG
+	}
+	rules.ExplicitPath = o.Kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, fmt.Errorf("no kubeconfig: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config (in a pod, the service account's in-cluster config is used)")
+		}
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: namespace: %w", err)
+	}
+	ctxName := o.Context
+	if ctxName == "" {
+		if raw, err := cc.RawConfig(); err == nil {
+			ctxName = raw.CurrentContext
+		}
+	}
+	return newClient(cfg, ctxName, ns, o.Timeout)
+}
+
+func newClient(cfg *rest.Config, ctxName, ns string, timeout time.Duration) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	cfg.Timeout = timeout
+	// A run sends a handful of requests at once: no client-side throttling.
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.UserAgent = "podstep"
+	c := &Client{Server: cfg.Host, Context: ctxName, Namespace: ns}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &counting{next: rt, c: c} })
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("API server %s: %w", cfg.Host, err)
+	}
+	c.CS = cs
+	return c, nil
+}
+
+// NewForTest wraps a clientset (client-go's fake) for unit tests.
+func NewForTest(cs kubernetes.Interface, server string) *Client {
+	return &Client{CS: cs, Server: server, Namespace: "default"}
+}
+
+// Requests returns the HTTP requests sent so far, in order.
+func (c *Client) Requests() []Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Request(nil), c.reqs...)
+}
+
+// counting records each request (method, path and query, status).
+type counting struct {
+	next http.RoundTripper
+	c    *Client
+}
+
+func (t *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	req := Request{Method: r.Method, Path: r.URL.RequestURI()}
+	if resp != nil {
+		req.Status = resp.StatusCode
+	}
+	t.c.mu.Lock()
+	t.c.reqs = append(t.c.reqs, req)
+	t.c.mu.Unlock()
+	return resp, err
+}

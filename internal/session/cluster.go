@@ -1,0 +1,185 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/podstep/podstep/internal/cluster"
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// ClusterRun is the cluster a run reads its pod from (--pod, or -f with
+// --kubeconfig / --context): the client and what it fetched.
+type ClusterRun struct {
+	Client   *cluster.Client
+	Resolved *cluster.Resolved
+	// Namespace and Name are the pod's.
+	Namespace, Name string
+}
+
+// usesCluster says whether the pod's objects come from an API server.
+func (o *Options) usesCluster() bool {
+	return o.Pod != "" || o.Kubeconfig != "" || o.Context != ""
+}
+
+// validateCluster checks --pod against -f (one of them).
+func (o *Options) validateCluster() error {
+	switch {
+	case o.Pod != "" && o.File != "":
+		return Usagef("--pod and -f/--filename both given: the pod comes from the API server (--pod NAMESPACE/NAME) or from a manifest (-f), not both")
+	case o.Pod == "" && o.File == "":
+		return Usagef("-f/--filename is required: the pod manifest (run and plan also take --pod NAMESPACE/NAME, a pod of the cluster)")
+	case o.Pod != "":
+		ns, name, _ := splitPod(o.Pod)
+		if name == "" || strings.Count(o.Pod, "/") > 1 || (strings.Contains(o.Pod, "/") && ns == "") {
+			return Usagef("--pod %q: expected NAMESPACE/NAME or NAME (the kubeconfig context's namespace)", o.Pod)
+		}
+	}
+	return nil
+}
+
+// splitPod splits [NS/]NAME.
+func splitPod(s string) (ns, name string, hasNS bool) {
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return "", s, false
+}
+
+// loadCluster reads the pod (--pod) or resolves the manifest's references
+// (-f with a kubeconfig) from the API server, before any runtime is
+// contacted: an *AccessError or NotFound is exit 2, an unreachable API
+// server exit 3. b is the manifest (nil with --pod).
+func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io.Writer) (*manifest.Bundle, error) {
+	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context})
+	if err != nil {
+		return nil, Usagef("%v", err)
+	}
+	run := &ClusterRun{Client: c}
+	var res *cluster.Resolved
+	ro := cluster.ResolveOptions{NoTokens: o.NoTokens}
+	// --node: a Node YAML file when there is one, else a Node of the cluster.
+	if o.NodeFile != "" {
+		if _, statErr := os.Stat(o.NodeFile); statErr != nil {
+			ro.NodeName, o.NodeFile = o.NodeFile, ""
+		} else {
+			ro.NoNode = true
+		}
+	}
+	if o.Pod != "" {
+		ns, name, _ := splitPod(o.Pod)
+		pb, cp, err := c.GetPod(ctx, ns, name)
+		if err != nil {
+			return nil, clusterErr(err)
+		}
+		if res, err = c.Resolve(ctx, pb, cp, ro); err != nil {
+			return nil, clusterErr(err)
+		}
+	} else {
+		if b.Node != nil && ro.NodeName == "" {
+			ro.NoNode = true // the manifest's Node, as without a cluster
+		}
+		if res, err = c.Resolve(ctx, b, nil, ro); err != nil {
+			return nil, clusterErr(err)
+		}
+	}
+	run.Resolved = res
+	run.Namespace, run.Name = res.Bundle.Pod.Namespace, res.Bundle.Pod.Name
+	o.Cluster = run
+	if stderr != nil {
+		_, _ = fmt.Fprintln(stderr, "podstep: "+fetchedLine(c, res))
+	}
+	return res.Bundle, nil
+}
+
+// fetchedLine says in one line what was read from where.
+func fetchedLine(c *cluster.Client, r *cluster.Resolved) string {
+	var parts []string
+	for _, f := range r.Fetched {
+		s := strings.ToLower(f.Kind) + " "
+		if f.Namespace != "" && f.Kind != "TokenRequest" {
+			s += f.Namespace + "/"
+		}
+		s += f.Name
+		switch {
+		case f.Kind == "TokenRequest" && f.Found:
+			s = "token for serviceaccount " + f.Namespace + "/" + f.Name
+		case f.Kind == "TokenRequest":
+			s = "token for serviceaccount " + f.Namespace + "/" + f.Name + " (failed: the volume will say why)"
+		case !f.Found:
+			s += " (not found)"
+		case f.ResourceVersion != "":
+			s += "@" + f.ResourceVersion
+		}
+		parts = append(parts, s)
+	}
+	pod := r.Bundle.Pod.Namespace + "/" + r.Bundle.Pod.Name
+	src := "manifest " + r.Bundle.File
+	if o := r.Bundle.Origin(manifest.KindPod, r.Bundle.Pod.Namespace, r.Bundle.Pod.Name); o != "" {
+		src = o
+	}
+	line := fmt.Sprintf("pod %s from %s; fetched from API server %s (%d requests): %s", pod, src, c.Server, len(c.Requests()), strings.Join(parts, ", "))
+	if len(parts) == 0 {
+		line = fmt.Sprintf("pod %s from %s; nothing to fetch from API server %s", pod, src, c.Server)
+	}
+	return line
+}
+
+// clusterErr maps the cluster's errors to exit codes: access denied and
+// objects named on the command line that are not there are bad input (2),
+// an API server that does not answer is 3.
+func clusterErr(err error) error {
+	var (
+		ae *cluster.AccessError
+		ue *cluster.UnreachableError
+		nf *cluster.NotFoundError
+		me *manifest.Error
+	)
+	switch {
+	case errors.As(err, &ae), errors.As(err, &nf):
+		return &Error{ExitUsage, err}
+	case errors.As(err, &ue):
+		return &Error{ExitRuntime, err}
+	case errors.As(err, &me):
+		return err
+	}
+	return &Error{ExitRuntime, err}
+}
+
+// clusterEngine adds the cluster's token source and replay label.
+func (o *Options) clusterEngine(eo *steps.Options) {
+	if o.Cluster == nil {
+		return
+	}
+	eo.Tokens = o.Cluster.Resolved.Tokens
+	if cp := o.Cluster.Resolved.ClusterPod; cp != nil {
+		eo.Config.ExtraLabels = map[string]string{cluster.ReplayLabel: string(cp.UID)}
+	}
+}
+
+// ClusterView reads what the cluster says about the pod after the run
+// (nil without a cluster pod). An API server that no longer answers gives
+// a view that says so and an exit-3 error; redact is the engine's.
+func (o *Options) ClusterView(ctx context.Context, eng *steps.Engine) (*report.ClusterView, error) {
+	if o.Cluster == nil || o.Cluster.Resolved.ClusterPod == nil {
+		return nil, nil
+	}
+	r := o.Cluster.Resolved
+	v, err := o.Cluster.Client.View(ctx, o.Cluster.Namespace, o.Cluster.Name, eng.Pod().UID, eng.Redactor().Text)
+	if err != nil {
+		v = &report.ClusterView{Server: o.Cluster.Client.Server, Pod: o.Cluster.Namespace + "/" + o.Cluster.Name,
+			UID: string(r.ClusterPod.UID), ReplayUID: string(eng.Pod().UID), Events: []report.ClusterEvent{}, Error: err.Error()}
+	}
+	v.Notes = append(v.Notes, r.Notes...)
+	v.Notes = append(v.Notes, "a kubelet on the same runtime stops the sandboxes it does not know (HandlePodCleanups, every 2 s, pkg/kubelet/kubelet_pods.go): it may stop podstep's replay; podstep never stops the kubelet's")
+	if err != nil {
+		return v, clusterErr(err)
+	}
+	return v, nil
+}
