@@ -1,5 +1,20 @@
 package tui
 
+import "time"
+
+// common is what the root model shares with its sub-models (the timeline,
+// the replay): the window size, the styles, the key maps and the clock.
+type common struct {
+	width, height int
+	st            styles
+	keys          keyMap
+	rkeys         replayKeys
+	ckeys         confirmKeys
+	now           func() time.Time
+	// fmtDur formats step and call durations (tests mask them).
+	fmtDur func(time.Duration) string
+}
+
 // uiMode is what the keys do now; it replaces the booleans the model had
 // (confirm, showHelp, quitting). Each mode has its own key handler in
 // key(): the precedence is the order of that switch and nothing else.

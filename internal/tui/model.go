@@ -41,20 +41,14 @@ type model struct {
 	eng  Engine
 	opts Options
 	ctx  context.Context
-	keys keyMap
-	st   styles
+	*common
 	help help.Model
 	spin spinner.Model
-	now  func() time.Time
-	// fmtDur formats step and call durations (tests mask them).
-	fmtDur func(time.Duration) string
 
 	// events carries engine events (subscribe) and, after them, each run's
 	// runDoneMsg, so the program sees a run end only after its events.
 	events      chan tea.Msg
 	unsubscribe func()
-
-	width, height int
 
 	// What the engine said last. While a step runs they are updated from
 	// events only: eng.Steps() rebuilds requests from state the running
@@ -85,18 +79,15 @@ type model struct {
 	method    string // the CRI call in flight
 
 	// ui is what the keys do now (mode.go); screen what the body shows.
-	ui     uiMode
-	screen screen
-	// tlTop is the timeline's first row shown, -1 to follow the newest.
-	tlTop   int
+	ui      uiMode
+	screen  screen
+	tl      timelineModel
 	decided bool // the user chose how to quit
 	result  Result
 	flash   string
-	ckeys   confirmKeys
 
 	// A replay (replay.go): the engine as a Replayer, its keys, g's prompt.
 	rp      Replayer
-	rkeys   replayKeys
 	gotoBuf string
 }
 
@@ -110,21 +101,19 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 	h := help.New()
 	h.Styles = st.Help
 	h.SetWidth(78)
+	c := &common{
+		width: 80, height: 24, st: st, now: now, fmtDur: render.Duration,
+		keys: newKeyMap(), rkeys: newReplayKeys(), ckeys: newConfirmKeys(),
+	}
 	m := &model{
-		eng: eng, opts: o, ctx: ctx, events: make(chan tea.Msg, 1024), keys: newKeyMap(), st: st, help: h,
+		eng: eng, opts: o, ctx: ctx, events: make(chan tea.Msg, 1024), common: c, help: h,
 		spin:       spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
-		now:        now,
-		fmtDur:     render.Duration,
-		width:      80,
-		height:     24,
 		stageBreak: map[steps.Stage]bool{},
 		stepBreak:  map[int]bool{},
 		run:        &runner{},
-		tlTop:      -1,
+		tl:         timelineModel{common: c, top: -1},
 	}
 	m.rp, _ = eng.(Replayer)
-	m.rkeys = newReplayKeys()
-	m.ckeys = newConfirmKeys()
 	for _, s := range o.Breaks {
 		if !m.stageBreak[s] {
 			m.stageBreak[s] = eng.ToggleBreakStage(s)
@@ -435,8 +424,8 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Break):
 		m.toggleBreak()
 	case key.Matches(k, m.keys.Timeline):
-		m.screen, m.tlTop = m.screen.toggle(), -1
-	case m.screen == screenTimeline && m.scrollTimeline(k):
+		m.screen, m.tl.top = m.screen.toggle(), -1
+	case m.screen == screenTimeline && m.tl.scroll(k, m.timeline(), max(1, m.layout().bodyH-3)):
 	case key.Matches(k, m.keys.Tab):
 		m.mode = (m.mode + 1) % 3
 		m.scroll = 0

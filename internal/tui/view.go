@@ -61,7 +61,7 @@ func (m *model) render() string {
 	if m.ui == uiHelp {
 		lines = append(lines, m.helpScreen(l.w, l.bodyH)...)
 	} else if m.screen == screenTimeline {
-		lines = append(lines, m.timelineView(l.w, l.bodyH)...)
+		lines = append(lines, m.tl.view(m.timeline(), l.w, l.bodyH)...)
 	} else {
 		plan := m.planView(l.planW, l.bodyH)
 		right := make([]string, 0, l.bodyH)
