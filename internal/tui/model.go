@@ -86,9 +86,8 @@ type model struct {
 	result  Result
 	flash   string
 
-	// A replay (replay.go): the engine as a Replayer, its keys, g's prompt.
-	rp      Replayer
-	gotoBuf string
+	// replay is the replay's sub-model (replay.go); nil when live.
+	replay *replayModel
 }
 
 // newModel builds the model and subscribes it to eng's events; close ends that.
@@ -113,7 +112,9 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 		run:        &runner{},
 		tl:         timelineModel{common: c, top: -1},
 	}
-	m.rp, _ = eng.(Replayer)
+	if rp, ok := eng.(Replayer); ok {
+		m.replay = &replayModel{common: c, rp: rp, info: o.Replay}
+	}
 	for _, s := range o.Breaks {
 		if !m.stageBreak[s] {
 			m.stageBreak[s] = eng.ToggleBreakStage(s)
@@ -345,7 +346,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	m.flash = ""
-	if m.rp != nil {
+	if m.replay != nil {
 		if cmd, ok := m.replayKey(k); ok {
 			return cmd
 		}
@@ -373,7 +374,7 @@ func (m *model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
 
 // askQuit is q: the quit prompt; a replay, with nothing to tear down, quits at once.
 func (m *model) askQuit() tea.Cmd {
-	if m.rp != nil {
+	if m.replay != nil {
 		m.result.Teardown = false
 		return m.quit()
 	}

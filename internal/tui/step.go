@@ -112,7 +112,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 			add(st.Failed.Render(l))
 		}
 		add(m.changeLines(s, w)...)
-		if m.rp == nil {
+		if m.replay == nil {
 			add(st.Dim.Render("r retries this step, q quits"))
 		}
 	}

@@ -83,14 +83,14 @@ func (m *model) render() string {
 		}
 	}
 	lines = append(lines, fit(m.statusView(l.w), l.w))
-	lines = append(lines, fit(m.help.ShortHelpView(m.shortHelp()), l.w))
+	lines = append(lines, fit(m.help.ShortHelpView(m.helpKeys().ShortHelp()), l.w))
 	return strings.Join(lines, "\n")
 }
 
 // headerView names the pod and the runtime; a simulated runtime is said loudly.
 func (m *model) headerView(w int) string {
-	if m.rp != nil {
-		return m.replayHeader(w)
+	if m.replay != nil {
+		return m.replay.header(w)
 	}
 	p := m.eng.Pod()
 	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
@@ -108,7 +108,7 @@ func (m *model) headerView(w int) string {
 // call, a message, or what comes next.
 func (m *model) statusView(w int) string {
 	st := m.st
-	if m.rp != nil {
+	if m.replay != nil {
 		return m.replayStatus()
 	}
 	switch {
@@ -168,7 +168,7 @@ func (m *model) helpScreen(w, h int) []string {
 	}
 	lines = append(lines, "", st.Bold.Render("panes"))
 	last := "Each step sends real CRI calls; nothing runs until you press space, n or c."
-	if m.rp != nil {
+	if m.replay != nil {
 		last = "A replay: each screen is the recording's after N steps ran; nothing is sent to any runtime."
 	}
 	for _, t := range []string{
@@ -194,7 +194,7 @@ func (m *model) helpScreen(w, h int) []string {
 // under the other.
 func (m *model) fullHelp(w int) []string {
 	var cols [][]string
-	for _, g := range m.fullHelpGroups() {
+	for _, g := range m.helpKeys().FullHelp() {
 		kw := 0
 		for _, b := range g {
 			kw = max(kw, lipgloss.Width(b.Help().Key))
