@@ -29,12 +29,6 @@ func (d detailMode) String() string {
 	return [...]string{"request", "response", "log"}[d]
 }
 
-// row is one line of the plan pane: a stage header or a step.
-type row struct {
-	stage steps.Stage
-	step  int // index into model.steps; -1 for a stage header
-}
-
 // model is the root bubbletea model. It is used through a pointer: the
 // engine runner shares its WaitGroup with Run.
 type model struct {
@@ -60,16 +54,11 @@ type model struct {
 	nextID int        // the step Next would run (0: none)
 	ver    int        // bumped whenever steps change (detail cache key)
 
-	stageBreak map[steps.Stage]bool
-	stepBreak  map[int]bool
-
-	rows    []row
-	cursor  int // index into rows
-	planTop int
-	mode    detailMode
-	scroll  int
-	detail  detailCache
-	log     logView
+	plan   planModel
+	mode   detailMode
+	scroll int
+	detail detailCache
+	log    logView
 
 	run       *runner
 	busy      bool
@@ -106,18 +95,17 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 	}
 	m := &model{
 		eng: eng, opts: o, ctx: ctx, events: make(chan tea.Msg, 1024), common: c, help: h,
-		spin:       spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
-		stageBreak: map[steps.Stage]bool{},
-		stepBreak:  map[int]bool{},
-		run:        &runner{},
-		tl:         timelineModel{common: c, top: -1},
+		spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
+		plan: planModel{common: c, stageBreak: map[steps.Stage]bool{}, stepBreak: map[int]bool{}},
+		run:  &runner{},
+		tl:   timelineModel{common: c, top: -1},
 	}
 	if rp, ok := eng.(Replayer); ok {
 		m.replay = &replayModel{common: c, rp: rp, info: o.Replay}
 	}
 	for _, s := range o.Breaks {
-		if !m.stageBreak[s] {
-			m.stageBreak[s] = eng.ToggleBreakStage(s)
+		if !m.plan.stageBreak[s] {
+			m.plan.stageBreak[s] = eng.ToggleBreakStage(s)
 		}
 	}
 	m.subscribe()
@@ -138,7 +126,7 @@ func (m *model) waitEvent() tea.Cmd {
 // refresh re-reads the engine. Only call it while no step runs.
 func (m *model) refresh() {
 	var id int
-	if r, ok := m.cursorRow(); ok && r.step >= 0 {
+	if r, ok := m.plan.cursorRow(); ok && r.step >= 0 {
 		id = m.steps[r.step].ID
 	}
 	m.steps = cleanSteps(m.eng.Steps())
@@ -148,17 +136,18 @@ func (m *model) refresh() {
 		m.nextID = s.ID
 	}
 	m.ver++
-	m.buildRows()
+	m.plan.buildRows(m.steps)
 	if id > 0 {
 		m.selectStep(id)
 	}
 	m.loadLog()
 }
 
-func (m *model) buildRows() {
+// buildRows lists the plan's rows: each stage's header, then its steps.
+func (m *planModel) buildRows(all []steps.Step) {
 	m.rows = m.rows[:0]
 	var stage steps.Stage
-	for i, s := range m.steps {
+	for i, s := range all {
 		if i == 0 || s.Stage != stage {
 			stage = s.Stage
 			m.rows = append(m.rows, row{stage: stage, step: -1})
@@ -170,7 +159,8 @@ func (m *model) buildRows() {
 	}
 }
 
-func (m *model) cursorRow() (row, bool) {
+// cursorRow is the row under the cursor.
+func (m *planModel) cursorRow() (row, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.rows) {
 		return row{}, false
 	}
@@ -180,13 +170,13 @@ func (m *model) cursorRow() (row, bool) {
 // selected is the step the step pane shows: the cursor's step, or the
 // first step of the stage whose header the cursor is on.
 func (m *model) selected() (steps.Step, bool) {
-	r, ok := m.cursorRow()
+	r, ok := m.plan.cursorRow()
 	if !ok {
 		return steps.Step{}, false
 	}
 	if r.step < 0 {
-		if m.cursor+1 < len(m.rows) {
-			r = m.rows[m.cursor+1]
+		if m.plan.cursor+1 < len(m.plan.rows) {
+			r = m.plan.rows[m.plan.cursor+1]
 		} else {
 			return steps.Step{}, false
 		}
@@ -196,12 +186,12 @@ func (m *model) selected() (steps.Step, bool) {
 
 // selectStep puts the cursor on step id.
 func (m *model) selectStep(id int) {
-	for i, r := range m.rows {
+	for i, r := range m.plan.rows {
 		if r.step >= 0 && m.steps[r.step].ID == id {
-			if m.cursor != i {
+			if m.plan.cursor != i {
 				m.scroll = 0
 			}
-			m.cursor = i
+			m.plan.cursor = i
 			return
 		}
 	}
@@ -486,33 +476,33 @@ func (m *model) quit() tea.Cmd {
 }
 
 func (m *model) moveCursor(d int) {
-	n := m.cursor + d
-	if n < 0 || n >= len(m.rows) {
+	n := m.plan.cursor + d
+	if n < 0 || n >= len(m.plan.rows) {
 		return
 	}
-	m.cursor = n
+	m.plan.cursor = n
 	m.scroll = 0
 	m.loadLog()
 }
 
 func (m *model) toggleBreak() {
-	r, ok := m.cursorRow()
+	r, ok := m.plan.cursorRow()
 	if !ok {
 		return
 	}
 	if r.step < 0 {
-		m.stageBreak[r.stage] = m.eng.ToggleBreakStage(r.stage)
+		m.plan.stageBreak[r.stage] = m.eng.ToggleBreakStage(r.stage)
 		return
 	}
 	id := m.steps[r.step].ID
-	m.stepBreak[id] = m.eng.ToggleBreakStep(id)
+	m.plan.stepBreak[id] = m.eng.ToggleBreakStep(id)
 }
 
 // breakAt reports whether a breakpoint stops before the step at index i.
-func (m *model) breakAt(i int) bool {
-	s := m.steps[i]
+func (m *planModel) breakAt(all []steps.Step, i int) bool {
+	s := all[i]
 	if m.stepBreak[s.ID] {
 		return true
 	}
-	return m.stageBreak[s.Stage] && (i == 0 || m.steps[i-1].Stage != s.Stage)
+	return m.stageBreak[s.Stage] && (i == 0 || all[i-1].Stage != s.Stage)
 }

@@ -65,7 +65,7 @@ func TestBreakToggles(t *testing.T) {
 		t.Fatal("second b did not clear it")
 	}
 	// On a stage header: a stage breakpoint, before the stage's first step.
-	for h.m.rows[h.m.cursor].stage != steps.StageSandbox || h.m.rows[h.m.cursor].step >= 0 {
+	for h.m.plan.rows[h.m.plan.cursor].stage != steps.StageSandbox || h.m.plan.rows[h.m.plan.cursor].step >= 0 {
 		h.press("j")
 	}
 	h.press("b")
@@ -81,12 +81,12 @@ func TestBreakToggles(t *testing.T) {
 func TestCursorAndScroll(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
 	h.resize(80, 24)
-	start := h.m.cursor
+	start := h.m.plan.cursor
 	h.press("j")
 	h.press("down")
 	h.press("k")
-	if h.m.cursor != start+1 {
-		t.Fatalf("cursor %d, want %d", h.m.cursor, start+1)
+	if h.m.plan.cursor != start+1 {
+		t.Fatalf("cursor %d, want %d", h.m.plan.cursor, start+1)
 	}
 	h.press("up")
 	h.press("up")

@@ -128,9 +128,9 @@ func TestReplayKeys(t *testing.T) {
 	}
 	// A breakpoint on the containers stage: c and C stop before its first step.
 	h.keys("g 0 enter")
-	h.m.cursor = 0
-	for h.m.rows[h.m.cursor].stage != "containers" {
-		h.m.cursor++
+	h.m.plan.cursor = 0
+	for h.m.plan.rows[h.m.plan.cursor].stage != "containers" {
+		h.m.plan.cursor++
 	}
 	h.keys("b c")
 	if h.p.Position() != 7 {
