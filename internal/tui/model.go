@@ -16,19 +16,6 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
-// detailMode is what the step pane's lower part shows (tab cycles it).
-type detailMode int
-
-const (
-	modeRequest detailMode = iota
-	modeResponse
-	modeLog
-)
-
-func (d detailMode) String() string {
-	return [...]string{"request", "response", "log"}[d]
-}
-
 // model is the root bubbletea model. It is used through a pointer: the
 // engine runner shares its WaitGroup with Run.
 type model struct {
@@ -54,11 +41,8 @@ type model struct {
 	nextID int        // the step Next would run (0: none)
 	ver    int        // bumped whenever steps change (detail cache key)
 
-	plan   planModel
-	mode   detailMode
-	scroll int
-	detail detailCache
-	log    logView
+	plan planModel
+	pane stepModel
 
 	run       *runner
 	busy      bool
@@ -189,7 +173,7 @@ func (m *model) selectStep(id int) {
 	for i, r := range m.plan.rows {
 		if r.step >= 0 && m.steps[r.step].ID == id {
 			if m.plan.cursor != i {
-				m.scroll = 0
+				m.pane.scroll = 0
 			}
 			m.plan.cursor = i
 			return
@@ -418,20 +402,20 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		m.screen, m.tl.top = m.screen.toggle(), -1
 	case m.screen == screenTimeline && m.tl.scroll(k, m.timeline(), max(1, m.layout().bodyH-3)):
 	case key.Matches(k, m.keys.Tab):
-		m.mode = (m.mode + 1) % 3
-		m.scroll = 0
+		m.pane.mode = (m.pane.mode + 1) % 3
+		m.pane.scroll = 0
 		m.loadLog()
 	case key.Matches(k, m.keys.Up):
 		m.moveCursor(-1)
 	case key.Matches(k, m.keys.Down):
 		m.moveCursor(1)
 	case key.Matches(k, m.keys.PgUp):
-		m.scroll -= max(1, m.layout().stepH-2)
-		if m.scroll < 0 {
-			m.scroll = 0
+		m.pane.scroll -= max(1, m.layout().stepH-2)
+		if m.pane.scroll < 0 {
+			m.pane.scroll = 0
 		}
 	case key.Matches(k, m.keys.PgDown):
-		m.scroll += max(1, m.layout().stepH-2)
+		m.pane.scroll += max(1, m.layout().stepH-2)
 	}
 	return nil
 }
@@ -481,7 +465,7 @@ func (m *model) moveCursor(d int) {
 		return
 	}
 	m.plan.cursor = n
-	m.scroll = 0
+	m.pane.scroll = 0
 	m.loadLog()
 }
 

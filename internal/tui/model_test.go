@@ -94,13 +94,13 @@ func TestCursorAndScroll(t *testing.T) {
 		t.Fatalf("on the admit header the step pane shows step %d, want 1", s.ID)
 	}
 	h.press("pgdown")
-	if h.m.scroll == 0 {
+	if h.m.pane.scroll == 0 {
 		t.Fatal("pgdn did not scroll the step pane")
 	}
 	h.m.render()
 	h.press("pgup")
-	if h.m.scroll != 0 {
-		t.Fatalf("pgup: scroll %d, want 0", h.m.scroll)
+	if h.m.pane.scroll != 0 {
+		t.Fatalf("pgup: scroll %d, want 0", h.m.pane.scroll)
 	}
 }
 
@@ -117,22 +117,22 @@ func TestTabShowsResponseAndLog(t *testing.T) {
 		t.Errorf("request view lacks the sent request:\n%s", f)
 	}
 	h.press("tab")
-	if h.m.mode != modeResponse {
-		t.Fatalf("mode %s, want response", h.m.mode)
+	if h.m.pane.mode != modeResponse {
+		t.Fatalf("mode %s, want response", h.m.pane.mode)
 	}
 	if f := h.detail(); !strings.Contains(f, "pod_sandbox_id:") {
 		t.Errorf("response view lacks the response:\n%s", f)
 	}
 	h.press("tab")
-	if h.m.mode != modeLog {
-		t.Fatalf("mode %s, want log", h.m.mode)
+	if h.m.pane.mode != modeLog {
+		t.Fatalf("mode %s, want log", h.m.pane.mode)
 	}
 	if f := h.frame(); !strings.Contains(f, "log hello") || !strings.Contains(f, "hello from podstep") {
 		t.Errorf("log view lacks the container's log:\n%s", f)
 	}
 	h.press("tab")
-	if h.m.mode != modeRequest {
-		t.Fatalf("mode %s, want request", h.m.mode)
+	if h.m.pane.mode != modeRequest {
+		t.Fatalf("mode %s, want request", h.m.pane.mode)
 	}
 }
 

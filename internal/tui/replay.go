@@ -198,7 +198,7 @@ func (m *model) moved() {
 	} else {
 		m.selectStep(m.nextID)
 	}
-	m.scroll = 0
+	m.pane.scroll = 0
 	m.loadLog()
 }
 

@@ -216,7 +216,7 @@ func replayFits(t *testing.T, name string) {
 			h.press(dir)
 			for _, k := range []string{"tab", "tab", "tab"} {
 				h.press(k)
-				check(fmt.Sprintf("%s %d %s", dir, h.p.Position(), h.m.mode))
+				check(fmt.Sprintf("%s %d %s", dir, h.p.Position(), h.m.pane.mode))
 			}
 		}
 	}
