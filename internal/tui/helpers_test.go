@@ -178,7 +178,7 @@ func (h *harness) exec(cmd tea.Cmd) tea.Msg {
 func (h *harness) waitIdle() {
 	h.t.Helper()
 	deadline := time.After(20 * time.Second)
-	for h.m.busy {
+	for h.m.running.busy {
 		select {
 		case msg := <-h.m.events:
 			_, cmd := h.m.Update(msg)

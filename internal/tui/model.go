@@ -16,6 +16,18 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
+// running is the keypress's run under way, if any.
+type running struct {
+	busy bool
+	// op is what runs: "next", "continue" or "retry"; start when the
+	// key was pressed; id the step running (0: none); method the CRI call
+	// in flight.
+	op     string
+	start  time.Time
+	id     int
+	method string
+}
+
 // model is the root bubbletea model. It is used through a pointer: the
 // engine runner shares its WaitGroup with Run.
 type model struct {
@@ -44,12 +56,8 @@ type model struct {
 	plan planModel
 	pane stepModel
 
-	run       *runner
-	busy      bool
-	op        string
-	runStart  time.Time
-	runningID int
-	method    string // the CRI call in flight
+	run     *runner
+	running running
 
 	// ui is what the keys do now (mode.go); screen what the body shows.
 	ui      uiMode
@@ -207,7 +215,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case liveMsg:
 		return m, m.live()
 	case spinner.TickMsg:
-		if !m.busy {
+		if !m.running.busy {
 			return m, nil // let the spinner stop
 		}
 		var cmd tea.Cmd
@@ -222,14 +230,14 @@ func (m *model) event(ev steps.Event) {
 	switch ev.Kind {
 	case steps.StepStarted:
 		m.last = lastChange{}
-		m.runningID = ev.Step.ID
-		m.method = ""
+		m.running.id = ev.Step.ID
+		m.running.method = ""
 		m.setStep(ev.Step)
 		m.selectStep(ev.Step.ID)
 	case steps.CallSent:
-		m.method = line(ev.Method)
+		m.running.method = line(ev.Method)
 	case steps.CallDone:
-		m.method = ""
+		m.running.method = ""
 		if ev.Step.ID > 0 {
 			m.setStep(ev.Step)
 		}
@@ -240,7 +248,7 @@ func (m *model) event(ev steps.Event) {
 			m.last = newLastChange(ev.Step, len(ev.Pod.Events))
 		}
 		m.lastID = ev.Step.ID
-		m.runningID = 0
+		m.running.id = 0
 	}
 }
 
@@ -254,9 +262,9 @@ const (
 func (m *model) start(op string) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.run.setCancel(cancel)
-	m.busy, m.op, m.runStart, m.flash = true, op, m.now(), ""
+	m.running.busy, m.running.op, m.running.start, m.flash = true, op, m.now(), ""
 	if s, ok := m.eng.NextStep(); ok {
-		m.runningID = s.ID
+		m.running.id = s.ID
 		m.selectStep(s.ID)
 	}
 	eng, r, ch := m.eng, m.run, m.events
@@ -278,7 +286,7 @@ func (m *model) start(op string) tea.Cmd {
 }
 
 func (m *model) runDone(msg runDoneMsg) tea.Cmd {
-	m.busy, m.runningID, m.method = false, 0, ""
+	m.running.busy, m.running.id, m.running.method = false, 0, ""
 	m.run.setCancel(nil)
 	if m.flash == flashCancelling || m.flash == flashBusy {
 		m.flash = ""
@@ -369,7 +377,7 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 			return m.askQuit()
 		}
 	case key.Matches(k, m.keys.Cancel):
-		if m.busy {
+		if m.running.busy {
 			m.run.cancelRun()
 			m.flash = flashCancelling
 		}
@@ -386,7 +394,7 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.start("continue")
 	case key.Matches(k, m.keys.Retry):
-		if m.busy {
+		if m.running.busy {
 			m.flash = flashBusy
 			return nil
 		}
@@ -423,7 +431,7 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 // cannotRun says why Next/Continue cannot run now, or "".
 func (m *model) cannotRun() string {
 	switch {
-	case m.busy:
+	case m.running.busy:
 		return flashBusy
 	case m.failedStep() != nil:
 		s := m.failedStep()
@@ -435,7 +443,7 @@ func (m *model) cannotRun() string {
 }
 
 func (m *model) failedStep() *steps.Step {
-	if m.busy {
+	if m.running.busy {
 		return nil
 	}
 	// The engine's failed step, not any step shown failed: a failure the
@@ -451,7 +459,7 @@ func (m *model) failedStep() *steps.Step {
 // quit ends the program, once a running call has been cancelled and returned.
 func (m *model) quit() tea.Cmd {
 	m.decided, m.ui = true, uiBrowse
-	if m.busy {
+	if m.running.busy {
 		m.ui = uiQuitting
 		m.run.cancelRun()
 		return nil

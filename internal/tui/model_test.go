@@ -171,7 +171,7 @@ func TestRetryRerunsFailedStep(t *testing.T) {
 func TestEscCancelsRunningCall(t *testing.T) {
 	h := newHarness(t, loadBundle(t, "testdata/slow.yaml"), Options{})
 	h.pressAsync("c")
-	for h.m.runningID != 8 || h.m.method != "ImageStatus" {
+	for h.m.running.id != 8 || h.m.running.method != "ImageStatus" {
 		msg := <-h.m.events
 		h.m.Update(msg)
 	}

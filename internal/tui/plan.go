@@ -108,7 +108,7 @@ func (m *model) planRow(i, w int) string {
 	}
 	nameStyle := lipgloss.NewStyle()
 	switch {
-	case s.ID == m.nextID && !m.busy:
+	case s.ID == m.nextID && !m.running.busy:
 		nameStyle = m.st.NextStep
 	case s.State == steps.Pending || s.State == steps.Skipped:
 		nameStyle = m.st.Pending
@@ -130,7 +130,7 @@ func (m *model) mark(s steps.Step) (string, lipgloss.Style) {
 	case steps.Skipped:
 		return "-", m.st.Skipped
 	}
-	if s.ID == m.nextID && !m.busy {
+	if s.ID == m.nextID && !m.running.busy {
 		return "▸", m.st.NextStep
 	}
 	return "·", m.st.Pending

@@ -115,8 +115,8 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		}
 	case steps.Running:
 		l := fmt.Sprintf("running %s", m.fmtDur(m.now().Sub(m.runningSince(s))))
-		if m.method != "" {
-			l += " · waiting for " + m.method
+		if m.running.method != "" {
+			l += " · waiting for " + m.running.method
 		}
 		add(st.Running.Render(l))
 	case steps.Skipped:
@@ -215,8 +215,8 @@ func (m *model) requestLines(s steps.Step, w int) []string {
 		for i, c := range s.Calls {
 			head := m.st.Bold.Render(line(c.Method)) + " → " + m.callStatus(c)
 			out = append(out, m.msgLines(head, c.Request, w)...)
-			if i == len(s.Calls)-1 && s.State == steps.Running && m.method != "" {
-				out = append(out, m.st.Running.Render(m.method+" sent, waiting…"))
+			if i == len(s.Calls)-1 && s.State == steps.Running && m.running.method != "" {
+				out = append(out, m.st.Running.Render(m.running.method+" sent, waiting…"))
 			}
 		}
 		return out
@@ -260,8 +260,8 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 		}
 		out = append(out, m.msgLines(head, c.Response, w)...)
 	}
-	if s.State == steps.Running && m.method != "" {
-		out = append(out, m.st.Running.Render("waiting for "+m.method+"…"))
+	if s.State == steps.Running && m.running.method != "" {
+		out = append(out, m.st.Running.Render("waiting for "+m.running.method+"…"))
 	}
 	return out
 }

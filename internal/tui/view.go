@@ -120,18 +120,18 @@ func (m *model) statusView(w int) string {
 		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `podstep cleanup`; esc: back)")
 	case m.ui == uiQuitting:
 		return st.Running.Render(m.spin.View()) + " cancelling the running call, then quitting…"
-	case m.busy:
+	case m.running.busy:
 		what := ""
-		if s, ok := m.stepByID(m.runningID); ok {
+		if s, ok := m.stepByID(m.running.id); ok {
 			what = fmt.Sprintf("%d %s", s.ID, s.Name)
 		}
-		if m.method != "" {
-			what += " · " + m.method
+		if m.running.method != "" {
+			what += " · " + m.running.method
 		}
-		if m.op == "continue" {
+		if m.running.op == "continue" {
 			what = "continuing: " + what
 		}
-		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.runStart))+"  esc cancels")
+		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.running.start))+"  esc cancels")
 	case m.flash != "":
 		return st.Warning.Render(line(m.flash))
 	}
