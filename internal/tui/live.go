@@ -17,9 +17,6 @@ type Live interface {
 	Changed() <-chan struct{}
 }
 
-// liveMsg says a Live engine changed.
-type liveMsg struct{}
-
 // waitLive delivers the next change of a Live engine (nil for others);
 // Update re-arms it.
 func (m *model) waitLive() tea.Cmd {

@@ -36,9 +36,6 @@ type Replayer interface {
 	Damage() error
 }
 
-// replayLoadedMsg says the recording is read: the status line redraws.
-type replayLoadedMsg struct{}
-
 // replayModel is what only a replay has: the engine as a Replayer, the
 // header and status line it shows, and g's prompt. The root model has one
 // only in a replay (nil when live).
