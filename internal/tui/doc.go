@@ -15,4 +15,12 @@
 // taken from its StepDone): the pod pane highlights it, the events pane
 // marks the step's events, and the step pane says it in words for a reader
 // who cannot see the colour. The TUI diffs nothing itself.
+//
+// Shape: a root model (model.go) with a mode enum for what the keys do
+// (mode.go: browse, help, confirm, goto, quitting) and a screen enum for
+// what the body shows (panes or timeline); key() dispatches per mode. The
+// sub-models share a context (common: sizes, styles, key maps, clock):
+// plan (plan.go), step pane state (step.go), timeline (timeline.go) and
+// replay (replay.go, nil when live). Every key binding is in keys.go,
+// every message type in msgs.go.
 package tui

@@ -11,10 +11,10 @@ import (
 
 // eventsTitle is the events pane's title (or the log's, in log mode).
 func (m *model) eventsTitle(w int) string {
-	if m.mode == modeLog {
+	if m.pane.mode == modeLog {
 		t := m.st.Title.Render("log")
-		if m.log.container != "" {
-			t += " " + m.st.Bold.Render(m.log.container)
+		if m.pane.log.container != "" {
+			t += " " + m.st.Bold.Render(m.pane.log.container)
 		}
 		return m.st.rule(t, w)
 	}
@@ -25,7 +25,7 @@ func (m *model) eventsTitle(w int) string {
 // selected container's log in log mode.
 func (m *model) eventsView(w, h int) []string {
 	var lines []string
-	if m.mode == modeLog {
+	if m.pane.mode == modeLog {
 		lines = m.logLines()
 	} else {
 		lines = m.eventLines(m.pod.Events, h, w)
@@ -96,7 +96,7 @@ const logMax = 1000
 // loadLog reads the selected step's container's log (or the last created
 // container's, for steps about no container). The engine masks it.
 func (m *model) loadLog() {
-	if m.mode != modeLog {
+	if m.pane.mode != modeLog {
 		return
 	}
 	name := ""
@@ -118,30 +118,30 @@ func (m *model) loadLog() {
 			}
 		}
 	}
-	m.log = logView{container: line(name)}
+	m.pane.log = logView{container: line(name)}
 	switch {
 	case errors.Is(err, steps.ErrNoContainer):
-		m.log = logView{err: "no container created yet"}
+		m.pane.log = logView{err: "no container created yet"}
 	case errors.Is(err, fs.ErrNotExist):
-		m.log.err = "no log yet: the container has not started"
+		m.pane.log.err = "no log yet: the container has not started"
 	case err != nil:
-		m.log.err = "no log yet (" + line(err.Error()) + ")"
+		m.pane.log.err = "no log yet (" + line(err.Error()) + ")"
 	}
 	for _, l := range lines {
 		msg := line(l.Text)
 		if l.Stream == "stderr" {
 			msg = m.st.Warning.Render(msg)
 		}
-		m.log.lines = append(m.log.lines, msg)
+		m.pane.log.lines = append(m.pane.log.lines, msg)
 	}
 }
 
 func (m *model) logLines() []string {
-	if m.log.err != "" {
-		return []string{m.st.Dim.Render(m.log.err)}
+	if m.pane.log.err != "" {
+		return []string{m.st.Dim.Render(m.pane.log.err)}
 	}
-	if len(m.log.lines) == 0 {
+	if len(m.pane.log.lines) == 0 {
 		return []string{m.st.Dim.Render("(the log is empty)")}
 	}
-	return m.log.lines
+	return m.pane.log.lines
 }

@@ -67,7 +67,7 @@ func TestFramesFit(t *testing.T) {
 		h.press("space")
 		for _, mode := range []string{"tab", "tab", "tab"} {
 			h.press(mode)
-			check(fmt.Sprintf("step %d %s", h.m.lastID, h.m.mode))
+			check(fmt.Sprintf("step %d %s", h.m.lastID, h.m.pane.mode))
 		}
 	}
 }

@@ -49,6 +49,11 @@ type harness struct {
 	eng    *steps.Engine
 	client *cri.Client
 	root   string
+	// late gets a batch of commands that exec gave up waiting for: on a
+	// loaded machine the goroutine running tea.Batch's own func can start
+	// after exec's 20ms, and dropping the batch lost a run's work (its
+	// WaitGroup.Add without the Done: waitIdle timed out, then close hung).
+	late chan tea.Msg
 }
 
 // rootPrefix is the fixed-length prefix of every harness root dir, so
@@ -170,7 +175,18 @@ func (h *harness) exec(cmd tea.Cmd) tea.Msg {
 			return nil
 		}
 	case <-time.After(20 * time.Millisecond):
-		return nil // engine work (it reports on the feed) or a timed tick
+		// Engine work (it reports on the feed), a timed tick, or a batch
+		// that was slow to start: waitIdle runs that one.
+		if h.late == nil {
+			h.late = make(chan tea.Msg, 16)
+		}
+		late := h.late
+		go func() {
+			if msg, ok := (<-done).(tea.BatchMsg); ok {
+				late <- msg
+			}
+		}()
+		return nil
 	}
 }
 
@@ -178,7 +194,7 @@ func (h *harness) exec(cmd tea.Cmd) tea.Msg {
 func (h *harness) waitIdle() {
 	h.t.Helper()
 	deadline := time.After(20 * time.Second)
-	for h.m.busy {
+	for h.m.running.busy {
 		select {
 		case msg := <-h.m.events:
 			_, cmd := h.m.Update(msg)
@@ -189,6 +205,8 @@ func (h *harness) waitIdle() {
 					}
 				}
 			}
+		case msg := <-h.late:
+			h.exec(func() tea.Msg { return msg })
 		case <-deadline:
 			h.t.Fatal("engine still running after 20s")
 		}

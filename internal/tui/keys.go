@@ -55,3 +55,69 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{long(k.Break, "toggle breakpoint"), long(k.Tab, "request/response/log"), long(k.Timeline, "timeline (toggle)"), k.Help, long(k.Quit, "quit (asks)"), k.ForceQ},
 	}
 }
+
+// replayKeys are the keys only a replay has.
+type replayKeys struct {
+	Back     key.Binding
+	Forward  key.Binding // → : Next's other key in a replay, not in the help
+	Goto     key.Binding
+	ContBack key.Binding
+	// The g prompt's keys (digits edit the number).
+	GotoGo     key.Binding
+	GotoDelete key.Binding
+	GotoCancel key.Binding
+}
+
+func newReplayKeys() replayKeys {
+	return replayKeys{
+		Back:     key.NewBinding(key.WithKeys("p", "left"), key.WithHelp("p/←", "back")),
+		Forward:  key.NewBinding(key.WithKeys("right")),
+		Goto:     key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
+		ContBack: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "back to break")),
+
+		GotoGo:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "go there")),
+		GotoDelete: key.NewBinding(key.WithKeys("backspace"), key.WithHelp("backspace", "delete")),
+		GotoCancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back")),
+	}
+}
+
+// replayHelp is the help bubble's KeyMap in a replay.
+type replayHelp struct {
+	k keyMap
+	r replayKeys
+}
+
+// ShortHelp is the one-line help bar of a replay.
+func (h replayHelp) ShortHelp() []key.Binding {
+	return []key.Binding{h.k.Next, h.r.Back, h.r.Goto, h.k.Continue, h.r.ContBack, h.k.Break, h.k.Tab, h.k.Help, h.k.Quit, h.k.Timeline}
+}
+
+// FullHelp is the help screen of a replay.
+func (h replayHelp) FullHelp() [][]key.Binding {
+	long := func(b key.Binding, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
+	}
+	return [][]key.Binding{
+		{long(h.k.Next, "step forward"), long(h.r.Back, "step back"), long(h.r.Goto, "go to step N (0: start)"),
+			long(h.k.Continue, "forward to breakpoint"), long(h.r.ContBack, "back to breakpoint")},
+		{h.k.Up, h.k.Down, h.k.PgUp, h.k.PgDown},
+		{long(h.k.Break, "toggle breakpoint"), long(h.k.Tab, "request/response/log"), long(h.k.Timeline, "timeline (toggle)"), h.k.Help, h.k.Quit},
+	}
+}
+
+// confirmKeys answer the quit prompt ("tear the pod down?").
+type confirmKeys struct {
+	Yes    key.Binding
+	No     key.Binding
+	Accept key.Binding
+	Back   key.Binding
+}
+
+func newConfirmKeys() confirmKeys {
+	return confirmKeys{
+		Yes:    key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "tear down")),
+		No:     key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "keep the pod")),
+		Accept: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "the default")),
+		Back:   key.NewBinding(key.WithKeys("esc", "q"), key.WithHelp("esc", "back")),
+	}
+}

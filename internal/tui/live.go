@@ -17,9 +17,6 @@ type Live interface {
 	Changed() <-chan struct{}
 }
 
-// liveMsg says a Live engine changed.
-type liveMsg struct{}
-
 // waitLive delivers the next change of a Live engine (nil for others);
 // Update re-arms it.
 func (m *model) waitLive() tea.Cmd {
@@ -37,7 +34,7 @@ func (m *model) waitLive() tea.Cmd {
 // live re-reads a Live engine, unless a keypress's run is under way (its
 // own end re-reads it).
 func (m *model) live() tea.Cmd {
-	if !m.busy {
+	if !m.running.busy {
 		m.refresh()
 	}
 	return m.waitLive()
@@ -46,8 +43,8 @@ func (m *model) live() tea.Cmd {
 // runningSince is when a running step began: when the keypress ran it, or,
 // for a step a Live engine runs by itself, its own start.
 func (m *model) runningSince(s steps.Step) time.Time {
-	if !m.busy && !s.Started.IsZero() {
+	if !m.running.busy && !s.Started.IsZero() {
 		return s.Started
 	}
-	return m.runStart
+	return m.running.start
 }

@@ -16,23 +16,16 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
-// detailMode is what the step pane's lower part shows (tab cycles it).
-type detailMode int
-
-const (
-	modeRequest detailMode = iota
-	modeResponse
-	modeLog
-)
-
-func (d detailMode) String() string {
-	return [...]string{"request", "response", "log"}[d]
-}
-
-// row is one line of the plan pane: a stage header or a step.
-type row struct {
-	stage steps.Stage
-	step  int // index into model.steps; -1 for a stage header
+// running is the keypress's run under way, if any.
+type running struct {
+	busy bool
+	// op is what runs: "next", "continue" or "retry"; start when the
+	// key was pressed; id the step running (0: none); method the CRI call
+	// in flight.
+	op     string
+	start  time.Time
+	id     int
+	method string
 }
 
 // model is the root bubbletea model. It is used through a pointer: the
@@ -41,20 +34,14 @@ type model struct {
 	eng  Engine
 	opts Options
 	ctx  context.Context
-	keys keyMap
-	st   styles
+	*common
 	help help.Model
 	spin spinner.Model
-	now  func() time.Time
-	// fmtDur formats step and call durations (tests mask them).
-	fmtDur func(time.Duration) string
 
 	// events carries engine events (subscribe) and, after them, each run's
 	// runDoneMsg, so the program sees a run end only after its events.
 	events      chan tea.Msg
 	unsubscribe func()
-
-	width, height int
 
 	// What the engine said last. While a step runs they are updated from
 	// events only: eng.Steps() rebuilds requests from state the running
@@ -66,40 +53,22 @@ type model struct {
 	nextID int        // the step Next would run (0: none)
 	ver    int        // bumped whenever steps change (detail cache key)
 
-	stageBreak map[steps.Stage]bool
-	stepBreak  map[int]bool
+	plan planModel
+	pane stepModel
 
-	rows    []row
-	cursor  int // index into rows
-	planTop int
-	mode    detailMode
-	scroll  int
-	detail  detailCache
-	log     logView
+	run     *runner
+	running running
 
-	run       *runner
-	busy      bool
-	op        string
-	runStart  time.Time
-	runningID int
-	method    string // the CRI call in flight
+	// ui is what the keys do now (mode.go); screen what the body shows.
+	ui      uiMode
+	screen  screen
+	tl      timelineModel
+	decided bool // the user chose how to quit
+	result  Result
+	flash   string
 
-	confirm  bool
-	showHelp bool
-	// timeline shows the waterfall instead of the panes (timeline.go);
-	// tlTop is its first row shown, -1 to follow the newest.
-	timeline bool
-	tlTop    int
-	quitting bool
-	decided  bool // the user chose how to quit
-	result   Result
-	flash    string
-
-	// A replay (replay.go): the engine as a Replayer, its keys, g's prompt.
-	rp      Replayer
-	rkeys   replayKeys
-	going   bool
-	gotoBuf string
+	// replay is the replay's sub-model (replay.go); nil when live.
+	replay *replayModel
 }
 
 // newModel builds the model and subscribes it to eng's events; close ends that.
@@ -112,23 +81,23 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 	h := help.New()
 	h.Styles = st.Help
 	h.SetWidth(78)
-	m := &model{
-		eng: eng, opts: o, ctx: ctx, events: make(chan tea.Msg, 1024), keys: newKeyMap(), st: st, help: h,
-		spin:       spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
-		now:        now,
-		fmtDur:     render.Duration,
-		width:      80,
-		height:     24,
-		stageBreak: map[steps.Stage]bool{},
-		stepBreak:  map[int]bool{},
-		run:        &runner{},
-		tlTop:      -1,
+	c := &common{
+		width: 80, height: 24, st: st, now: now, fmtDur: render.Duration,
+		keys: newKeyMap(), rkeys: newReplayKeys(), ckeys: newConfirmKeys(),
 	}
-	m.rp, _ = eng.(Replayer)
-	m.rkeys = newReplayKeys()
+	m := &model{
+		eng: eng, opts: o, ctx: ctx, events: make(chan tea.Msg, 1024), common: c, help: h,
+		spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(st.Running)),
+		plan: planModel{common: c, stageBreak: map[steps.Stage]bool{}, stepBreak: map[int]bool{}},
+		run:  &runner{},
+		tl:   timelineModel{common: c, top: -1},
+	}
+	if rp, ok := eng.(Replayer); ok {
+		m.replay = &replayModel{common: c, rp: rp, info: o.Replay}
+	}
 	for _, s := range o.Breaks {
-		if !m.stageBreak[s] {
-			m.stageBreak[s] = eng.ToggleBreakStage(s)
+		if !m.plan.stageBreak[s] {
+			m.plan.stageBreak[s] = eng.ToggleBreakStage(s)
 		}
 	}
 	m.subscribe()
@@ -149,7 +118,7 @@ func (m *model) waitEvent() tea.Cmd {
 // refresh re-reads the engine. Only call it while no step runs.
 func (m *model) refresh() {
 	var id int
-	if r, ok := m.cursorRow(); ok && r.step >= 0 {
+	if r, ok := m.plan.cursorRow(); ok && r.step >= 0 {
 		id = m.steps[r.step].ID
 	}
 	m.steps = cleanSteps(m.eng.Steps())
@@ -159,17 +128,18 @@ func (m *model) refresh() {
 		m.nextID = s.ID
 	}
 	m.ver++
-	m.buildRows()
+	m.plan.buildRows(m.steps)
 	if id > 0 {
 		m.selectStep(id)
 	}
 	m.loadLog()
 }
 
-func (m *model) buildRows() {
+// buildRows lists the plan's rows: each stage's header, then its steps.
+func (m *planModel) buildRows(all []steps.Step) {
 	m.rows = m.rows[:0]
 	var stage steps.Stage
-	for i, s := range m.steps {
+	for i, s := range all {
 		if i == 0 || s.Stage != stage {
 			stage = s.Stage
 			m.rows = append(m.rows, row{stage: stage, step: -1})
@@ -181,7 +151,8 @@ func (m *model) buildRows() {
 	}
 }
 
-func (m *model) cursorRow() (row, bool) {
+// cursorRow is the row under the cursor.
+func (m *planModel) cursorRow() (row, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.rows) {
 		return row{}, false
 	}
@@ -191,13 +162,13 @@ func (m *model) cursorRow() (row, bool) {
 // selected is the step the step pane shows: the cursor's step, or the
 // first step of the stage whose header the cursor is on.
 func (m *model) selected() (steps.Step, bool) {
-	r, ok := m.cursorRow()
+	r, ok := m.plan.cursorRow()
 	if !ok {
 		return steps.Step{}, false
 	}
 	if r.step < 0 {
-		if m.cursor+1 < len(m.rows) {
-			r = m.rows[m.cursor+1]
+		if m.plan.cursor+1 < len(m.plan.rows) {
+			r = m.plan.rows[m.plan.cursor+1]
 		} else {
 			return steps.Step{}, false
 		}
@@ -207,12 +178,12 @@ func (m *model) selected() (steps.Step, bool) {
 
 // selectStep puts the cursor on step id.
 func (m *model) selectStep(id int) {
-	for i, r := range m.rows {
+	for i, r := range m.plan.rows {
 		if r.step >= 0 && m.steps[r.step].ID == id {
-			if m.cursor != i {
-				m.scroll = 0
+			if m.plan.cursor != i {
+				m.pane.scroll = 0
 			}
-			m.cursor = i
+			m.plan.cursor = i
 			return
 		}
 	}
@@ -244,7 +215,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case liveMsg:
 		return m, m.live()
 	case spinner.TickMsg:
-		if !m.busy {
+		if !m.running.busy {
 			return m, nil // let the spinner stop
 		}
 		var cmd tea.Cmd
@@ -259,14 +230,14 @@ func (m *model) event(ev steps.Event) {
 	switch ev.Kind {
 	case steps.StepStarted:
 		m.last = lastChange{}
-		m.runningID = ev.Step.ID
-		m.method = ""
+		m.running.id = ev.Step.ID
+		m.running.method = ""
 		m.setStep(ev.Step)
 		m.selectStep(ev.Step.ID)
 	case steps.CallSent:
-		m.method = line(ev.Method)
+		m.running.method = line(ev.Method)
 	case steps.CallDone:
-		m.method = ""
+		m.running.method = ""
 		if ev.Step.ID > 0 {
 			m.setStep(ev.Step)
 		}
@@ -277,7 +248,7 @@ func (m *model) event(ev steps.Event) {
 			m.last = newLastChange(ev.Step, len(ev.Pod.Events))
 		}
 		m.lastID = ev.Step.ID
-		m.runningID = 0
+		m.running.id = 0
 	}
 }
 
@@ -291,9 +262,9 @@ const (
 func (m *model) start(op string) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	m.run.setCancel(cancel)
-	m.busy, m.op, m.runStart, m.flash = true, op, m.now(), ""
+	m.running.busy, m.running.op, m.running.start, m.flash = true, op, m.now(), ""
 	if s, ok := m.eng.NextStep(); ok {
-		m.runningID = s.ID
+		m.running.id = s.ID
 		m.selectStep(s.ID)
 	}
 	eng, r, ch := m.eng, m.run, m.events
@@ -315,7 +286,7 @@ func (m *model) start(op string) tea.Cmd {
 }
 
 func (m *model) runDone(msg runDoneMsg) tea.Cmd {
-	m.busy, m.runningID, m.method = false, 0, ""
+	m.running.busy, m.running.id, m.running.method = false, 0, ""
 	m.run.setCancel(nil)
 	if m.flash == flashCancelling || m.flash == flashBusy {
 		m.flash = ""
@@ -324,7 +295,7 @@ func (m *model) runDone(msg runDoneMsg) tea.Cmd {
 	if m.lastID > 0 {
 		m.selectStep(m.lastID)
 	}
-	if m.quitting {
+	if m.ui == uiQuitting {
 		return tea.Quit
 	}
 	switch {
@@ -337,48 +308,76 @@ func (m *model) runDone(msg runDoneMsg) tea.Cmd {
 	return nil
 }
 
-// key handles one keypress.
+// key handles one keypress: ctrl+c always, then the mode's own keys.
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(k, m.keys.ForceQ) {
 		m.result.Teardown, m.result.Interrupted = true, true
 		return m.quit()
 	}
-	if m.confirm {
-		switch k.String() {
-		case "y", "Y":
-			m.result.Teardown = true
-			return m.quit()
-		case "n", "N":
-			m.result.Teardown = false
-			return m.quit()
-		case "enter", "space":
-			m.result.Teardown = !m.opts.Keep
-			return m.quit()
-		case "esc", "q":
-			m.confirm = false
+	switch m.ui {
+	case uiConfirm:
+		return m.confirmKey(k)
+	case uiHelp:
+		m.ui = uiBrowse
+		if key.Matches(k, m.keys.Quit) {
+			return m.askQuit()
 		}
 		return nil
-	}
-	if m.showHelp {
-		m.showHelp = false
-		if key.Matches(k, m.keys.Quit) {
-			m.confirm = true
-		}
+	case uiGoto:
+		m.gotoKey(k)
 		return nil
 	}
 	m.flash = ""
-	if m.rp != nil {
+	if m.replay != nil {
 		if cmd, ok := m.replayKey(k); ok {
 			return cmd
 		}
 	}
+	return m.browseKey(k)
+}
+
+// confirmKey answers the quit prompt.
+func (m *model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, m.ckeys.Yes):
+		m.result.Teardown = true
+		return m.quit()
+	case key.Matches(k, m.ckeys.No):
+		m.result.Teardown = false
+		return m.quit()
+	case key.Matches(k, m.ckeys.Accept):
+		m.result.Teardown = !m.opts.Keep
+		return m.quit()
+	case key.Matches(k, m.ckeys.Back):
+		m.ui = uiBrowse
+	}
+	return nil
+}
+
+// askQuit is q: the quit prompt; a replay, with nothing to tear down, quits at once.
+func (m *model) askQuit() tea.Cmd {
+	if m.replay != nil {
+		m.result.Teardown = false
+		return m.quit()
+	}
+	m.ui = uiConfirm
+	return nil
+}
+
+// browseKey handles the keys of the usual mode (live, and a replay's
+// keys that work as live).
+func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.keys.Help):
-		m.showHelp = true
+		if m.ui == uiBrowse {
+			m.ui = uiHelp
+		}
 	case key.Matches(k, m.keys.Quit):
-		m.confirm = true
+		if m.ui == uiBrowse {
+			return m.askQuit()
+		}
 	case key.Matches(k, m.keys.Cancel):
-		if m.busy {
+		if m.running.busy {
 			m.run.cancelRun()
 			m.flash = flashCancelling
 		}
@@ -395,7 +394,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.start("continue")
 	case key.Matches(k, m.keys.Retry):
-		if m.busy {
+		if m.running.busy {
 			m.flash = flashBusy
 			return nil
 		}
@@ -408,23 +407,23 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.keys.Break):
 		m.toggleBreak()
 	case key.Matches(k, m.keys.Timeline):
-		m.timeline, m.tlTop = !m.timeline, -1
-	case m.timeline && m.scrollTimeline(k):
+		m.screen, m.tl.top = m.screen.toggle(), -1
+	case m.screen == screenTimeline && m.tl.scroll(k, m.timeline(), max(1, m.layout().bodyH-3)):
 	case key.Matches(k, m.keys.Tab):
-		m.mode = (m.mode + 1) % 3
-		m.scroll = 0
+		m.pane.mode = (m.pane.mode + 1) % 3
+		m.pane.scroll = 0
 		m.loadLog()
 	case key.Matches(k, m.keys.Up):
 		m.moveCursor(-1)
 	case key.Matches(k, m.keys.Down):
 		m.moveCursor(1)
 	case key.Matches(k, m.keys.PgUp):
-		m.scroll -= max(1, m.layout().stepH-2)
-		if m.scroll < 0 {
-			m.scroll = 0
+		m.pane.scroll -= max(1, m.layout().stepH-2)
+		if m.pane.scroll < 0 {
+			m.pane.scroll = 0
 		}
 	case key.Matches(k, m.keys.PgDown):
-		m.scroll += max(1, m.layout().stepH-2)
+		m.pane.scroll += max(1, m.layout().stepH-2)
 	}
 	return nil
 }
@@ -432,7 +431,7 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 // cannotRun says why Next/Continue cannot run now, or "".
 func (m *model) cannotRun() string {
 	switch {
-	case m.busy:
+	case m.running.busy:
 		return flashBusy
 	case m.failedStep() != nil:
 		s := m.failedStep()
@@ -444,7 +443,7 @@ func (m *model) cannotRun() string {
 }
 
 func (m *model) failedStep() *steps.Step {
-	if m.busy {
+	if m.running.busy {
 		return nil
 	}
 	// The engine's failed step, not any step shown failed: a failure the
@@ -459,9 +458,9 @@ func (m *model) failedStep() *steps.Step {
 
 // quit ends the program, once a running call has been cancelled and returned.
 func (m *model) quit() tea.Cmd {
-	m.decided, m.confirm = true, false
-	if m.busy {
-		m.quitting = true
+	m.decided, m.ui = true, uiBrowse
+	if m.running.busy {
+		m.ui = uiQuitting
 		m.run.cancelRun()
 		return nil
 	}
@@ -469,33 +468,33 @@ func (m *model) quit() tea.Cmd {
 }
 
 func (m *model) moveCursor(d int) {
-	n := m.cursor + d
-	if n < 0 || n >= len(m.rows) {
+	n := m.plan.cursor + d
+	if n < 0 || n >= len(m.plan.rows) {
 		return
 	}
-	m.cursor = n
-	m.scroll = 0
+	m.plan.cursor = n
+	m.pane.scroll = 0
 	m.loadLog()
 }
 
 func (m *model) toggleBreak() {
-	r, ok := m.cursorRow()
+	r, ok := m.plan.cursorRow()
 	if !ok {
 		return
 	}
 	if r.step < 0 {
-		m.stageBreak[r.stage] = m.eng.ToggleBreakStage(r.stage)
+		m.plan.stageBreak[r.stage] = m.eng.ToggleBreakStage(r.stage)
 		return
 	}
 	id := m.steps[r.step].ID
-	m.stepBreak[id] = m.eng.ToggleBreakStep(id)
+	m.plan.stepBreak[id] = m.eng.ToggleBreakStep(id)
 }
 
 // breakAt reports whether a breakpoint stops before the step at index i.
-func (m *model) breakAt(i int) bool {
-	s := m.steps[i]
+func (m *planModel) breakAt(all []steps.Step, i int) bool {
+	s := all[i]
 	if m.stepBreak[s.ID] {
 		return true
 	}
-	return m.stageBreak[s.Stage] && (i == 0 || m.steps[i-1].Stage != s.Stage)
+	return m.stageBreak[s.Stage] && (i == 0 || all[i-1].Stage != s.Stage)
 }

@@ -65,7 +65,7 @@ func TestBreakToggles(t *testing.T) {
 		t.Fatal("second b did not clear it")
 	}
 	// On a stage header: a stage breakpoint, before the stage's first step.
-	for h.m.rows[h.m.cursor].stage != steps.StageSandbox || h.m.rows[h.m.cursor].step >= 0 {
+	for h.m.plan.rows[h.m.plan.cursor].stage != steps.StageSandbox || h.m.plan.rows[h.m.plan.cursor].step >= 0 {
 		h.press("j")
 	}
 	h.press("b")
@@ -81,12 +81,12 @@ func TestBreakToggles(t *testing.T) {
 func TestCursorAndScroll(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
 	h.resize(80, 24)
-	start := h.m.cursor
+	start := h.m.plan.cursor
 	h.press("j")
 	h.press("down")
 	h.press("k")
-	if h.m.cursor != start+1 {
-		t.Fatalf("cursor %d, want %d", h.m.cursor, start+1)
+	if h.m.plan.cursor != start+1 {
+		t.Fatalf("cursor %d, want %d", h.m.plan.cursor, start+1)
 	}
 	h.press("up")
 	h.press("up")
@@ -94,13 +94,13 @@ func TestCursorAndScroll(t *testing.T) {
 		t.Fatalf("on the admit header the step pane shows step %d, want 1", s.ID)
 	}
 	h.press("pgdown")
-	if h.m.scroll == 0 {
+	if h.m.pane.scroll == 0 {
 		t.Fatal("pgdn did not scroll the step pane")
 	}
 	h.m.render()
 	h.press("pgup")
-	if h.m.scroll != 0 {
-		t.Fatalf("pgup: scroll %d, want 0", h.m.scroll)
+	if h.m.pane.scroll != 0 {
+		t.Fatalf("pgup: scroll %d, want 0", h.m.pane.scroll)
 	}
 }
 
@@ -117,22 +117,22 @@ func TestTabShowsResponseAndLog(t *testing.T) {
 		t.Errorf("request view lacks the sent request:\n%s", f)
 	}
 	h.press("tab")
-	if h.m.mode != modeResponse {
-		t.Fatalf("mode %s, want response", h.m.mode)
+	if h.m.pane.mode != modeResponse {
+		t.Fatalf("mode %s, want response", h.m.pane.mode)
 	}
 	if f := h.detail(); !strings.Contains(f, "pod_sandbox_id:") {
 		t.Errorf("response view lacks the response:\n%s", f)
 	}
 	h.press("tab")
-	if h.m.mode != modeLog {
-		t.Fatalf("mode %s, want log", h.m.mode)
+	if h.m.pane.mode != modeLog {
+		t.Fatalf("mode %s, want log", h.m.pane.mode)
 	}
 	if f := h.frame(); !strings.Contains(f, "log hello") || !strings.Contains(f, "hello from podstep") {
 		t.Errorf("log view lacks the container's log:\n%s", f)
 	}
 	h.press("tab")
-	if h.m.mode != modeRequest {
-		t.Fatalf("mode %s, want request", h.m.mode)
+	if h.m.pane.mode != modeRequest {
+		t.Fatalf("mode %s, want request", h.m.pane.mode)
 	}
 }
 
@@ -171,7 +171,7 @@ func TestRetryRerunsFailedStep(t *testing.T) {
 func TestEscCancelsRunningCall(t *testing.T) {
 	h := newHarness(t, loadBundle(t, "testdata/slow.yaml"), Options{})
 	h.pressAsync("c")
-	for h.m.runningID != 8 || h.m.method != "ImageStatus" {
+	for h.m.running.id != 8 || h.m.running.method != "ImageStatus" {
 		msg := <-h.m.events
 		h.m.Update(msg)
 	}
@@ -221,7 +221,7 @@ func TestQuit(t *testing.T) {
 		t.Errorf("no prompt:\n%s", h.frame())
 	}
 	h.press("esc")
-	if h.m.confirm || h.m.decided {
+	if h.m.ui == uiConfirm || h.m.decided {
 		t.Error("esc did not leave the prompt")
 	}
 }
@@ -229,11 +229,11 @@ func TestQuit(t *testing.T) {
 func TestHelpKey(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{})
 	h.press("?")
-	if !h.m.showHelp || !strings.Contains(h.frame(), "tear down + quit") {
+	if h.m.ui != uiHelp || !strings.Contains(h.frame(), "tear down + quit") {
 		t.Fatalf("? did not show the full help:\n%s", h.frame())
 	}
 	h.press("space") // closes the help, runs nothing
-	if h.m.showHelp || h.state(1) != steps.Pending {
+	if h.m.ui == uiHelp || h.state(1) != steps.Pending {
 		t.Fatal("a key on the help screen should only close it")
 	}
 }

@@ -14,3 +14,9 @@ type runDoneMsg struct {
 
 // tickMsg redraws the elapsed time of a running step.
 type tickMsg struct{}
+
+// liveMsg says a Live engine changed (live.go).
+type liveMsg struct{}
+
+// replayLoadedMsg says the recording is read: the status line redraws (replay.go).
+type replayLoadedMsg struct{}

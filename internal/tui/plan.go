@@ -9,6 +9,26 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
+// row is one line of the plan pane: a stage header or a step.
+type row struct {
+	stage steps.Stage
+	step  int // index into model.steps; -1 for a stage header
+}
+
+// planModel is the plan pane's own state: its rows (stage headers and
+// steps), the cursor, the first row shown, and the breakpoints as the
+// engine confirmed them.
+type planModel struct {
+	*common
+	rows   []row
+	cursor int // index into rows
+	top    int
+	// stageBreak and stepBreak are the breakpoints set (a stage's stops
+	// before its first step).
+	stageBreak map[steps.Stage]bool
+	stepBreak  map[int]bool
+}
+
 // planView renders the plan pane: h lines of w cells.
 func (m *model) planView(w, h int) []string {
 	done := 0
@@ -22,20 +42,8 @@ func (m *model) planView(w, h int) []string {
 	if h <= 0 {
 		return out[:max(0, h+1)]
 	}
-	// Keep the cursor visible, with a row of context when there is room.
-	if m.cursor < m.planTop+1 {
-		m.planTop = m.cursor - 1
-	}
-	if m.cursor > m.planTop+h-2 {
-		m.planTop = m.cursor - h + 2
-	}
-	if m.planTop > len(m.rows)-h {
-		m.planTop = len(m.rows) - h
-	}
-	if m.planTop < 0 {
-		m.planTop = 0
-	}
-	for i := m.planTop; i < len(m.rows) && len(out) <= h; i++ {
+	m.plan.follow(h)
+	for i := m.plan.top; i < len(m.plan.rows) && len(out) <= h; i++ {
 		out = append(out, m.planRow(i, w))
 	}
 	for len(out) <= h {
@@ -44,11 +52,28 @@ func (m *model) planView(w, h int) []string {
 	return out
 }
 
+// follow moves the first row shown so that the cursor is among the h
+// rows shown, with a row of context when there is room.
+func (m *planModel) follow(h int) {
+	if m.cursor < m.top+1 {
+		m.top = m.cursor - 1
+	}
+	if m.cursor > m.top+h-2 {
+		m.top = m.cursor - h + 2
+	}
+	if m.top > len(m.rows)-h {
+		m.top = len(m.rows) - h
+	}
+	if m.top < 0 {
+		m.top = 0
+	}
+}
+
 // planRow renders row i: a stage header, or a step with its status mark,
 // ID, name, breakpoint and duration.
 func (m *model) planRow(i, w int) string {
-	r := m.rows[i]
-	cur := i == m.cursor
+	r := m.plan.rows[i]
+	cur := i == m.plan.cursor
 	// The cursor is reverse video, and a › for terminals without attributes.
 	pre := " "
 	if cur {
@@ -56,7 +81,7 @@ func (m *model) planRow(i, w int) string {
 	}
 	bp := " "
 	if r.step < 0 {
-		if m.stageBreak[r.stage] {
+		if m.plan.stageBreak[r.stage] {
 			bp = "●"
 		}
 		if cur {
@@ -65,7 +90,7 @@ func (m *model) planRow(i, w int) string {
 		return fit(pre+m.st.Break.Render(bp)+m.st.Stage.Render(string(r.stage)), w)
 	}
 	s := m.steps[r.step]
-	if m.breakAt(r.step) {
+	if m.plan.breakAt(m.steps, r.step) {
 		bp = "●"
 	}
 	mark, markStyle := m.mark(s)
@@ -83,7 +108,7 @@ func (m *model) planRow(i, w int) string {
 	}
 	nameStyle := lipgloss.NewStyle()
 	switch {
-	case s.ID == m.nextID && !m.busy:
+	case s.ID == m.nextID && !m.running.busy:
 		nameStyle = m.st.NextStep
 	case s.State == steps.Pending || s.State == steps.Skipped:
 		nameStyle = m.st.Pending
@@ -105,7 +130,7 @@ func (m *model) mark(s steps.Step) (string, lipgloss.Style) {
 	case steps.Skipped:
 		return "-", m.st.Skipped
 	}
-	if s.ID == m.nextID && !m.busy {
+	if s.ID == m.nextID && !m.running.busy {
 		return "▸", m.st.NextStep
 	}
 	return "·", m.st.Pending

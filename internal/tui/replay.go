@@ -5,9 +5,12 @@ import (
 	"strconv"
 	"time"
 
+	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // Replayer is an Engine over a recording (internal/replay's Player): its
@@ -33,15 +36,23 @@ type Replayer interface {
 	Damage() error
 }
 
-// replayLoadedMsg says the recording is read: the status line redraws.
-type replayLoadedMsg struct{}
+// replayModel is what only a replay has: the engine as a Replayer, the
+// header and status line it shows, and g's prompt. The root model has one
+// only in a replay (nil when live).
+type replayModel struct {
+	*common
+	rp   Replayer
+	info *ReplayInfo
+	// gotoBuf is the step number typed at g's prompt (uiGoto).
+	gotoBuf string
+}
 
 // waitLoaded delivers replayLoadedMsg once the recording is read.
 func (m *model) waitLoaded() tea.Cmd {
-	if m.rp == nil {
+	if m.replay == nil {
 		return nil
 	}
-	ch := m.rp.Loaded()
+	ch := m.replay.rp.Loaded()
 	return func() tea.Msg {
 		<-ch
 		return replayLoadedMsg{}
@@ -61,74 +72,22 @@ type ReplayInfo struct {
 	Simulated bool
 }
 
-// replayKeys are the keys only a replay has.
-type replayKeys struct {
-	Back     key.Binding
-	Goto     key.Binding
-	ContBack key.Binding
-}
-
-func newReplayKeys() replayKeys {
-	return replayKeys{
-		Back:     key.NewBinding(key.WithKeys("p", "left"), key.WithHelp("p/←", "back")),
-		Goto:     key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "go to step")),
-		ContBack: key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "back to break")),
+// helpKeys is the help bubble's KeyMap: the replay's in a replay.
+func (m *model) helpKeys() help.KeyMap {
+	if m.replay != nil {
+		return replayHelp{m.keys, m.rkeys}
 	}
-}
-
-// replayHelp is the help bubble's KeyMap in a replay.
-type replayHelp struct {
-	k keyMap
-	r replayKeys
-}
-
-// ShortHelp is the one-line help bar of a replay.
-func (h replayHelp) ShortHelp() []key.Binding {
-	return []key.Binding{h.k.Next, h.r.Back, h.r.Goto, h.k.Continue, h.r.ContBack, h.k.Break, h.k.Tab, h.k.Help, h.k.Quit, h.k.Timeline}
-}
-
-// FullHelp is the help screen of a replay.
-func (h replayHelp) FullHelp() [][]key.Binding {
-	long := func(b key.Binding, desc string) key.Binding {
-		return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
-	}
-	return [][]key.Binding{
-		{long(h.k.Next, "step forward"), long(h.r.Back, "step back"), long(h.r.Goto, "go to step N (0: start)"),
-			long(h.k.Continue, "forward to breakpoint"), long(h.r.ContBack, "back to breakpoint")},
-		{h.k.Up, h.k.Down, h.k.PgUp, h.k.PgDown},
-		{long(h.k.Break, "toggle breakpoint"), long(h.k.Tab, "request/response/log"), long(h.k.Timeline, "timeline (toggle)"), h.k.Help, h.k.Quit},
-	}
-}
-
-// shortHelp and fullHelpGroups are the key help, the replay's in a replay.
-func (m *model) shortHelp() []key.Binding {
-	if m.rp != nil {
-		return replayHelp{m.keys, m.rkeys}.ShortHelp()
-	}
-	return m.keys.ShortHelp()
-}
-
-func (m *model) fullHelpGroups() [][]key.Binding {
-	if m.rp != nil {
-		return replayHelp{m.keys, m.rkeys}.FullHelp()
-	}
-	return m.keys.FullHelp()
+	return m.keys
 }
 
 // replayKey handles the keys that differ in a replay; false for the others
 // (cursor, breakpoints, view, help), which work as live.
 func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
-	if m.going {
-		m.gotoKey(k)
-		return nil, true
-	}
-	rp := m.rp
+	rp := m.replay.rp
 	switch {
 	case key.Matches(k, m.keys.Quit):
-		// Nothing to tear down: a replay quits at once.
-		m.decided, m.result.Teardown = true, false
-		return tea.Quit, true
-	case key.Matches(k, m.keys.Next), k.String() == "right":
+		return m.askQuit(), true
+	case key.Matches(k, m.keys.Next), key.Matches(k, m.rkeys.Forward):
 		if rp.Position() >= rp.Len() {
 			m.flash = "end of the recording: p goes back, q quits"
 		} else {
@@ -157,7 +116,7 @@ func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 			m.moved()
 		}
 	case key.Matches(k, m.rkeys.Goto):
-		m.going, m.gotoBuf = true, ""
+		m.ui, m.replay.gotoBuf = uiGoto, ""
 	case key.Matches(k, m.keys.Retry):
 		m.flash = rp.Retry().Error()
 	case key.Matches(k, m.keys.Cancel):
@@ -167,48 +126,66 @@ func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 	return nil, true
 }
 
-// gotoKey edits the step number of g's prompt.
+// gotoKey is a key at g's prompt: the prompt's own edit, then, on enter,
+// the move.
 func (m *model) gotoKey(k tea.KeyPressMsg) {
-	switch s := k.String(); {
-	case s == "esc":
-		m.going = false
-	case s == "backspace":
-		if n := len(m.gotoBuf); n > 0 {
-			m.gotoBuf = m.gotoBuf[:n-1]
-		}
-	case s == "enter":
-		m.going = false
-		m.gotoStep(m.gotoBuf)
-	case len(s) == 1 && s[0] >= '0' && s[0] <= '9' && len(m.gotoBuf) < 7:
-		m.gotoBuf += s
+	done, jump := m.replay.editGoto(k)
+	if done {
+		m.ui = uiBrowse
+	}
+	if !jump {
+		return
+	}
+	if flash, moved := m.replay.seekStep(m.replay.gotoBuf); moved {
+		m.moved()
+	} else if flash != "" {
+		m.flash = flash
 	}
 }
 
-// gotoStep moves to right after step id ran (0: the start).
-func (m *model) gotoStep(id string) {
+// editGoto edits the step number of g's prompt: done when the prompt
+// closes, jump when it closes to go there.
+func (r *replayModel) editGoto(k tea.KeyPressMsg) (done, jump bool) {
+	switch s := k.String(); {
+	case key.Matches(k, r.rkeys.GotoCancel):
+		return true, false
+	case key.Matches(k, r.rkeys.GotoDelete):
+		if n := len(r.gotoBuf); n > 0 {
+			r.gotoBuf = r.gotoBuf[:n-1]
+		}
+	case key.Matches(k, r.rkeys.GotoGo):
+		return true, true
+	case len(s) == 1 && s[0] >= '0' && s[0] <= '9' && len(r.gotoBuf) < 7:
+		r.gotoBuf += s
+	}
+	return false, false
+}
+
+// seekStep moves to right after step id ran (0: the start); moved false
+// with a message when it never ran, without one when id is no number.
+func (r *replayModel) seekStep(id string) (flash string, moved bool) {
 	n, err := strconv.Atoi(id)
 	switch {
 	case err != nil:
-		return
+		return "", false
 	case n == 0:
-		m.rp.Seek(0)
+		r.rp.Seek(0)
 	default:
-		pos, ok := m.rp.Find(n)
+		pos, ok := r.rp.Find(n)
 		if !ok {
-			m.flash = fmt.Sprintf("step %d never ran in this recording", n)
-			return
+			return fmt.Sprintf("step %d never ran in this recording", n), false
 		}
-		m.rp.Seek(pos)
+		r.rp.Seek(pos)
 	}
-	m.moved()
+	return "", true
 }
 
 // moved shows the state at the replay's new position: the screen after
 // step N ran is the same whether reached forward or back.
 func (m *model) moved() {
-	pos := m.rp.Position()
+	pos := m.replay.rp.Position()
 	m.refresh()
-	m.lastID = m.rp.RunID(pos)
+	m.lastID = m.replay.rp.RunID(pos)
 	m.last = lastChange{}
 	if s, ok := m.stepByID(m.lastID); ok && pos > 0 {
 		m.last = newLastChange(s, len(m.pod.Events))
@@ -218,15 +195,15 @@ func (m *model) moved() {
 	} else {
 		m.selectStep(m.nextID)
 	}
-	m.scroll = 0
+	m.pane.scroll = 0
 	m.loadLog()
 }
 
-// replayHeader is the header line of a replay: what, when, where, on which runtime.
-func (m *model) replayHeader(w int) string {
-	p := m.eng.Pod()
+// header is the header line of a replay: what, when, where, on which runtime.
+func (m *replayModel) header(w int) string {
+	p := m.rp.Pod()
 	left := m.st.Header.Render("podstep") + " " + m.st.Sim.Render("REPLAY") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
-	ri := m.opts.Replay
+	ri := m.info
 	if ri == nil {
 		return fit(left, w)
 	}
@@ -253,10 +230,23 @@ func (m *model) replayHeader(w int) string {
 // replayStatus is the status line of a replay: the g prompt, or where
 // the replay is and what comes next.
 func (m *model) replayStatus() string {
-	st := m.st
-	if m.going {
-		return st.Prompt.Render("go to step: "+m.gotoBuf+"▏") + st.Dim.Render("  (enter goes there, 0: the start, esc: back)")
+	if m.ui == uiGoto {
+		return m.replay.gotoPrompt()
 	}
+	next, ok := m.stepByID(m.nextID)
+	return m.replay.status(m.flash, next, ok, m.pod.Display)
+}
+
+// gotoPrompt is the status line while g's prompt is open.
+func (m *replayModel) gotoPrompt() string {
+	return m.st.Prompt.Render("go to step: "+m.gotoBuf+"▏") + m.st.Dim.Render("  (enter goes there, 0: the start, esc: back)")
+}
+
+// status says where the replay is and what comes next: a message (flash)
+// first, then the end of a damaged recording, a failed step, the next
+// step (hasNext), or the end and the pod's display status.
+func (m *replayModel) status(flash string, next steps.Step, hasNext bool, display string) string {
+	st := m.st
 	total := fmt.Sprint(m.rp.Len())
 	select {
 	case <-m.rp.Loaded():
@@ -264,17 +254,17 @@ func (m *model) replayStatus() string {
 		total += "+" // still reading the recording
 	}
 	at := st.Sim.Render(fmt.Sprintf("REPLAY %d/%s", m.rp.Position(), total)) + " "
-	if m.flash != "" {
-		return at + st.Warning.Render(line(m.flash))
+	if flash != "" {
+		return at + st.Warning.Render(line(flash))
 	}
 	if err := m.rp.Damage(); err != nil && m.rp.Position() == m.rp.Len() {
 		return at + st.Failed.Render("the recording ends here: "+line(err.Error()))
 	}
-	if f, ok := m.eng.Failed(); ok {
+	if f, ok := m.rp.Failed(); ok {
 		return at + st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · space goes on, p back")
 	}
-	if s, ok := m.stepByID(m.nextID); ok {
-		return at + st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space, p back")
+	if hasNext {
+		return at + st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", next.ID, next.Title) + st.Dim.Render(" · space, p back")
 	}
-	return at + st.Done.Render("✓ end of the recording: pod "+line(m.pod.Display)) + st.Dim.Render(" · p back, q quits")
+	return at + st.Done.Render("✓ end of the recording: pod "+line(display)) + st.Dim.Render(" · p back, q quits")
 }

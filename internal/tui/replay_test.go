@@ -128,9 +128,9 @@ func TestReplayKeys(t *testing.T) {
 	}
 	// A breakpoint on the containers stage: c and C stop before its first step.
 	h.keys("g 0 enter")
-	h.m.cursor = 0
-	for h.m.rows[h.m.cursor].stage != "containers" {
-		h.m.cursor++
+	h.m.plan.cursor = 0
+	for h.m.plan.rows[h.m.plan.cursor].stage != "containers" {
+		h.m.plan.cursor++
 	}
 	h.keys("b c")
 	if h.p.Position() != 7 {
@@ -144,6 +144,19 @@ func TestReplayKeys(t *testing.T) {
 		t.Error("q did not quit at once")
 	} else if _, ok := msg.(tea.QuitMsg); !ok || h.m.result.Teardown {
 		t.Errorf("q: %T, teardown %v; want quit, no teardown", msg, h.m.result.Teardown)
+	}
+}
+
+// TestReplayQuitFromHelp: q on a replay's help screen quits at once, as q
+// does elsewhere in a replay. It used to open the live run's quit prompt,
+// which a replay's status line never shows: the screen sat waiting for a
+// hidden y/n.
+func TestReplayQuitFromHelp(t *testing.T) {
+	h := newReplayHarness(t, "hello.v1.rec")
+	h.press("?")
+	msg := h.press("q")
+	if _, ok := msg.(tea.QuitMsg); !ok || h.m.result.Teardown || !h.m.decided {
+		t.Errorf("? q: %T, teardown %v, decided %v; want quit, no teardown", msg, h.m.result.Teardown, h.m.decided)
 	}
 }
 
@@ -203,7 +216,7 @@ func replayFits(t *testing.T, name string) {
 			h.press(dir)
 			for _, k := range []string{"tab", "tab", "tab"} {
 				h.press(k)
-				check(fmt.Sprintf("%s %d %s", dir, h.p.Position(), h.m.mode))
+				check(fmt.Sprintf("%s %d %s", dir, h.p.Position(), h.m.pane.mode))
 			}
 		}
 	}

@@ -13,6 +13,29 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
+// detailMode is what the step pane's lower part shows (tab cycles it).
+type detailMode int
+
+const (
+	modeRequest detailMode = iota
+	modeResponse
+	modeLog
+)
+
+func (d detailMode) String() string {
+	return [...]string{"request", "response", "log"}[d]
+}
+
+// stepModel is the step pane's own state: what its lower part shows (tab
+// cycles request, response, log), how far it is scrolled, the rendered
+// lines kept for the step shown, and the log read for it.
+type stepModel struct {
+	mode   detailMode
+	scroll int
+	detail detailCache
+	log    logView
+}
+
 // detailCache keeps the step pane's lines until the step, mode or width
 // changes; rendering CRI messages as YAML is the costly part of a frame.
 type detailCache struct {
@@ -30,7 +53,7 @@ func (m *model) stepTitle(w int) string {
 	}
 	var tabs []string
 	for d := modeRequest; d <= modeLog; d++ {
-		if d == m.mode {
+		if d == m.pane.mode {
 			tabs = append(tabs, m.st.Tab.Render(d.String()))
 		} else {
 			tabs = append(tabs, m.st.TabOff.Render(d.String()))
@@ -42,17 +65,17 @@ func (m *model) stepTitle(w int) string {
 // stepView renders the step pane's content: h lines of w cells.
 func (m *model) stepView(w, h int) []string {
 	lines := m.stepLines(w - 1)
-	if m.scroll > len(lines)-h {
-		m.scroll = max(0, len(lines)-h)
+	if m.pane.scroll > len(lines)-h {
+		m.pane.scroll = max(0, len(lines)-h)
 	}
-	win, _ := window(lines, m.scroll, h)
+	win, _ := window(lines, m.pane.scroll, h)
 	for i, l := range win {
 		win[i] = fit(" "+l, w)
 	}
-	if m.scroll > 0 && h > 0 {
-		win[0] = fit(m.st.Dim.Render(fmt.Sprintf(" ↑ %d more (pgup)", m.scroll)), w)
+	if m.pane.scroll > 0 && h > 0 {
+		win[0] = fit(m.st.Dim.Render(fmt.Sprintf(" ↑ %d more (pgup)", m.pane.scroll)), w)
 	}
-	if rest := len(lines) - m.scroll - h; rest > 0 && h > 1 {
+	if rest := len(lines) - m.pane.scroll - h; rest > 0 && h > 1 {
 		win[h-1] = fit(m.st.Dim.Render(fmt.Sprintf(" ↓ %d more (pgdn)", rest)), w)
 	}
 	return win
@@ -64,15 +87,15 @@ func (m *model) stepLines(w int) []string {
 	if !ok {
 		return nil
 	}
-	k := fmt.Sprintf("%d/%d/%d/%d/%t", s.ID, m.ver, m.mode, w, s.ID == m.nextID)
+	k := fmt.Sprintf("%d/%d/%d/%d/%t", s.ID, m.ver, m.pane.mode, w, s.ID == m.nextID)
 	if s.State == steps.Running {
 		k = "" // elapsed time changes every frame
 	}
-	if k != "" && m.detail.key == k {
-		return m.detail.lines
+	if k != "" && m.pane.detail.key == k {
+		return m.pane.detail.lines
 	}
 	lines := m.renderStep(s, w)
-	m.detail = detailCache{key: k, lines: lines}
+	m.pane.detail = detailCache{key: k, lines: lines}
 	return lines
 }
 
@@ -92,8 +115,8 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 		}
 	case steps.Running:
 		l := fmt.Sprintf("running %s", m.fmtDur(m.now().Sub(m.runningSince(s))))
-		if m.method != "" {
-			l += " · waiting for " + m.method
+		if m.running.method != "" {
+			l += " · waiting for " + m.running.method
 		}
 		add(st.Running.Render(l))
 	case steps.Skipped:
@@ -112,7 +135,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 			add(st.Failed.Render(l))
 		}
 		add(m.changeLines(s, w)...)
-		if m.rp == nil {
+		if m.replay == nil {
 			add(st.Dim.Render("r retries this step, q quits"))
 		}
 	}
@@ -140,7 +163,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 	}
 	calls := func() {
 		add("")
-		if m.mode == modeRequest {
+		if m.pane.mode == modeRequest {
 			add(m.requestLines(s, w)...)
 		} else {
 			add(m.responseLines(s, w)...)
@@ -192,8 +215,8 @@ func (m *model) requestLines(s steps.Step, w int) []string {
 		for i, c := range s.Calls {
 			head := m.st.Bold.Render(line(c.Method)) + " → " + m.callStatus(c)
 			out = append(out, m.msgLines(head, c.Request, w)...)
-			if i == len(s.Calls)-1 && s.State == steps.Running && m.method != "" {
-				out = append(out, m.st.Running.Render(m.method+" sent, waiting…"))
+			if i == len(s.Calls)-1 && s.State == steps.Running && m.running.method != "" {
+				out = append(out, m.st.Running.Render(m.running.method+" sent, waiting…"))
 			}
 		}
 		return out
@@ -237,8 +260,8 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 		}
 		out = append(out, m.msgLines(head, c.Response, w)...)
 	}
-	if s.State == steps.Running && m.method != "" {
-		out = append(out, m.st.Running.Render("waiting for "+m.method+"…"))
+	if s.State == steps.Running && m.running.method != "" {
+		out = append(out, m.st.Running.Render("waiting for "+m.running.method+"…"))
 	}
 	return out
 }

@@ -47,12 +47,33 @@ type tlSplit struct {
 	runtime, own, wait, wall time.Duration
 }
 
-// timelineRows lists the steps that ran or are running, in the order they
+// timelineModel is the timeline screen: its scroll position, its rows and
+// their rendering. It reads the run through timelineRun.
+type timelineModel struct {
+	*common
+	// top is the first row shown, -1 to follow the newest.
+	top int
+}
+
+// timelineRun is what the timeline reads of the run: the steps, the one
+// running (0: none) and whether a keypress's run is under way.
+type timelineRun struct {
+	steps     []steps.Step
+	runningID int
+	busy      bool
+}
+
+// timeline is the run as the timeline reads it.
+func (m *model) timeline() timelineRun {
+	return timelineRun{steps: m.steps, runningID: m.running.id, busy: m.running.busy}
+}
+
+// rows lists the steps that ran or are running, in the order they
 // began, each followed by its calls; and the span they cover from t0.
-func (m *model) timelineRows() (rows []tlRow, t0 time.Time, span time.Duration, split tlSplit) {
+func (m *timelineModel) rows(run timelineRun) (rows []tlRow, t0 time.Time, span time.Duration, split tlSplit) {
 	var ran []steps.Step
-	for _, s := range m.steps {
-		if !s.Started.IsZero() && (s.State != steps.Pending && s.State != steps.Skipped || s.ID == m.runningID) {
+	for _, s := range run.steps {
+		if !s.Started.IsZero() && (s.State != steps.Pending && s.State != steps.Skipped || s.ID == run.runningID) {
 			ran = append(ran, s)
 		}
 	}
@@ -65,7 +86,7 @@ func (m *model) timelineRows() (rows []tlRow, t0 time.Time, span time.Duration, 
 	for _, s := range ran {
 		r := tlRow{label: fmt.Sprintf("%d %s", s.ID, s.Name), start: s.Started, dur: s.Duration,
 			waits: s.Kind.Waits(), failed: s.State == steps.Failed}
-		if s.ID == m.runningID && m.busy {
+		if s.ID == run.runningID && run.busy {
 			r.running = true
 			r.dur = max(0, m.now().Sub(s.Started))
 		}
@@ -94,12 +115,12 @@ func (m *model) timelineRows() (rows []tlRow, t0 time.Time, span time.Duration, 
 // timelineView is the body of the screen in timeline mode: a title with
 // the legend, the time axis, the rows (the newest in view unless scrolled)
 // and the split of the time so far; h lines of w cells.
-func (m *model) timelineView(w, h int) []string {
+func (m *timelineModel) view(run timelineRun, w, h int) []string {
 	st := m.st
 	legend := st.TLRuntime.Render(string(cellRuntime)) + " runtime (CRI)  " + st.TLOwn.Render(string(cellOwn)) + " podstep  " +
 		st.TLWait.Render(string(cellWait)) + " waiting"
 	out := []string{st.rule(st.Title.Render("timeline")+"  "+legend+st.Dim.Render("  t: back"), w)}
-	rows, t0, span, split := m.timelineRows()
+	rows, t0, span, split := m.rows(run)
 	if len(rows) == 0 {
 		out = append(out, "", "  "+st.Dim.Render("no step has run yet: space runs the next one, c continues"))
 		res, _ := window(out, 0, h)
@@ -174,13 +195,13 @@ func (m *model) timelineView(w, h int) []string {
 		body = append(body, fit(label+" "+bar+" "+fmt.Sprintf("%*s", durW, d), w))
 	}
 	avail := max(1, h-len(out)-1)
-	top := m.tlTop
+	top := m.top
 	if top < 0 || top > len(body)-avail {
 		top = len(body) - avail // follow the newest
 	}
 	win, top := window(body, top, avail)
-	if m.tlTop >= 0 {
-		m.tlTop = top
+	if m.top >= 0 {
+		m.top = top
 	}
 	out = append(out, win...)
 	sum := fmt.Sprintf("so far %s: runtime %s · podstep %s · waiting %s", m.fmtDur(split.wall), m.fmtDur(split.runtime),
@@ -196,7 +217,7 @@ func (m *model) timelineView(w, h int) []string {
 }
 
 // styleCells colours a step's bar by run of equal cells.
-func (m *model) styleCells(cells []rune) string {
+func (m *timelineModel) styleCells(cells []rune) string {
 	var b strings.Builder
 	for i := 0; i < len(cells); {
 		j := i
@@ -256,12 +277,11 @@ func tickLabel(d time.Duration) string {
 	return fmt.Sprintf("%gs", d.Seconds())
 }
 
-// scrollTimeline moves the timeline with the cursor keys; false for other
-// keys.
-func (m *model) scrollTimeline(k tea.KeyPressMsg) bool {
-	rows, _, _, _ := m.timelineRows()
-	page := max(1, m.layout().bodyH-3)
-	top := m.tlTop
+// scroll moves the timeline with the cursor keys, page rows at a time for
+// pgup/pgdown; false for other keys.
+func (m *timelineModel) scroll(k tea.KeyPressMsg, run timelineRun, page int) bool {
+	rows, _, _, _ := m.rows(run)
+	top := m.top
 	if top < 0 {
 		top = max(0, len(rows)-page)
 	}
@@ -277,6 +297,6 @@ func (m *model) scrollTimeline(k tea.KeyPressMsg) bool {
 	default:
 		return false
 	}
-	m.tlTop = min(max(top, 0), max(0, len(rows)-page))
+	m.top = min(max(top, 0), max(0, len(rows)-page))
 	return true
 }

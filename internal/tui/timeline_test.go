@@ -180,7 +180,7 @@ func TestTimelineSplit(t *testing.T) {
 			}
 			h.p.Seek(n)
 			h.m.moved()
-			_, _, _, split := h.m.timelineRows()
+			_, _, _, split := h.m.tl.rows(h.m.timeline())
 			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			// Each recorded duration is rounded to the microsecond: allow that
 			// per call.

@@ -58,10 +58,10 @@ func (m *model) render() string {
 
 	lines := make([]string, 0, l.bodyH+3)
 	lines = append(lines, m.headerView(l.w))
-	if m.showHelp {
+	if m.ui == uiHelp {
 		lines = append(lines, m.helpScreen(l.w, l.bodyH)...)
-	} else if m.timeline {
-		lines = append(lines, m.timelineView(l.w, l.bodyH)...)
+	} else if m.screen == screenTimeline {
+		lines = append(lines, m.tl.view(m.timeline(), l.w, l.bodyH)...)
 	} else {
 		plan := m.planView(l.planW, l.bodyH)
 		right := make([]string, 0, l.bodyH)
@@ -83,14 +83,14 @@ func (m *model) render() string {
 		}
 	}
 	lines = append(lines, fit(m.statusView(l.w), l.w))
-	lines = append(lines, fit(m.help.ShortHelpView(m.shortHelp()), l.w))
+	lines = append(lines, fit(m.help.ShortHelpView(m.helpKeys().ShortHelp()), l.w))
 	return strings.Join(lines, "\n")
 }
 
 // headerView names the pod and the runtime; a simulated runtime is said loudly.
 func (m *model) headerView(w int) string {
-	if m.rp != nil {
-		return m.replayHeader(w)
+	if m.replay != nil {
+		return m.replay.header(w)
 	}
 	p := m.eng.Pod()
 	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
@@ -108,30 +108,30 @@ func (m *model) headerView(w int) string {
 // call, a message, or what comes next.
 func (m *model) statusView(w int) string {
 	st := m.st
-	if m.rp != nil {
+	if m.replay != nil {
 		return m.replayStatus()
 	}
 	switch {
-	case m.confirm:
+	case m.ui == uiConfirm:
 		q := "tear the pod down? [Y/n]"
 		if m.opts.Keep {
 			q = "tear the pod down? [y/N]"
 		}
 		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `podstep cleanup`; esc: back)")
-	case m.quitting:
+	case m.ui == uiQuitting:
 		return st.Running.Render(m.spin.View()) + " cancelling the running call, then quitting…"
-	case m.busy:
+	case m.running.busy:
 		what := ""
-		if s, ok := m.stepByID(m.runningID); ok {
+		if s, ok := m.stepByID(m.running.id); ok {
 			what = fmt.Sprintf("%d %s", s.ID, s.Name)
 		}
-		if m.method != "" {
-			what += " · " + m.method
+		if m.running.method != "" {
+			what += " · " + m.running.method
 		}
-		if m.op == "continue" {
+		if m.running.op == "continue" {
 			what = "continuing: " + what
 		}
-		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.runStart))+"  esc cancels")
+		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.running.start))+"  esc cancels")
 	case m.flash != "":
 		return st.Warning.Render(line(m.flash))
 	}
@@ -168,7 +168,7 @@ func (m *model) helpScreen(w, h int) []string {
 	}
 	lines = append(lines, "", st.Bold.Render("panes"))
 	last := "Each step sends real CRI calls; nothing runs until you press space, n or c."
-	if m.rp != nil {
+	if m.replay != nil {
 		last = "A replay: each screen is the recording's after N steps ran; nothing is sent to any runtime."
 	}
 	for _, t := range []string{
@@ -194,7 +194,7 @@ func (m *model) helpScreen(w, h int) []string {
 // under the other.
 func (m *model) fullHelp(w int) []string {
 	var cols [][]string
-	for _, g := range m.fullHelpGroups() {
+	for _, g := range m.helpKeys().FullHelp() {
 		kw := 0
 		for _, b := range g {
 			kw = max(kw, lipgloss.Width(b.Help().Key))
