@@ -100,7 +100,10 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	h := &harness{t: t, m: m, eng: eng, client: client, root: root}
 	t.Cleanup(func() {
 		m.close()
-		eng.Teardown(context.Background()) // before simtest's cleanup stops the runtime
+		// before simtest's cleanup stops the runtime
+		if err := eng.Teardown(context.Background()); err != nil {
+			t.Logf("teardown: %v", err)
+		}
 	})
 	return h
 }

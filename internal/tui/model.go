@@ -206,14 +206,17 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.SetWidth(msg.Width - 2)
 		return m, nil
 	case tea.KeyPressMsg:
-		return m, m.key(msg)
+		cmd := m.key(msg)
+		return m, cmd
 	case engineEventMsg:
 		m.event(msg.ev)
-		return m, m.waitEvent()
+		cmd := m.waitEvent()
+		return m, cmd
 	case runDoneMsg:
 		return m, tea.Batch(m.runDone(msg), m.waitEvent())
 	case liveMsg:
-		return m, m.live()
+		cmd := m.live()
+		return m, cmd
 	case spinner.TickMsg:
 		if !m.running.busy {
 			return m, nil // let the spinner stop

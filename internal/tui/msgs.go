@@ -12,9 +12,6 @@ type runDoneMsg struct {
 	err error
 }
 
-// tickMsg redraws the elapsed time of a running step.
-type tickMsg struct{}
-
 // liveMsg says a Live engine changed (live.go).
 type liveMsg struct{}
 

@@ -95,9 +95,10 @@ func (m *model) planRow(i, w int) string {
 	}
 	mark, markStyle := m.mark(s)
 	dur := ""
-	if s.State == steps.Done || s.State == steps.Failed {
+	switch s.State {
+	case steps.Done, steps.Failed:
 		dur = " " + m.fmtDur(s.Duration)
-	} else if s.State == steps.Running {
+	case steps.Running:
 		dur = " " + m.fmtDur(m.now().Sub(m.runningSince(s)))
 	}
 	name := fmt.Sprintf("%2d %s", s.ID, s.Name)

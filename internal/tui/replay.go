@@ -105,7 +105,9 @@ func (m *model) replayKey(k tea.KeyPressMsg) (tea.Cmd, bool) {
 		if rp.Position() >= rp.Len() {
 			m.flash = "end of the recording: C goes back to a breakpoint, q quits"
 		} else {
-			rp.Continue(m.ctx)
+			if err := rp.Continue(m.ctx); err != nil {
+				m.flash = err.Error() // only a cancelled context: the recording is in memory
+			}
 			m.moved()
 		}
 	case key.Matches(k, m.rkeys.ContBack):
