@@ -354,14 +354,14 @@ cluster_phase() {
 	done
 
 	section "hack/cluster-up.sh"
-	out=$TMP/cluster-up.out
+	local cluster_out=$TMP/cluster-up.out # cluster_value reads it after $out has moved on
 	CLUSTER_UP=1 # from here on, tear down whatever came up, even half of it
 	start=$SECONDS
-	cluster cluster-up.sh | tee "$out"
+	cluster cluster-up.sh | tee "$cluster_out"
 	up=$?
-	cluster_value() { sed -n "s/^$1=//p" "$out" | tail -n 1; }
+	cluster_value() { sed -n "s/^$1=//p" "$cluster_out" | tail -n 1; }
 	local kubeconfig
-	kubeconfig=$(tail -n 1 "$out" | sed -n 's/^KUBECONFIG=//p')
+	kubeconfig=$(tail -n 1 "$cluster_out" | sed -n 's/^KUBECONFIG=//p')
 	if [ $up != 0 ] || [ -z "$kubeconfig" ]; then
 		banner FAILED "the cluster did not come up (exit $up; the end of each log of /var/lib/podstep-cluster/logs follows); cluster suite not run"
 		for f in /var/lib/podstep-cluster/logs/*.log; do
