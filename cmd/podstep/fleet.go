@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -210,25 +209,22 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 		return session.Usagef("%v", err)
 	}
 
-	// The first Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops the fleet: the
-	// runners are deleted (each tears its pod down) and podstep waits for
-	// them; a second one exits at once.
+	// The first Ctrl-C (SIGINT, SIGTERM, SIGHUP; timeout's second copy is
+	// the same one) stops the fleet: the runners are deleted (each tears its
+	// pod down) and podstep waits for them; a second one exits at once.
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; !ok {
-			return
+	sig := session.WatchSignals(cancel, stderr)
+	defer sig.Stop()
+	sig.OnAbandon(func(w io.Writer) int {
+		fmt.Fprintln(w, "podstep fleet: abandoned: the runners left are removed by: podstep fleet cleanup")
+		return session.InterruptedCode()
+	})
+	defer context.AfterFunc(ctx, func() {
+		if sig.Interrupted() {
+			fmt.Fprintln(stderr, "podstep fleet: interrupted: deleting the runners (each tears its pod down); Ctrl-C again to leave them to podstep fleet cleanup")
 		}
-		fmt.Fprintln(stderr, "podstep fleet: interrupted: deleting the runners (each tears its pod down); Ctrl-C again to leave them to podstep fleet cleanup")
-		cancel()
-		if _, ok := <-sigs; ok {
-			fmt.Fprintln(stderr, "podstep fleet: abandoned: the runners left are removed by: podstep fleet cleanup")
-			os.Exit(ExitInterrupted)
-		}
-	}()
+	})()
 
 	if o.pod != "" {
 		ns, name, ok := strings.Cut(o.pod, "/")
@@ -247,7 +243,7 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(stderr, "podstep fleet: interrupted before any runner was made")
-			return session.Silent(ExitInterrupted)
+			return session.Silent(session.InterruptedCode())
 		}
 		return fleetErr(err)
 	}
@@ -262,8 +258,11 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 	}
 	total, peak := c.Requests()
 	fmt.Fprintf(stderr, "podstep fleet %s: %s (%d API requests, at most %d in one second)\n", out.ID, out.Deleted, total, peak)
-	if out.Analysis.ExitCode != ExitOK {
-		return session.Silent(out.Analysis.ExitCode)
+	switch out.Analysis.ExitCode {
+	case ExitOK:
+		return nil
+	case ExitInterrupted:
+		return session.Silent(session.InterruptedCode()) // 128+N of the signal, as every command
 	}
-	return nil
+	return session.Silent(out.Analysis.ExitCode)
 }

@@ -42,6 +42,9 @@ type Interrupts struct {
 	eng *steps.Engine // what is left comes from it, once there is one
 	// more reports what other engines left (bench runs several at once).
 	more func() []steps.LeftBehind
+	// onAbandon, when set, says what an abandoned run leaves and gives the
+	// exit code (podstep fleet: runner pods, not engines).
+	onAbandon func(io.Writer) int
 }
 
 // WatchSignals starts listening; Stop ends it.
@@ -146,12 +149,24 @@ func (in *Interrupts) WatchMany(more func() []steps.LeftBehind) {
 	in.mu.Unlock()
 }
 
+// OnAbandon replaces what a second interrupt says and exits with, for a
+// frontend whose leftovers are not engines (podstep fleet's runner pods).
+func (in *Interrupts) OnAbandon(f func(io.Writer) int) {
+	in.mu.Lock()
+	in.onAbandon = f
+	in.mu.Unlock()
+}
+
 // abandon gives up on the teardown in progress: it says what is left and
 // exits, ExitLeftBehind when something is.
 func (in *Interrupts) abandon() {
 	in.mu.Lock()
-	eng, more := in.eng, in.more
+	eng, more, custom := in.eng, in.more, in.onAbandon
 	in.mu.Unlock()
+	if custom != nil {
+		in.exit(custom(in.stderr))
+		return
+	}
 	var all []steps.LeftBehind
 	if eng != nil {
 		all = append(all, eng.LeftBehind())
