@@ -60,9 +60,9 @@ type Pod struct {
 
 	steps           []steps.Step // finished, in the order they finished
 	open            map[string]*openStep
-	draining        []*openStep // out of their slot, waiting for an answer
-	lastRelistAfter time.Time   // the start of the work step the last kept relist followed
-	desired         *podSpec    // the pod's spec (Options.Specs); nil: not asked
+	draining        []*openStep       // out of their slot, waiting for an answer
+	lastRelistAfter time.Time         // the start of the work step the last kept relist followed
+	desired         *podSpec          // the pod's spec (Options.Specs); nil: not asked
 	vsSent          map[string]string // by container: specVsSent of its last CreateContainer
 	prev            podstate.Snapshot
 	events          []podstate.Event

@@ -165,12 +165,12 @@ func TestSpecStages(t *testing.T) {
 	mirror.Annotations = map[string]string{mirrorAnnotation: uid}
 
 	for _, tc := range []struct {
-		name     string
-		specs    func() (SpecSource, *fake.Clientset)
-		want     map[string]steps.Stage // the stage of each container's steps, as emitted
-		from     string                 // in the spec note and the create steps' "spec" detail
-		noteErr  string
-		vsSent   string // in app's "spec vs sent"
+		name    string
+		specs   func() (SpecSource, *fake.Clientset)
+		want    map[string]steps.Stage // the stage of each container's steps, as emitted
+		from    string                 // in the spec note and the create steps' "spec" detail
+		noteErr string
+		vsSent  string // in app's "spec vs sent"
 	}{
 		{name: "none", specs: func() (SpecSource, *fake.Clientset) { return nil, nil }, want: inferred},
 		{name: "API server", specs: func() (SpecSource, *fake.Clientset) {
