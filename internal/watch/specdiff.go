@@ -3,6 +3,7 @@ package watch
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,6 +62,7 @@ func specVsSent(c *corev1.Container, init bool, cfg *runtimeapi.ContainerConfig,
 		sentEnv = append(sentEnv, e.GetKey())
 	}
 	if extra := minus(sentEnv, specEnv); len(extra) > 0 {
+		sort.Strings(extra) // the kubelet's service-link env comes from a map
 		from := "the kubelet's service links"
 		if len(c.EnvFrom) > 0 {
 			from = "envFrom and the kubelet's service links"
