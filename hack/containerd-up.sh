@@ -110,47 +110,28 @@ containerd2_works() {
 		[[ $("$C2_CACHE/bin/containerd-shim-runc-v2" -v 2>/dev/null) == *"Version:  $CONTAINERD2_VERSION"* ]]
 }
 
-# build_containerd2: go install the three binaries into $C2_CACHE/bin.new, then rename it to bin.
-# -tags no_btrfs: no btrfs headers needed (the snapshotter is not used). The version is stamped
-# the way containerd's release builds do (-X .../version.Version), so that CRI Version answers
-# "v2.4.2" as a released containerd does, not the source default "2.4.2+unknown".
-build_containerd2() {
-	local go tmp=$C2_CACHE/bin.new out=$C2_CACHE/build.log start=$SECONDS
-	go=$(command -v go || true)
-	[ -n "$go" ] || [ ! -x /usr/local/go/bin/go ] || go=/usr/local/go/bin/go
-	[ -n "$go" ] || die "PODSTEP_CONTAINERD=2 builds containerd $CONTAINERD2_VERSION with go: no go toolchain in PATH or /usr/local/go/bin"
-	log "building containerd $CONTAINERD2_VERSION (containerd, containerd-shim-runc-v2, ctr) from the Go module proxy into $C2_CACHE/bin (about 3 min the first time; log $out)"
-	rm -rf "$tmp"
-	mkdir -p "$tmp"
-	if ! (cd / && GOWORK=off GOBIN=$tmp "$go" install -tags no_btrfs \
+# compile_containerd2 DIR: go install the three binaries into DIR. -tags no_btrfs: no btrfs
+# headers needed (the snapshotter is not used). The version is stamped the way containerd's
+# release builds do (-X .../version.Version), so that CRI Version answers "v2.4.2" as a released
+# containerd does, not the source default "2.4.2+unknown".
+compile_containerd2() (
+	cd / && GOWORK=off GOBIN=$1 "$GO" install -tags no_btrfs \
 		-ldflags "-X $C2_MODULE/version.Version=$CONTAINERD2_VERSION" \
 		"$C2_MODULE/cmd/containerd@$CONTAINERD2_VERSION" \
 		"$C2_MODULE/cmd/containerd-shim-runc-v2@$CONTAINERD2_VERSION" \
-		"$C2_MODULE/cmd/ctr@$CONTAINERD2_VERSION") >"$out" 2>&1; then
-		tail -n 30 "$out" >&2
-		rm -rf "$tmp"
-		die "go install of containerd $CONTAINERD2_VERSION failed (log: $out)"
-	fi
-	rm -rf "${C2_CACHE:?}/bin"
-	mv "$tmp" "$C2_CACHE/bin"
-	log "built containerd $CONTAINERD2_VERSION in $((SECONDS - start)) s"
+		"$C2_MODULE/cmd/ctr@$CONTAINERD2_VERSION"
+)
+build_containerd2() {
+	find_go "PODSTEP_CONTAINERD=2 (building containerd $CONTAINERD2_VERSION)"
+	build_bin "$C2_CACHE" "containerd $CONTAINERD2_VERSION (containerd, containerd-shim-runc-v2, ctr)" \
+		"about 3 min the first time" compile_containerd2
 }
 
-# ensure_containerd2: the binaries, from the cache or built. Under a lock, so that two harnesses
-# starting at once build once. (A subshell holds the lock: containerd, started later, must not
-# inherit the lock's file descriptor.)
+# ensure_containerd2: the binaries, from the cache or built (hack/lib/cache.sh: under a lock, so
+# that two harnesses starting at once build once).
 ensure_containerd2() {
 	[ "$RUNTIME" = 2 ] || return 0
-	mkdir -p "$C2_CACHE" 2>/dev/null || die "cannot create the build cache $C2_CACHE (set PODSTEP_CACHE_DIR to a writable folder)"
-	(
-		flock 9
-		if containerd2_works; then
-			log "containerd $CONTAINERD2_VERSION: cached in $C2_CACHE/bin"
-		else
-			build_containerd2
-		fi
-	) 9>"$C2_CACHE/.lock" || exit 1
-	containerd2_works || die "$C2_CACHE/bin: containerd, ctr or containerd-shim-runc-v2 missing, or not $CONTAINERD2_VERSION (build log: $C2_CACHE/build.log)"
+	cached "$C2_CACHE" containerd2_works build_containerd2 "containerd $CONTAINERD2_VERSION"
 }
 
 # ensure_runc: the containerd 2 harness runs its pods with runc built from the Go module proxy
