@@ -6,9 +6,8 @@
 # ConfigMap, Secret and Node), pod (--pod, the same pod), pod-token (--pod, with kube-api-access).
 # Bar (issue 21): pod - file <= 150 ms.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 # shellcheck source=lib/bench.sh
-. hack/lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 : "${KUBECONFIG:?set KUBECONFIG to the admin kubeconfig of the cluster}"
 COUNT=${COUNT:-10}
 TMP=$(mktemp -d)

@@ -9,11 +9,8 @@
 set -euo pipefail
 
 RUNS=${1:-5}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
 # shellcheck source=lib/bench.sh
-. hack/lib/bench.sh
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 command -v jq >/dev/null 2>&1 || {
 	echo "bench-hello: needs jq (apt-get install jq)" >&2
 	exit 2

@@ -17,11 +17,8 @@
 set -euo pipefail
 
 RUNS=${1:-5}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
 # shellcheck source=lib/bench.sh
-. hack/lib/bench.sh
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 if ! command -v jq >/dev/null 2>&1; then
 	echo "bench-overhead: installing jq" >&2
 	apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null

@@ -6,9 +6,8 @@
 # growth, and the median growth. Bar: growth <= 20 MB.
 #   PODSTEP_PROXY_MEM_PODS=N  another number of pods;  PODSTEP_PROXY_MEM_BIN=PATH  another binary
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/bench.sh
-. hack/lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 count=${1:-3}
 out=$(go test -run '^$' -bench 'ProxyMemory' -benchtime 1x -count "$count" ./cmd/podstep)
 echo "$out" | grep '^BenchmarkProxyMemory'

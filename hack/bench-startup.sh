@@ -19,11 +19,8 @@
 set -euo pipefail
 
 RUNS=${1:-20}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
 # shellcheck source=lib/bench.sh
-. hack/lib/bench.sh
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 
 # need COMMAND PACKAGE [CHECK...]: install PACKAGE with apt-get unless CHECK (default: COMMAND
 # on PATH) succeeds.

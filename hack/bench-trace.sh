@@ -16,11 +16,8 @@
 set -euo pipefail
 
 RUNS=${1:-20}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
 # shellcheck source=lib/bench.sh
-. hack/lib/bench.sh
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || {
 	echo "bench-trace: RUNS '$RUNS': expected a count > 0" >&2
 	exit 2

@@ -15,9 +15,8 @@
 # PODSTEP_REGISTRY_PASSWORD (checked absent), PODSTEP_BIN (skips the build),
 # PODSTEP_RECORDINGS_DIR (default testdata/recordings).
 set -euo pipefail
-cd "$(dirname "$0")/.."
 # shellcheck source=lib/bench.sh
-. hack/lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 
 die() { echo "record-examples.sh: $*" >&2; exit 1; }
 # shellcheck disable=SC2016 # the command is printed for the user to run, unexpanded

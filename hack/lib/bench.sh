@@ -1,11 +1,14 @@
 # shellcheck shell=bash
-# hack/lib/bench.sh: what the bench scripts (hack/bench-*.sh, record-examples.sh) share. Sourced,
-# from the repository's root (the scripts cd there first).
+# hack/lib/bench.sh: what the bench scripts (hack/bench-*.sh, record-examples.sh) share. Sourcing
+# it changes to the repository's root and puts /usr/local/go/bin (when there) first on PATH.
 #
 #   podstep_bin DIR       sets BIN to $PODSTEP_BIN, else builds ./cmd/podstep into DIR/podstep
 #   median [DECIMALS [EMPTY]]
 #                         the median of the numbers on stdin, one a line, with DECIMALS digits
 #                         (default 1); no numbers: prints EMPTY when given, else fails
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
+if [ -x /usr/local/go/bin/go ]; then export PATH=/usr/local/go/bin:$PATH; fi
 
 podstep_bin() {
 	BIN=${PODSTEP_BIN:-}

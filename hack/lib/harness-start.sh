@@ -61,18 +61,7 @@ find_podstep_info() {
 # wait_socket [PID]: until containerd's socket answers, at most WAIT_SECONDS; dies when PID (the
 # containerd just started) exits first.
 wait_socket() {
-	local deadline=$((SECONDS + WAIT_SECONDS))
-	until socket_answers; do
-		if [ -n "${1:-}" ] && ! alive "$1"; then
-			tail -n 30 "$LOG" >&2 || true
-			die "containerd exited during start-up (log: $LOG)"
-		fi
-		[ $SECONDS -lt $deadline ] || {
-			tail -n 30 "$LOG" >&2 || true
-			die "containerd socket $SOCK did not answer within ${WAIT_SECONDS}s (log: $LOG)"
-		}
-		sleep 0.2
-	done
+	wait_started containerd "${1:-}" "$LOG" "$WAIT_SECONDS" "containerd socket $SOCK" socket_answers
 }
 
 # start_containerd: a new containerd in the background (setsid), its pid in $PIDFILE; sets pid.

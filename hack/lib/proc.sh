@@ -9,6 +9,10 @@
 #   pidfile_pid FILE WORD the pid in FILE when that process's argv still has WORD (pids get reused)
 #   terminate SECONDS PID...
 #                         SIGTERM, wait up to SECONDS for all to be gone, then SIGKILL (logged)
+#   wait_started NAME PID LOG SECONDS WHAT CHECK...
+#                         until CHECK succeeds, at most SECONDS; dies with LOG's tail when PID (if
+#                         not "") exits first ("NAME exited during start-up") or time runs out
+#                         ("WHAT did not answer within SECONDS s")
 #   unmount_under DIR     lazily unmounts every mount at or below DIR, deepest first
 #   cgroup_dirs CGROUP    the folder of CGROUP in every cgroup v1 hierarchy (and v2, if mounted)
 
@@ -52,6 +56,22 @@ terminate() {
 	log "still running after $seconds s: SIGKILL (pid $*)"
 	kill -9 "$@" 2>/dev/null || true
 	sleep 0.2
+}
+
+wait_started() {
+	local name=$1 pid=$2 logf=$3 seconds=$4 what=$5 deadline=$((SECONDS + $4))
+	shift 5
+	until "$@"; do
+		if [ -n "$pid" ] && ! alive "$pid"; then
+			tail -n 30 "$logf" >&2 || true
+			die "$name exited during start-up (log: $logf)"
+		fi
+		[ $SECONDS -lt $deadline ] || {
+			tail -n 30 "$logf" >&2 || true
+			die "$what did not answer within ${seconds}s (log: $logf)"
+		}
+		sleep 0.2
+	done
 }
 
 unmount_under() {
