@@ -197,7 +197,7 @@ func (h *harness) exec(cmd tea.Cmd) tea.Msg {
 func (h *harness) waitIdle() {
 	h.t.Helper()
 	deadline := time.After(20 * time.Second)
-	for h.m.running.busy {
+	for h.m.live.running.busy {
 		select {
 		case msg := <-h.m.events:
 			_, cmd := h.m.Update(msg)
@@ -252,5 +252,5 @@ func repoFile(p string) string { return filepath.Join("..", "..", p) }
 
 // detail is the whole step pane content as plain text.
 func (h *harness) detail() string {
-	return ansi.Strip(strings.Join(h.m.stepLines(200), "\n"))
+	return ansi.Strip(strings.Join(h.m.pane.lines(h.m.view(), 200), "\n"))
 }

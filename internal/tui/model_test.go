@@ -171,7 +171,7 @@ func TestRetryRerunsFailedStep(t *testing.T) {
 func TestEscCancelsRunningCall(t *testing.T) {
 	h := newHarness(t, loadBundle(t, "testdata/slow.yaml"), Options{})
 	h.pressAsync("c")
-	for h.m.running.id != 8 || h.m.running.method != "ImageStatus" {
+	for h.m.live.running.id != 8 || h.m.live.running.method != "ImageStatus" {
 		msg := <-h.m.events
 		h.m.Update(msg)
 	}

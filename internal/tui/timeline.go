@@ -65,7 +65,7 @@ type timelineRun struct {
 
 // timeline is the run as the timeline reads it.
 func (m *model) timeline() timelineRun {
-	return timelineRun{steps: m.steps, runningID: m.running.id, busy: m.running.busy}
+	return timelineRun{steps: m.steps, runningID: m.live.running.id, busy: m.live.running.busy}
 }
 
 // rows lists the steps that ran or are running, in the order they
