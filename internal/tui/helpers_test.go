@@ -84,14 +84,24 @@ func loadBundle(t testing.TB, file string) *manifest.Bundle {
 // simulated runtime, with a fake clock; durations are masked.
 func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	t.Helper()
+	return newHarnessWith(t, b, o, nil)
+}
+
+// newHarnessWith is newHarness with the engine's options changed by set.
+func newHarnessWith(t testing.TB, b *manifest.Bundle, o Options, set func(*steps.Options)) *harness {
+	t.Helper()
 	root := newRoot(t)
 	clk := &clock{t: epoch}
 	client := simtest.Client(t, sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
-	eng := steps.New(b, client, steps.Options{
+	so := steps.Options{
 		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
 			CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
 		PollInterval: 10 * time.Millisecond, Now: clk.Now, Simulated: true,
-	})
+	}
+	if set != nil {
+		set(&so)
+	}
+	eng := steps.New(b, client, so)
 	o.Runtime = render.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
 	fixed := epoch
 	o.Now = func() time.Time { return fixed }

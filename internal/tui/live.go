@@ -6,6 +6,8 @@ import (
 
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // Live is an engine that moves by itself: `podstep proxy` shows a real
@@ -27,6 +29,28 @@ type running struct {
 	start  time.Time
 	id     int
 	method string
+	// wait is the running step's deliberate wait (a back-off), if it
+	// announced one, and waitFrom when the TUI heard of it.
+	wait     *steps.Wait
+	waitFrom time.Time
+}
+
+// waitLine says a running step's wait and its countdown: "back-off 10s
+// for app, 3.2s left", with how to shorten it while the kubelet's own
+// delays are waited in full.
+func (r running) waitLine(now time.Time) string {
+	w := r.wait
+	if w == nil {
+		return ""
+	}
+	left := max(0, w.For-now.Sub(r.waitFrom))
+	s := fmt.Sprintf("%s %s for %s, %.1fs left", w.What, w.Delay, line(w.Container), left.Seconds())
+	if w.Scale == 1 {
+		s += " — --backoff-scale 0.1 to shorten"
+	} else {
+		s += fmt.Sprintf(" (--backoff-scale %g)", w.Scale)
+	}
+	return s
 }
 
 // liveModel is what moves while the run goes on: the keypress's run under
@@ -91,5 +115,9 @@ func (l *liveModel) status(rv runView) string {
 	if r.op == "continue" {
 		what = "continuing: " + what
 	}
-	return st.Running.Render(rv.spin) + " " + what + " " + st.Dim.Render(l.fmtDur(l.now().Sub(r.start))+"  esc cancels")
+	out := st.Running.Render(rv.spin) + " " + what + " " + st.Dim.Render(l.fmtDur(l.now().Sub(r.start)))
+	if w := r.waitLine(l.now()); w != "" {
+		out += " · " + st.Running.Render(w)
+	}
+	return out + st.Dim.Render("  esc cancels")
 }

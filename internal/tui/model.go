@@ -162,6 +162,28 @@ func (m *model) selectStep(id int) {
 	}
 }
 
+// known says whether s is in the plan as the TUI read it last: a
+// restart inserts steps while a run goes on (steps.Engine.scheduleRestart),
+// and a later step of the same run is then new to it.
+func (m *model) known(s steps.Step) bool {
+	return s.ID >= 1 && s.ID <= len(m.steps) && m.steps[s.ID-1].Name == s.Name
+}
+
+// replan re-reads the plan while a run goes on: eng.Steps() does not
+// rebuild requests then, and the pod stays as the events said it.
+func (m *model) replan() {
+	var id int
+	if r, ok := m.plan.cursorRow(); ok && r.step >= 0 {
+		id = m.steps[r.step].ID
+	}
+	m.steps = cleanSteps(m.eng.Steps())
+	m.ver++
+	m.plan.buildRows(m.steps)
+	if id > 0 {
+		m.selectStep(id)
+	}
+}
+
 // setStep replaces one step with the engine's snapshot of it.
 func (m *model) setStep(s steps.Step) {
 	if s.ID < 1 || s.ID > len(m.steps) {
@@ -204,6 +226,10 @@ func (m *model) event(ev steps.Event) {
 		m.last = lastChange{}
 		m.live.running.id = ev.Step.ID
 		m.live.running.method = ""
+		m.live.running.wait = nil
+		if !m.known(ev.Step) {
+			m.replan()
+		}
 		m.setStep(ev.Step)
 		m.selectStep(ev.Step.ID)
 	case steps.CallSent:
@@ -213,7 +239,12 @@ func (m *model) event(ev steps.Event) {
 		if ev.Step.ID > 0 {
 			m.setStep(ev.Step)
 		}
+	case steps.Waiting:
+		if ev.Wait != nil {
+			m.live.running.wait, m.live.running.waitFrom = ev.Wait, m.now()
+		}
 	case steps.StepDone:
+		m.live.running.wait = nil
 		m.setStep(ev.Step)
 		if ev.Pod != nil {
 			m.pod = *ev.Pod

@@ -121,6 +121,13 @@ func (m *stepModel) render(rv runView, s steps.Step, w int) []string {
 			l += " · waiting for " + rv.running.method
 		}
 		add(st.Running.Render(l))
+		if rv.running.id == s.ID {
+			if wl := rv.running.waitLine(m.now()); wl != "" {
+				for _, l := range render.Wrap(wl, w) {
+					add(st.Running.Render(l))
+				}
+			}
+		}
 	case steps.Skipped:
 		add(st.Dim.Render("skipped: an earlier step failed"))
 	case steps.Done:

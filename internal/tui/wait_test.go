@@ -1,0 +1,157 @@
+package tui
+
+import (
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// crashloop is the crash loop scenario with a relist, two restarts allowed
+// and the back-offs shortened by scale.
+func crashloop(t testing.TB, scale float64, o Options) *harness {
+	return newHarnessWith(t, loadBundle(t, repoFile("testdata/scenarios/crashloop.yaml")), o, func(so *steps.Options) {
+		so.Settle, so.MaxRestarts, so.BackoffScale = 200*time.Millisecond, 2, scale
+	})
+}
+
+// statusLine is the frame's status line (the one above the help bar).
+func statusLine(frame string) string {
+	lines := strings.Split(strings.TrimSuffix(frame, "\n"), "\n")
+	return lines[len(lines)-2]
+}
+
+// TestContinueFollowsRestarts: during c, the steps a restart inserts are
+// shown as they run: the status line names the running back-off and the
+// plan lists it. The TUI used to keep the plan it read before c, so from
+// the first inserted step on the status said "continuing: " and nothing
+// else, and the plan and step pane stayed at the relist (issue 23).
+func TestContinueFollowsRestarts(t *testing.T) {
+	h := crashloop(t, 0.02, Options{})
+	h.resize(120, 40)
+	h.pressAsync("c")
+	backoffs := 0
+	waitRE := regexp.MustCompile(`back-off 10s for app, \d+\.\ds left \(--backoff-scale 0\.02\)`)
+	for deadline := time.After(20 * time.Second); h.m.live.running.busy; {
+		var msg tea.Msg
+		select {
+		case msg = <-h.m.events:
+		case <-deadline:
+			t.Fatal("c did not end")
+		}
+		_, cmd := h.m.Update(msg)
+		ev, ok := msg.(engineEventMsg)
+		if !ok {
+			h.exec(cmd)
+			continue
+		}
+		if ev.ev.Kind == steps.StepStarted && ev.ev.Step.Kind == steps.KindBackoff {
+			backoffs++
+			f := h.frame()
+			if want := "continuing: " + ev.ev.Step.Name; !strings.Contains(statusLine(f), ev.ev.Step.Name) {
+				t.Errorf("step %d %s runs; the status line lacks %q:\n%s", ev.ev.Step.ID, ev.ev.Step.Name, want, f)
+			}
+			if s, _ := h.m.selected(); s.ID != ev.ev.Step.ID {
+				t.Errorf("step %d runs; the step pane shows step %d", ev.ev.Step.ID, s.ID)
+			}
+		}
+		if ev.ev.Kind == steps.Waiting && ev.ev.Wait.Delay == 10*time.Second {
+			f := h.frame()
+			if !waitRE.MatchString(statusLine(f)) {
+				t.Errorf("during the back-off the status line lacks the countdown:\n%s", f)
+			}
+			if !waitRE.MatchString(strings.Join(strings.Fields(h.detail()), " ")) {
+				t.Errorf("during the back-off the step pane lacks the countdown:\n%s", h.detail())
+			}
+		}
+	}
+	if backoffs < 2 {
+		t.Errorf("%d back-off steps ran, want at least 2", backoffs)
+	}
+}
+
+// frameLog is a model that keeps every frame the program asks it for,
+// with the time, for TestBackoffRedraws.
+type frameLog struct {
+	*model
+	mu     sync.Mutex
+	frames []timedFrame
+}
+
+type timedFrame struct {
+	at     time.Time
+	status string
+}
+
+func (f *frameLog) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := f.model.Update(msg)
+	return f, cmd
+}
+
+func (f *frameLog) View() tea.View {
+	v := f.model.View()
+	f.mu.Lock()
+	f.frames = append(f.frames, timedFrame{time.Now(), statusLine(ansi.Strip(f.model.render()) + "\n")})
+	f.mu.Unlock()
+	return v
+}
+
+// TestBackoffRedraws drives the real bubbletea loop through the back-offs
+// of a crash loop (10 s and 20 s at scale 0.15): the program redraws at
+// least once a second while it waits, and the countdown goes down (the issue's bar: the TUI redraws at
+// least once a second during any c, wait or back-off).
+func TestBackoffRedraws(t *testing.T) {
+	h := crashloop(t, 0.15, Options{})
+	h.m.now = time.Now
+	h.m.fmtDur = func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
+	fl := &frameLog{model: h.m}
+	tm := teatest.NewTestModel(t, fl, teatest.WithInitialTermSize(120, 40))
+	tm.Send(keyPress("c"))
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !h.eng.Finished() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	tm.Send(keyPress("ctrl+c"))
+	tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second))
+
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	left := regexp.MustCompile(`back-off (\d+)s for app, (\d+\.\d)s left`)
+	var during []timedFrame
+	for _, f := range fl.frames {
+		if left.MatchString(f.status) {
+			during = append(during, f)
+		}
+	}
+	if len(during) < 2 {
+		for _, s := range h.eng.Steps() {
+			t.Logf("step %d %s %s: %s", s.ID, s.Name, s.State, s.Result.Summary)
+		}
+		t.Logf("%d frames, the last status: %s", len(fl.frames), fl.frames[len(fl.frames)-1].status)
+		t.Fatalf("%d frames showed a back-off's countdown", len(during))
+	}
+	values := map[string]bool{}
+	for i, f := range during {
+		m := left.FindStringSubmatch(f.status)
+		values[m[1]+"/"+m[2]] = true
+		if i == 0 {
+			continue
+		}
+		if gap := f.at.Sub(during[i-1].at); gap > time.Second {
+			t.Errorf("no frame for %s during a back-off", gap)
+		}
+		if p := left.FindStringSubmatch(during[i-1].status); p[1] == m[1] && p[2] < m[2] {
+			t.Errorf("the countdown went up: %s then %s", p[2], m[2])
+		}
+	}
+	if len(values) < 3 {
+		t.Errorf("the countdown showed %d values: %v", len(values), values)
+	}
+}
