@@ -26,6 +26,10 @@ type runView struct {
 	// spinner's frame.
 	running running
 	spin    string
+	// failedID is the step the pod failed at (the engine's Failed: what r
+	// retries; 0: none). A step shown failed that the kubelet recovers
+	// from (a restart follows) is not it.
+	failedID int
 	// replay: the engine is a recording (no retry, no teardown).
 	replay bool
 }
@@ -52,5 +56,8 @@ func (m *model) view() runView {
 	rv := runView{steps: m.steps, pod: m.pod, podName: m.eng.Pod().Name, last: m.last, nextID: m.nextID, ver: m.ver,
 		running: m.live.running, spin: m.live.spin.View(), replay: m.replay != nil}
 	rv.sel, rv.hasSel = m.selected()
+	if f := m.failedStep(); f != nil {
+		rv.failedID = f.ID
+	}
 	return rv
 }

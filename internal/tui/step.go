@@ -87,7 +87,7 @@ func (m *stepModel) lines(rv runView, w int) []string {
 		return nil
 	}
 	s := rv.sel
-	k := fmt.Sprintf("%d/%d/%d/%d/%t", s.ID, rv.ver, m.mode, w, s.ID == rv.nextID)
+	k := fmt.Sprintf("%d/%d/%d/%d/%t/%d", s.ID, rv.ver, m.mode, w, s.ID == rv.nextID, rv.failedID)
 	if s.State == steps.Running {
 		k = "" // elapsed time changes every frame
 	}
@@ -144,8 +144,13 @@ func (m *stepModel) render(rv runView, s steps.Step, w int) []string {
 			add(st.Failed.Render(l))
 		}
 		add(m.changeLines(s, w)...)
-		if !rv.replay {
+		switch {
+		case rv.replay:
+		case s.ID == rv.failedID:
 			add(st.Dim.Render("r retries this step, q quits"))
+		case s.Stage != steps.StageTeardown && !rv.running.busy && rv.failedID == 0:
+			// A failure the kubelet recovers from: the restart is planned.
+			add(st.Dim.Render("the kubelet goes on (a restart is planned): space runs the next step"))
 		}
 	}
 	for _, d := range s.Result.Details {
