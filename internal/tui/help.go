@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
 	"github.com/podstep/podstep/internal/render"
@@ -13,6 +16,8 @@ import (
 // each pane shows.
 type helpModel struct {
 	*common
+	// top is the first line shown: a help longer than the screen scrolls.
+	top int
 }
 
 // view is the help screen: h lines of w cells, for keys (a replay's, when
@@ -48,11 +53,50 @@ func (m *helpModel) view(keys help.KeyMap, replay bool, w, h int) []string {
 		}
 	}
 	lines = append(lines, "", st.Dim.Render("  any key closes this help"))
-	out, _ := window(lines, 0, h)
+	if len(lines) <= h {
+		m.top = 0
+		out, _ := window(lines, 0, h)
+		for i, l := range out {
+			out[i] = fit(l, w)
+		}
+		return out
+	}
+	// Too long for the screen: the title stays, the rest scrolls, and
+	// the first and last lines say what is above and below.
+	body := lines[1:]
+	rows := max(1, h-1)
+	m.top = min(max(m.top, 0), len(body)-rows)
+	win, top := window(body, m.top, rows)
+	if top > 0 {
+		win[0] = st.Dim.Render(fmt.Sprintf("  ↑ %d more (↑/pgup)", top))
+	}
+	if rest := len(body) - top - rows; rest > 0 {
+		win[rows-1] = st.Dim.Render(fmt.Sprintf("  ↓ %d more (↓/pgdn); any other key closes this help", rest))
+	}
+	out := append([]string{lines[0]}, win...)
 	for i, l := range out {
 		out[i] = fit(l, w)
 	}
-	return out
+	return out[:h]
+}
+
+// scroll moves a long help with the cursor keys; false for other keys
+// (they close it).
+func (m *helpModel) scroll(k tea.KeyPressMsg, page int) bool {
+	switch {
+	case key.Matches(k, m.keys.Up):
+		m.top--
+	case key.Matches(k, m.keys.Down):
+		m.top++
+	case key.Matches(k, m.keys.PgUp):
+		m.top -= max(1, page-2)
+	case key.Matches(k, m.keys.PgDown):
+		m.top += max(1, page-2)
+	default:
+		return false
+	}
+	m.top = max(m.top, 0) // view clamps the end
+	return true
 }
 
 // fullHelp lays out the key groups side by side when they fit, else one
@@ -102,3 +146,36 @@ func interleave(cols [][]string, gap string) []string {
 	}
 	return out
 }
+
+// barKeys is a help bar's keys: ShortHelp in its order, Keep by need.
+type barKeys interface {
+	help.KeyMap
+	Keep() []key.Binding
+}
+
+// footer is the help bar in w cells: the keys of ShortHelp in their order,
+// dropping the least needed (the end of Keep) until the bar fits, so that
+// ? and q stay on any screen; the help bubble itself cut the bar's end.
+func footer(h help.Model, keys barKeys, w int) string {
+	h.SetWidth(0) // no cut of its own: footer chooses what fits
+	short := keys.ShortHelp()
+	keep := keys.Keep()
+	for n := len(keep); ; n-- {
+		var bar []key.Binding
+		for _, b := range short {
+			for _, k := range keep[:n] {
+				if sameKey(b, k) {
+					bar = append(bar, b)
+					break
+				}
+			}
+		}
+		view := h.ShortHelpView(bar)
+		if lipgloss.Width(view) <= w || n <= 1 {
+			return fit(view, w)
+		}
+	}
+}
+
+// sameKey says two bindings are the same key (their help's key text).
+func sameKey(a, b key.Binding) bool { return a.Help().Key == b.Help().Key }

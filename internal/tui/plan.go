@@ -61,7 +61,12 @@ func (m *planModel) view(rv runView, w, h int) []string {
 			done++
 		}
 	}
-	out := []string{m.st.rule(m.st.Title.Render("plan")+m.st.Dim.Render(fmt.Sprintf(" %d/%d", done, len(rv.steps))), w)}
+	// A replay's one counter is its position, on the status line.
+	count := m.st.Dim.Render(fmt.Sprintf(" %d/%d", done, len(rv.steps)))
+	if rv.replay {
+		count = ""
+	}
+	out := []string{m.st.rule(m.st.Title.Render("plan")+count, w)}
 	h--
 	if h <= 0 {
 		return out[:max(0, h+1)]

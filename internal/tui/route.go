@@ -19,6 +19,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	case uiConfirm:
 		return m.confirmKey(k)
 	case uiHelp:
+		if m.helpS.scroll(k, m.layout().bodyH) {
+			return nil
+		}
 		m.ui = uiBrowse
 		if key.Matches(k, m.keys.Quit) {
 			return m.askQuit()
@@ -71,7 +74,7 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.keys.Help):
 		if m.ui == uiBrowse {
-			m.ui = uiHelp
+			m.ui, m.helpS.top = uiHelp, 0
 		}
 	case key.Matches(k, m.keys.Quit):
 		if m.ui == uiBrowse {

@@ -49,7 +49,8 @@ func ansiStrip(s string) string { return strings.TrimSpace(ansi.Strip(s)) }
 func (m *stepModel) title(rv runView, w int) string {
 	title := m.st.Title.Render("step")
 	if rv.hasSel {
-		title = m.st.Title.Render(fmt.Sprintf("step %d/%d", rv.sel.ID, len(rv.steps)))
+		// The step's ID, not a counter: the plan's title counts.
+		title = m.st.Title.Render(fmt.Sprintf("step %d", rv.sel.ID))
 	}
 	var tabs []string
 	for d := modeRequest; d <= modeLog; d++ {

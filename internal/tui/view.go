@@ -79,7 +79,7 @@ func (m *model) render() string {
 		}
 	}
 	lines = append(lines, fit(m.statusView(l.w), l.w))
-	lines = append(lines, fit(m.help.ShortHelpView(m.helpKeys().ShortHelp()), l.w))
+	lines = append(lines, footer(m.help, m.barKeys(), l.w))
 	return strings.Join(lines, "\n")
 }
 
