@@ -29,13 +29,18 @@ import (
 // epoch is the fake clock's start: frames show fixed times.
 var epoch = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
-// clock is a fake clock that moves 1 ms each time it is read.
+// clock is a fake clock that moves 1 ms each time it is read, or, once
+// real is set (before the engine starts), the wall clock.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	real bool
 }
 
 func (c *clock) Now() time.Time {
+	if c.real {
+		return time.Now()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(time.Millisecond)
@@ -87,8 +92,9 @@ func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	return newHarnessWith(t, b, o, nil)
 }
 
-// newHarnessWith is newHarness with the engine's options changed by set.
-func newHarnessWith(t testing.TB, b *manifest.Bundle, o Options, set func(*steps.Options)) *harness {
+// newHarnessWith is newHarness with the engine's options (and its and the
+// runtime's clock) changed by set.
+func newHarnessWith(t testing.TB, b *manifest.Bundle, o Options, set func(*steps.Options, *clock)) *harness {
 	t.Helper()
 	root := newRoot(t)
 	clk := &clock{t: epoch}
@@ -99,7 +105,7 @@ func newHarnessWith(t testing.TB, b *manifest.Bundle, o Options, set func(*steps
 		PollInterval: 10 * time.Millisecond, Now: clk.Now, Simulated: true,
 	}
 	if set != nil {
-		set(&so)
+		set(&so, clk)
 	}
 	eng := steps.New(b, client, so)
 	o.Runtime = render.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
@@ -211,7 +217,8 @@ func (h *harness) waitIdle() {
 		select {
 		case msg := <-h.m.events:
 			_, cmd := h.m.Update(msg)
-			if _, ok := msg.(runDoneMsg); ok {
+			// The run's end: this message, or one the update drained.
+			if !h.m.live.running.busy {
 				if q := h.exec(cmd); q != nil {
 					if _, ok := q.(tea.QuitMsg); ok {
 						return

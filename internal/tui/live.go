@@ -114,6 +114,9 @@ func (l *liveModel) status(rv runView) string {
 	}
 	if r.op == "continue" {
 		what = "continuing: " + what
+		if r.id == 0 {
+			what = "continuing:" // between two steps
+		}
 	}
 	out := st.Running.Render(rv.spin) + " " + what + " " + st.Dim.Render(l.fmtDur(l.now().Sub(r.start)))
 	if w := r.waitLine(l.now()); w != "" {

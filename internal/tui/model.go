@@ -205,6 +205,24 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case engineEventMsg:
 		m.event(msg.ev)
+		// The events queued meanwhile, up to a run's end, in this one
+		// update: one frame for them all, so that a busy machine's
+		// frames do not fall behind the engine (a back-off's countdown
+		// shown after it ended).
+		for range maxBatch {
+			select {
+			case next := <-m.events:
+				switch next := next.(type) {
+				case engineEventMsg:
+					m.event(next.ev)
+					continue
+				case runDoneMsg:
+					return m, tea.Batch(m.runDone(next), m.waitEvent())
+				}
+			default:
+			}
+			break
+		}
 		cmd := m.waitEvent()
 		return m, cmd
 	case runDoneMsg:
@@ -218,6 +236,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	return m, nil
 }
+
+// maxBatch bounds the events one update applies.
+const maxBatch = 256
 
 // event applies one engine event while a step runs.
 func (m *model) event(ev steps.Event) {
