@@ -47,7 +47,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 // Keep is the help bar's keys, most needed first: a narrow bar drops
 // them from the end (footer).
 func (k keyMap) Keep() []key.Binding {
-	return []key.Binding{k.Help, k.Quit, k.Next, k.Continue, k.Retry, k.Timeline, k.Tab, k.Break}
+	return []key.Binding{k.Help, k.Quit, k.Next, k.Continue, k.Timeline, k.Retry, k.Tab, k.Break}
 }
 
 // FullHelp is the help screen, in columns, with longer descriptions.

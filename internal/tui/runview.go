@@ -42,10 +42,10 @@ func (r runView) stepByID(id int) (s steps.Step, ok bool) {
 	return r.steps[id-1], true
 }
 
-// since is when a running step began: when the keypress ran it, or, for a
-// step a Live engine runs by itself, its own start.
+// since is when a running step began: its own start (during c, each
+// step's, not the key's), or the key's before the engine said it started.
 func (r runView) since(s steps.Step) time.Time {
-	if !r.running.busy && !s.Started.IsZero() {
+	if !s.Started.IsZero() {
 		return s.Started
 	}
 	return r.running.start

@@ -20,7 +20,7 @@ func TestSmallScreens(t *testing.T) {
 		want   []string // in the footer
 	}{
 		{80, 24, false, []string{"? help", "q quit", "t timeline", "space/n next", "c continue"}},
-		{60, 16, false, []string{"? help", "q quit", "space/n next"}},
+		{60, 16, false, []string{"? help", "q quit", "space/n next", "t timeline"}},
 		{60, 24, false, []string{"? help", "q quit"}},
 		{80, 24, true, []string{"? help", "q quit", "t timeline", "p/← back"}},
 		{60, 16, true, []string{"? help", "q quit"}},
