@@ -31,7 +31,7 @@ func TestSmallScreens(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			var h *harness
-			press := func(k string) {}
+			var press func(k string)
 			if tc.replay {
 				rh := newReplayHarness(t, "crashloop.v1.rec.gz")
 				h = rh.harness

@@ -101,7 +101,7 @@ func (f *frameLog) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (f *frameLog) View() tea.View {
 	v := f.model.View()
 	f.mu.Lock()
-	f.frames = append(f.frames, timedFrame{time.Now(), statusLine(ansi.Strip(f.model.render()) + "\n")})
+	f.frames = append(f.frames, timedFrame{time.Now(), statusLine(ansi.Strip(f.render()) + "\n")})
 	f.mu.Unlock()
 	return v
 }
