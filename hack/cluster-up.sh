@@ -288,7 +288,9 @@ for n in "${NODES[@]}"; do
 	# every CRI call forwarded and shown as the pod's steps (-o json lines in logs/proxy-NODE.log);
 	# with PODSTEP_CLUSTER_PROXY_POD=NS/NAME it follows that pod only and records it into
 	# ${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/NODE.rec.gz (podstep proxy records one
-	# pod; the recording is complete once the proxy stops: cluster-down).
+	# pod; the recording is complete once the proxy stops: cluster-down). PODSTEP_CLUSTER_PROXY_ARGS are
+	# more flags for it, split on spaces; "--kubeconfig ADMIN" is replaced by the cluster's admin
+	# kubeconfig (e.g. PODSTEP_CLUSTER_PROXY_ARGS="--kubeconfig ADMIN": the proxy reads each pod's spec).
 	kubelet_ep=$(node_var "$n" ENDPOINT)
 	if [ -n "${PODSTEP_CLUSTER_PROXY:-}" ]; then
 		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
@@ -298,6 +300,13 @@ for n in "${NODES[@]}"; do
 			recdir=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}
 			mkdir -p "$recdir"
 			pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD" --record "$recdir/$name.rec.gz")
+		fi
+		if [ -n "${PODSTEP_CLUSTER_PROXY_ARGS:-}" ]; then
+			read -r -a extra <<<"$PODSTEP_CLUSTER_PROXY_ARGS"
+			for a in "${extra[@]}"; do
+				[ "$a" = ADMIN ] && a=$KUBECONFIG_ADMIN
+				pargs+=("$a")
+			done
 		fi
 		start "proxy-$name" "unix://$psock" "$PODSTEP_CLUSTER_PROXY" proxy "${pargs[@]}"
 		wait_for "podstep proxy for $name on unix://$psock" "proxy-$name" test -S "$psock"
