@@ -267,6 +267,17 @@ func checkGolden(t *testing.T, name, got string) {
 
 func repoFile(p string) string { return filepath.Join("..", "..", p) }
 
+// scenarioFile is the built-in scenario name's manifest: under
+// internal/scenario/data once the scenarios are embedded, testdata/scenarios before.
+func scenarioFile(name string) string {
+	if f := repoFile("internal/scenario/data/" + name + ".yaml"); fileExists(f) {
+		return f
+	}
+	return repoFile("testdata/scenarios/" + name + ".yaml")
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
 // detail is the whole step pane content as plain text.
 func (h *harness) detail() string {
 	return ansi.Strip(strings.Join(h.m.pane.lines(h.m.view(), 200), "\n"))

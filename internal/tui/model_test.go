@@ -245,7 +245,7 @@ func TestHelpKey(t *testing.T) {
 // ("no failed step to retry"), but what comes next. Where the pod did fail
 // (the back-off that gave up), the hint is shown and r retries.
 func TestRetryHintAgrees(t *testing.T) {
-	h := newHarnessWith(t, loadBundle(t, repoFile("testdata/scenarios/poststart-fails.yaml")), Options{}, func(so *steps.Options, _ *clock) {
+	h := newHarnessWith(t, loadBundle(t, scenarioFile("poststart-fails")), Options{}, func(so *steps.Options, _ *clock) {
 		so.Settle, so.MaxRestarts, so.BackoffScale = 100*time.Millisecond, 1, 0.001
 	})
 	h.resize(120, 40)

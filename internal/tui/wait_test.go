@@ -18,7 +18,7 @@ import (
 // and the back-offs shortened by scale.
 // real runs the engine and the runtime on the wall clock.
 func crashloop(t testing.TB, scale float64, real bool, o Options) *harness {
-	return newHarnessWith(t, loadBundle(t, repoFile("testdata/scenarios/crashloop.yaml")), o, func(so *steps.Options, clk *clock) {
+	return newHarnessWith(t, loadBundle(t, scenarioFile("crashloop")), o, func(so *steps.Options, clk *clock) {
 		so.Settle, so.MaxRestarts, so.BackoffScale = 200*time.Millisecond, 2, scale
 		clk.real = real
 	})
