@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -38,16 +39,22 @@ type running struct {
 // waitLine says a running step's wait and its countdown: "back-off 10s
 // for app, 3.2s left", with how to shorten it while the kubelet's own
 // delays are waited in full.
-func (r running) waitLine(now time.Time) string {
+// Short leaves the container and the flag out (the step pane says them).
+func (r running) waitLine(now time.Time, short bool) string {
 	w := r.wait
 	if w == nil {
 		return ""
 	}
 	left := max(0, w.For-now.Sub(r.waitFrom))
+	if short {
+		// The container is in the step's name.
+		return fmt.Sprintf("%s %s, %.1fs left", w.What, w.Delay, left.Seconds())
+	}
 	s := fmt.Sprintf("%s %s for %s, %.1fs left", w.What, w.Delay, line(w.Container), left.Seconds())
-	if w.Scale == 1 {
+	switch {
+	case w.Scale == 1:
 		s += " — --backoff-scale 0.1 to shorten"
-	} else {
+	default:
 		s += fmt.Sprintf(" (--backoff-scale %g)", w.Scale)
 	}
 	return s
@@ -101,9 +108,10 @@ func (m *model) changed() tea.Cmd {
 	return m.live.wait()
 }
 
-// status is the status line while a keypress's run is under way: the
-// step, the call in flight, the time since the key.
-func (l *liveModel) status(rv runView) string {
+// status is the status line while a keypress's run is under way, in w
+// cells: the step, the call in flight, the time since the key, a wait's
+// countdown (without its flag when the line is too narrow for it).
+func (l *liveModel) status(rv runView, w int) string {
 	st, r := l.st, l.running
 	what := ""
 	if s, ok := rv.stepByID(r.id); ok {
@@ -119,8 +127,16 @@ func (l *liveModel) status(rv runView) string {
 		}
 	}
 	out := st.Running.Render(rv.spin) + " " + what + " " + st.Dim.Render(l.fmtDur(l.now().Sub(r.start)))
-	if w := r.waitLine(l.now()); w != "" {
-		out += " · " + st.Running.Render(w)
+	esc := st.Dim.Render("  esc cancels")
+	for _, short := range []bool{false, true} {
+		wl := r.waitLine(l.now(), short)
+		if wl == "" {
+			break
+		}
+		line := out + " · " + st.Running.Render(wl) + esc
+		if short || lipgloss.Width(line) <= w {
+			return line
+		}
 	}
-	return out + st.Dim.Render("  esc cancels")
+	return out + esc
 }

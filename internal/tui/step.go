@@ -123,7 +123,7 @@ func (m *stepModel) render(rv runView, s steps.Step, w int) []string {
 		}
 		add(st.Running.Render(l))
 		if rv.running.id == s.ID {
-			if wl := rv.running.waitLine(m.now()); wl != "" {
+			if wl := rv.running.waitLine(m.now(), false); wl != "" {
 				for _, l := range render.Wrap(wl, w) {
 					add(st.Running.Render(l))
 				}

@@ -117,7 +117,7 @@ func (m *model) statusView(w int) string {
 	case m.ui == uiQuitting:
 		return st.Running.Render(m.live.spin.View()) + " cancelling the running call, then quitting…"
 	case m.live.running.busy:
-		return m.live.status(m.view())
+		return m.live.status(m.view(), w)
 	case m.flash != "":
 		return st.Warning.Render(line(m.flash))
 	}

@@ -73,6 +73,13 @@ func TestContinueFollowsRestarts(t *testing.T) {
 			if !waitRE.MatchString(strings.Join(strings.Fields(h.detail()), " ")) {
 				t.Errorf("during the back-off the step pane lacks the countdown:\n%s", h.detail())
 			}
+			// At 80 columns the status line keeps the countdown and esc,
+			// and leaves the flag to the step pane.
+			h.resize(80, 24)
+			if st := statusLine(h.frame()); !strings.Contains(st, "s left  esc cancels") || strings.Contains(st, "--backoff-scale") {
+				t.Errorf("at 80 columns, during the back-off: %q", st)
+			}
+			h.resize(120, 40)
 		}
 	}
 	if backoffs < 2 {
