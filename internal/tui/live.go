@@ -51,13 +51,10 @@ func (r running) waitLine(now time.Time, short bool) string {
 		return fmt.Sprintf("%s %s, %.1fs left", w.What, w.Delay, left.Seconds())
 	}
 	s := fmt.Sprintf("%s %s for %s, %.1fs left", w.What, w.Delay, line(w.Container), left.Seconds())
-	switch {
-	case w.Scale == 1:
-		s += " — --backoff-scale 0.1 to shorten"
-	default:
-		s += fmt.Sprintf(" (--backoff-scale %g)", w.Scale)
+	if w.Scale == 1 {
+		return s + " — --backoff-scale 0.1 to shorten"
 	}
-	return s
+	return s + fmt.Sprintf(" (--backoff-scale %g)", w.Scale)
 }
 
 // liveModel is what moves while the run goes on: the keypress's run under
