@@ -556,6 +556,16 @@ func (e *Engine) sent(method string, _ proto.Message) {
 	e.emit(Event{Kind: CallSent, Step: snap, Method: method})
 }
 
+// running is a snapshot of the running step (zero when none).
+func (e *Engine) running() Step {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.current == nil {
+		return Step{}
+	}
+	return *e.current
+}
+
 // Attach connects the engine to its client's call stream. New calls it.
 func (e *Engine) attach() {
 	if e.client == nil {

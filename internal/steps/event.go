@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
@@ -20,9 +21,25 @@ const (
 	CallSent EventKind = "call-sent"
 	// CallDone: a CRI call returned; Call holds it.
 	CallDone EventKind = "call-done"
+	// Waiting: the running step begins a deliberate wait (a restart's
+	// back-off); Wait says what for and how long. Between CallSent/CallDone
+	// and StepDone; frontends that only print steps ignore it.
+	Waiting EventKind = "waiting"
 	// StepDone: a step finished (done or failed); Step and Pod are set.
 	StepDone EventKind = "step-done"
 )
+
+// Wait is a deliberate wait of the running step, as a Waiting event says it.
+type Wait struct {
+	// What waits ("back-off") and for which container.
+	What      string
+	Container string
+	// Delay is the kubelet's (the back-off it is in); For how long podstep
+	// waits from now: what is left of Delay, times Scale (--backoff-scale).
+	Delay time.Duration
+	For   time.Duration
+	Scale float64
+}
 
 // Event is what the engine streams to frontends.
 type Event struct {
@@ -31,6 +48,8 @@ type Event struct {
 	Method string
 	Call   *cri.Call
 	Pod    *podstate.Snapshot
+	// Wait is set on a Waiting event.
+	Wait *Wait
 }
 
 // subscribers are the engine's event subscriptions.

@@ -159,6 +159,8 @@ func (s backoffStep) run(ctx context.Context, e *Engine) Result {
 		e.tracker.Waiting(s.name, reason.ErrCrashLoopBackOff, crashMsg(delay))
 		wait := e.scaled(delay - now.Sub(c.finishedAt))
 		details = append(details, kv("back-off", delay.String()), kv("waited", wait.Round(time.Millisecond).String()+scaleNote(e)))
+		snap := e.running()
+		e.emit(Event{Kind: Waiting, Step: snap, Wait: &Wait{What: "back-off", Container: s.name, Delay: delay, For: wait, Scale: e.opts.BackoffScale}})
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():

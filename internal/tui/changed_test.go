@@ -34,7 +34,7 @@ func TestHighlightIsTheStepsChanges(t *testing.T) {
 		sawChange = sawChange || len(s.Changes) > 0
 		sawEvent = sawEvent || len(s.Events) > 0
 
-		pane := strings.Join(h.m.podLines(200), "\n")
+		pane := strings.Join(h.m.podP.lines(h.m.view(), 200), "\n")
 		lit := func(text string) bool { return strings.Contains(pane, st.Changed.Render(text)) }
 		pod := h.m.pod
 		ip := pod.Status.PodIP
@@ -66,7 +66,7 @@ func TestHighlightIsTheStepsChanges(t *testing.T) {
 				what string
 				lit  bool
 				want bool
-			}{"container " + c.Name, lit(h.m.containerState(c)), changed[containerKey(c.Name, init)]})
+			}{"container " + c.Name, lit(containerState(c)), changed[containerKey(c.Name, init)]})
 		}
 		for _, c := range checks {
 			if c.lit != c.want {
@@ -74,12 +74,12 @@ func TestHighlightIsTheStepsChanges(t *testing.T) {
 			}
 		}
 
-		events := strings.Join(h.m.eventLines(pod.Events, 1000, 200), "\n")
+		events := strings.Join(h.m.evs.eventLines(h.m.view(), pod.Events, 1000, 200), "\n")
 		if n := strings.Count(events, st.Changed.Render("•")); n != len(s.Events) {
 			t.Errorf("after step %d %s: %d events marked, want its %d", s.ID, s.Name, n, len(s.Events))
 		}
 
-		words := strings.Join(strings.Fields(ansiStrip(strings.Join(h.m.renderStep(s, 100), "\n"))), " ")
+		words := strings.Join(strings.Fields(ansiStrip(strings.Join(h.m.pane.render(h.m.view(), s, 100), "\n"))), " ")
 		want := "pod: unchanged"
 		if len(s.Changes) > 0 {
 			want = "pod: " + podstate.FormatChanges(s.Changes)

@@ -16,11 +16,16 @@
 // marks the step's events, and the step pane says it in words for a reader
 // who cannot see the colour. The TUI diffs nothing itself.
 //
-// Shape: a root model (model.go) with a mode enum for what the keys do
-// (mode.go: browse, help, confirm, goto, quitting) and a screen enum for
-// what the body shows (panes or timeline); key() dispatches per mode. The
-// sub-models share a context (common: sizes, styles, key maps, clock):
-// plan (plan.go), step pane state (step.go), timeline (timeline.go) and
-// replay (replay.go, nil when live). Every key binding is in keys.go,
-// every message type in msgs.go.
+// Shape: a small root model (model.go: state and messages; route.go:
+// which keys go where; view.go: the layout) with a mode enum for what the
+// keys do (mode.go: browse, help, confirm, goto, quitting) and a screen
+// enum for what the body shows (panes or timeline). Each pane is a
+// sub-model with its own state and a view(runView, w, h): plan (plan.go),
+// step (step.go), pod (pod.go), events and log (events.go), the run under
+// way and a Live engine's changes (live.go), the timeline (timeline.go),
+// the help screen (help.go) and the replay (replay.go, nil when live).
+// runView (runview.go) is what the panes read of the run, built once per
+// frame; the sub-models share a context (common: sizes, styles, key
+// maps, clock). Every key binding is in keys.go, every message type in
+// msgs.go.
 package tui

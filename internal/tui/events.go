@@ -9,26 +9,33 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
-// eventsTitle is the events pane's title (or the log's, in log mode).
-func (m *model) eventsTitle(w int) string {
-	if m.pane.mode == modeLog {
+// eventsModel is the events pane: the kubelet's events for the pod, or,
+// in log mode (the step pane's tab), a container's log, which it keeps.
+type eventsModel struct {
+	*common
+	log logView
+}
+
+// title is the events pane's title (or the log's, in log mode).
+func (m *eventsModel) title(mode detailMode, w int) string {
+	if mode == modeLog {
 		t := m.st.Title.Render("log")
-		if m.pane.log.container != "" {
-			t += " " + m.st.Bold.Render(m.pane.log.container)
+		if m.log.container != "" {
+			t += " " + m.st.Bold.Render(m.log.container)
 		}
 		return m.st.rule(t, w)
 	}
 	return m.st.rule(m.st.Title.Render("events")+m.st.Dim.Render(" (kubelet)"), w)
 }
 
-// eventsView renders h lines of w cells: the latest kubelet events, or the
+// view renders h lines of w cells: the latest kubelet events, or the
 // selected container's log in log mode.
-func (m *model) eventsView(w, h int) []string {
+func (m *eventsModel) view(rv runView, mode detailMode, w, h int) []string {
 	var lines []string
-	if m.pane.mode == modeLog {
+	if mode == modeLog {
 		lines = m.logLines()
 	} else {
-		lines = m.eventLines(m.pod.Events, h, w)
+		lines = m.eventLines(rv, rv.pod.Events, h, w)
 	}
 	// Show the end: the newest events and log lines.
 	top := len(lines) - h
@@ -42,7 +49,7 @@ func (m *model) eventsView(w, h int) []string {
 // eventLines formats events as `kubectl describe pod` does (TYPE REASON
 // OBJECT MESSAGE); only the last h are formatted. The last step's events
 // are marked.
-func (m *model) eventLines(evs []podstate.Event, h, w int) []string {
+func (m *eventsModel) eventLines(rv runView, evs []podstate.Event, h, w int) []string {
 	if len(evs) == 0 {
 		return []string{m.st.Dim.Render("no events yet")}
 	}
@@ -73,7 +80,7 @@ func (m *model) eventLines(evs []podstate.Event, h, w int) []string {
 			typ = m.st.Warning.Render(typ)
 		}
 		l := typ + fit(line(e.Reason), rw+1) + m.st.Dim.Render(fit(obj(e), ow+1)) + line(e.Message)
-		if m.last.event(i) {
+		if rv.last.event(i) {
 			l = m.st.Changed.Render("•") + l
 		} else {
 			l = " " + l
@@ -93,55 +100,52 @@ type logView struct {
 // logMax is how many of a log's last lines log mode keeps.
 const logMax = 1000
 
-// loadLog reads the selected step's container's log (or the last created
+// load reads the selected step's container's log (or the last created
 // container's, for steps about no container). The engine masks it.
-func (m *model) loadLog() {
-	if m.pane.mode != modeLog {
-		return
-	}
+func (m *eventsModel) load(eng Engine, rv runView) {
 	name := ""
-	if s, ok := m.selected(); ok {
-		name = s.Container
+	if rv.hasSel {
+		name = rv.sel.Container
 	}
 	var lines []steps.LogLine
 	err := steps.ErrNoContainer
 	if name != "" {
-		lines, err = m.eng.ContainerLog(name, logMax)
+		lines, err = eng.ContainerLog(name, logMax)
 	}
 	if errors.Is(err, steps.ErrNoContainer) {
-		for i := len(m.steps) - 1; i >= 0; i-- {
-			if c := m.steps[i].Container; c != "" {
-				if lines, err = m.eng.ContainerLog(c, logMax); !errors.Is(err, steps.ErrNoContainer) {
+		for i := len(rv.steps) - 1; i >= 0; i-- {
+			if c := rv.steps[i].Container; c != "" {
+				if lines, err = eng.ContainerLog(c, logMax); !errors.Is(err, steps.ErrNoContainer) {
 					name = c
 					break
 				}
 			}
 		}
 	}
-	m.pane.log = logView{container: line(name)}
+	m.log = logView{container: line(name)}
 	switch {
 	case errors.Is(err, steps.ErrNoContainer):
-		m.pane.log = logView{err: "no container created yet"}
+		m.log = logView{err: "no container created yet"}
 	case errors.Is(err, fs.ErrNotExist):
-		m.pane.log.err = "no log yet: the container has not started"
+		m.log.err = "no log yet: the container has not started"
 	case err != nil:
-		m.pane.log.err = "no log yet (" + line(err.Error()) + ")"
+		m.log.err = "no log yet (" + line(err.Error()) + ")"
 	}
 	for _, l := range lines {
 		msg := line(l.Text)
 		if l.Stream == "stderr" {
 			msg = m.st.Warning.Render(msg)
 		}
-		m.pane.log.lines = append(m.pane.log.lines, msg)
+		m.log.lines = append(m.log.lines, msg)
 	}
 }
 
-func (m *model) logLines() []string {
-	if m.pane.log.err != "" {
-		return []string{m.st.Dim.Render(m.pane.log.err)}
+func (m *eventsModel) logLines() []string {
+	if m.log.err != "" {
+		return []string{m.st.Dim.Render(m.log.err)}
 	}
-	if len(m.pane.log.lines) == 0 {
+	if len(m.log.lines) == 0 {
 		return []string{m.st.Dim.Render("(the log is empty)")}
 	}
-	return m.pane.log.lines
+	return m.log.lines
 }

@@ -29,13 +29,18 @@ import (
 // epoch is the fake clock's start: frames show fixed times.
 var epoch = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
-// clock is a fake clock that moves 1 ms each time it is read.
+// clock is a fake clock that moves 1 ms each time it is read, or, once
+// real is set (before the engine starts), the wall clock.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	real bool
 }
 
 func (c *clock) Now() time.Time {
+	if c.real {
+		return time.Now()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(time.Millisecond)
@@ -84,14 +89,25 @@ func loadBundle(t testing.TB, file string) *manifest.Bundle {
 // simulated runtime, with a fake clock; durations are masked.
 func newHarness(t testing.TB, b *manifest.Bundle, o Options) *harness {
 	t.Helper()
+	return newHarnessWith(t, b, o, nil)
+}
+
+// newHarnessWith is newHarness with the engine's options (and its and the
+// runtime's clock) changed by set.
+func newHarnessWith(t testing.TB, b *manifest.Bundle, o Options, set func(*steps.Options, *clock)) *harness {
+	t.Helper()
 	root := newRoot(t)
 	clk := &clock{t: epoch}
 	client := simtest.Client(t, sim.Options{Clock: clk.Now, InitRunTime: 20 * time.Millisecond})
-	eng := steps.New(b, client, steps.Options{
+	so := steps.Options{
 		Config: podcfg.Options{RootDir: filepath.Join(root, "root"), LogDir: filepath.Join(root, "logs"),
 			CgroupDriver: "cgroupfs", ClusterDomain: "cluster.local"},
 		PollInterval: 10 * time.Millisecond, Now: clk.Now, Simulated: true,
-	})
+	}
+	if set != nil {
+		set(&so, clk)
+	}
+	eng := steps.New(b, client, so)
 	o.Runtime = render.Runtime{Endpoint: "unix:///run/podstep-sim.sock", Simulated: true}
 	fixed := epoch
 	o.Now = func() time.Time { return fixed }
@@ -197,11 +213,12 @@ func (h *harness) exec(cmd tea.Cmd) tea.Msg {
 func (h *harness) waitIdle() {
 	h.t.Helper()
 	deadline := time.After(20 * time.Second)
-	for h.m.running.busy {
+	for h.m.live.running.busy {
 		select {
 		case msg := <-h.m.events:
 			_, cmd := h.m.Update(msg)
-			if _, ok := msg.(runDoneMsg); ok {
+			// The run's end: this message, or one the update drained.
+			if !h.m.live.running.busy {
 				if q := h.exec(cmd); q != nil {
 					if _, ok := q.(tea.QuitMsg); ok {
 						return
@@ -250,7 +267,18 @@ func checkGolden(t *testing.T, name, got string) {
 
 func repoFile(p string) string { return filepath.Join("..", "..", p) }
 
+// scenarioFile is the built-in scenario name's manifest: under
+// internal/scenario/data once the scenarios are embedded, testdata/scenarios before.
+func scenarioFile(name string) string {
+	if f := repoFile("internal/scenario/data/" + name + ".yaml"); fileExists(f) {
+		return f
+	}
+	return repoFile("testdata/scenarios/" + name + ".yaml")
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
 // detail is the whole step pane content as plain text.
 func (h *harness) detail() string {
-	return ansi.Strip(strings.Join(h.m.stepLines(200), "\n"))
+	return ansi.Strip(strings.Join(h.m.pane.lines(h.m.view(), 200), "\n"))
 }

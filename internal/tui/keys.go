@@ -44,6 +44,12 @@ func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.Next, k.Continue, k.Retry, k.Break, k.Tab, k.Help, k.Quit, k.Timeline}
 }
 
+// Keep is the help bar's keys, most needed first: a narrow bar drops
+// them from the end (footer).
+func (k keyMap) Keep() []key.Binding {
+	return []key.Binding{k.Help, k.Quit, k.Next, k.Continue, k.Timeline, k.Retry, k.Tab, k.Break}
+}
+
 // FullHelp is the help screen, in columns, with longer descriptions.
 func (k keyMap) FullHelp() [][]key.Binding {
 	long := func(b key.Binding, desc string) key.Binding {
@@ -90,6 +96,11 @@ type replayHelp struct {
 // ShortHelp is the one-line help bar of a replay.
 func (h replayHelp) ShortHelp() []key.Binding {
 	return []key.Binding{h.k.Next, h.r.Back, h.r.Goto, h.k.Continue, h.r.ContBack, h.k.Break, h.k.Tab, h.k.Help, h.k.Quit, h.k.Timeline}
+}
+
+// Keep is a replay's help bar's keys, most needed first.
+func (h replayHelp) Keep() []key.Binding {
+	return []key.Binding{h.k.Help, h.k.Quit, h.k.Next, h.r.Back, h.r.Goto, h.k.Timeline, h.k.Continue, h.r.ContBack, h.k.Tab, h.k.Break}
 }
 
 // FullHelp is the help screen of a replay.

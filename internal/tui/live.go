@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"fmt"
 	"time"
 
+	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -17,34 +20,120 @@ type Live interface {
 	Changed() <-chan struct{}
 }
 
-// waitLive delivers the next change of a Live engine (nil for others);
-// Update re-arms it.
-func (m *model) waitLive() tea.Cmd {
-	l, ok := m.eng.(Live)
-	if !ok {
+// running is the keypress's run under way, if any.
+type running struct {
+	busy bool
+	// op is what runs: "next", "continue" or "retry"; start when the
+	// key was pressed; id the step running (0: none); method the CRI call
+	// in flight.
+	op     string
+	start  time.Time
+	id     int
+	method string
+	// wait is the running step's deliberate wait (a back-off), if it
+	// announced one, and waitFrom when the TUI heard of it.
+	wait     *steps.Wait
+	waitFrom time.Time
+}
+
+// waitLine says a running step's wait and its countdown: "back-off 10s
+// for app, 3.2s left", with how to shorten it while the kubelet's own
+// delays are waited in full.
+// Short leaves the container and the flag out (the step pane says them).
+func (r running) waitLine(now time.Time, short bool) string {
+	w := r.wait
+	if w == nil {
+		return ""
+	}
+	left := max(0, w.For-now.Sub(r.waitFrom))
+	if short {
+		// The container is in the step's name.
+		return fmt.Sprintf("%s %s, %.1fs left", w.What, w.Delay, left.Seconds())
+	}
+	s := fmt.Sprintf("%s %s for %s, %.1fs left", w.What, w.Delay, line(w.Container), left.Seconds())
+	if w.Scale == 1 {
+		return s + " — --backoff-scale 0.1 to shorten"
+	}
+	return s + fmt.Sprintf(" (--backoff-scale %g)", w.Scale)
+}
+
+// liveModel is what moves while the run goes on: the keypress's run under
+// way (running), the spinner, and a Live engine's changes (src, nil for
+// an engine that only moves when asked).
+type liveModel struct {
+	*common
+	src     Live
+	running running
+	spin    spinner.Model
+}
+
+func newLiveModel(c *common, eng Engine) liveModel {
+	l := liveModel{common: c, spin: spinner.New(spinner.WithSpinner(spinner.MiniDot), spinner.WithStyle(c.st.Running))}
+	l.src, _ = eng.(Live)
+	return l
+}
+
+// wait delivers the next change of a Live engine (nil for others); the
+// root re-arms it.
+func (l *liveModel) wait() tea.Cmd {
+	if l.src == nil {
 		return nil
 	}
-	ch := l.Changed()
+	ch := l.src.Changed()
 	return func() tea.Msg {
 		<-ch
 		return liveMsg{}
 	}
 }
 
-// live re-reads a Live engine, unless a keypress's run is under way (its
-// own end re-reads it).
-func (m *model) live() tea.Cmd {
-	if !m.running.busy {
-		m.refresh()
+// tick moves the spinner while a run is under way, and lets it stop after.
+func (l *liveModel) tick(msg spinner.TickMsg) tea.Cmd {
+	if !l.running.busy {
+		return nil
 	}
-	return m.waitLive()
+	var cmd tea.Cmd
+	l.spin, cmd = l.spin.Update(msg)
+	return cmd
 }
 
-// runningSince is when a running step began: when the keypress ran it, or,
-// for a step a Live engine runs by itself, its own start.
-func (m *model) runningSince(s steps.Step) time.Time {
-	if !m.running.busy && !s.Started.IsZero() {
-		return s.Started
+// changed re-reads a Live engine, unless a keypress's run is under way
+// (its own end re-reads it).
+func (m *model) changed() tea.Cmd {
+	if !m.live.running.busy {
+		m.refresh()
 	}
-	return m.running.start
+	return m.live.wait()
+}
+
+// status is the status line while a keypress's run is under way, in w
+// cells: the step, the call in flight, the time since the key, a wait's
+// countdown (without its flag when the line is too narrow for it).
+func (l *liveModel) status(rv runView, w int) string {
+	st, r := l.st, l.running
+	what := ""
+	if s, ok := rv.stepByID(r.id); ok {
+		what = fmt.Sprintf("%d %s", s.ID, s.Name)
+	}
+	if r.method != "" {
+		what += " · " + r.method
+	}
+	if r.op == "continue" {
+		what = "continuing: " + what
+		if r.id == 0 {
+			what = "continuing:" // between two steps
+		}
+	}
+	out := st.Running.Render(rv.spin) + " " + what + " " + st.Dim.Render(l.fmtDur(l.now().Sub(r.start)))
+	esc := st.Dim.Render("  esc cancels")
+	for _, short := range []bool{false, true} {
+		wl := r.waitLine(l.now(), short)
+		if wl == "" {
+			break
+		}
+		line := out + " · " + st.Running.Render(wl) + esc
+		if short || lipgloss.Width(line) <= w {
+			return line
+		}
+	}
+	return out + esc
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -171,7 +172,7 @@ func TestRetryRerunsFailedStep(t *testing.T) {
 func TestEscCancelsRunningCall(t *testing.T) {
 	h := newHarness(t, loadBundle(t, "testdata/slow.yaml"), Options{})
 	h.pressAsync("c")
-	for h.m.running.id != 8 || h.m.running.method != "ImageStatus" {
+	for h.m.live.running.id != 8 || h.m.live.running.method != "ImageStatus" {
 		msg := <-h.m.events
 		h.m.Update(msg)
 	}
@@ -235,5 +236,45 @@ func TestHelpKey(t *testing.T) {
 	h.press("space") // closes the help, runs nothing
 	if h.m.ui == uiHelp || h.state(1) != steps.Pending {
 		t.Fatal("a key on the help screen should only close it")
+	}
+}
+
+// TestRetryHintAgrees: on poststart-fails.yaml the hook's failure is one the
+// kubelet recovers from (it kills the container and plans a restart): the
+// step pane no longer says "r retries this step" there, which r refused
+// ("no failed step to retry"), but what comes next. Where the pod did fail
+// (the back-off that gave up), the hint is shown and r retries.
+func TestRetryHintAgrees(t *testing.T) {
+	h := newHarnessWith(t, loadBundle(t, scenarioFile("poststart-fails")), Options{}, func(so *steps.Options, _ *clock) {
+		so.Settle, so.MaxRestarts, so.BackoffScale = 100*time.Millisecond, 1, 0.001
+	})
+	h.resize(120, 40)
+	for h.m.nextID != 0 {
+		h.press("space")
+		s, _ := h.m.selected()
+		if s.Kind != steps.KindPostStart || s.State != steps.Failed {
+			continue
+		}
+		if _, failed := h.eng.Failed(); failed {
+			t.Fatal("the hook's failure failed the pod; the scenario expects a restart")
+		}
+		d := h.detail()
+		if strings.Contains(d, "r retries") || !strings.Contains(d, "the kubelet goes on") {
+			t.Errorf("step %d %s, recovered from: the step pane says\n%s", s.ID, s.Name, d)
+		}
+		break
+	}
+	h.press("c")
+	f, failed := h.eng.Failed()
+	if !failed {
+		t.Fatal("the pod did not fail after --max-restarts 1")
+	}
+	h.m.selectStep(f.ID)
+	if d := h.detail(); !strings.Contains(d, "r retries this step") {
+		t.Errorf("the failed step %d %s lacks the hint:\n%s", f.ID, f.Name, d)
+	}
+	h.press("r")
+	if strings.Contains(h.m.flash, "no failed step") {
+		t.Errorf("r after the hint: %q", h.m.flash)
 	}
 }

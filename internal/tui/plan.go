@@ -29,22 +29,51 @@ type planModel struct {
 	stepBreak  map[int]bool
 }
 
-// planView renders the plan pane: h lines of w cells.
-func (m *model) planView(w, h int) []string {
+// buildRows lists the plan's rows: each stage's header, then its steps.
+func (m *planModel) buildRows(all []steps.Step) {
+	m.rows = m.rows[:0]
+	var stage steps.Stage
+	for i, s := range all {
+		if i == 0 || s.Stage != stage {
+			stage = s.Stage
+			m.rows = append(m.rows, row{stage: stage, step: -1})
+		}
+		m.rows = append(m.rows, row{stage: stage, step: i})
+	}
+	if m.cursor >= len(m.rows) {
+		m.cursor = len(m.rows) - 1
+	}
+}
+
+// cursorRow is the row under the cursor.
+func (m *planModel) cursorRow() (row, bool) {
+	if m.cursor < 0 || m.cursor >= len(m.rows) {
+		return row{}, false
+	}
+	return m.rows[m.cursor], true
+}
+
+// view renders the plan pane: h lines of w cells.
+func (m *planModel) view(rv runView, w, h int) []string {
 	done := 0
-	for _, s := range m.steps {
+	for _, s := range rv.steps {
 		if s.State == steps.Done {
 			done++
 		}
 	}
-	out := []string{m.st.rule(m.st.Title.Render("plan")+m.st.Dim.Render(fmt.Sprintf(" %d/%d", done, len(m.steps))), w)}
+	// A replay's one counter is its position, on the status line.
+	count := m.st.Dim.Render(fmt.Sprintf(" %d/%d", done, len(rv.steps)))
+	if rv.replay {
+		count = ""
+	}
+	out := []string{m.st.rule(m.st.Title.Render("plan")+count, w)}
 	h--
 	if h <= 0 {
 		return out[:max(0, h+1)]
 	}
-	m.plan.follow(h)
-	for i := m.plan.top; i < len(m.plan.rows) && len(out) <= h; i++ {
-		out = append(out, m.planRow(i, w))
+	m.follow(h)
+	for i := m.top; i < len(m.rows) && len(out) <= h; i++ {
+		out = append(out, m.row(rv, i, w))
 	}
 	for len(out) <= h {
 		out = append(out, strings.Repeat(" ", w))
@@ -69,11 +98,11 @@ func (m *planModel) follow(h int) {
 	}
 }
 
-// planRow renders row i: a stage header, or a step with its status mark,
+// row renders row i: a stage header, or a step with its status mark,
 // ID, name, breakpoint and duration.
-func (m *model) planRow(i, w int) string {
-	r := m.plan.rows[i]
-	cur := i == m.plan.cursor
+func (m *planModel) row(rv runView, i, w int) string {
+	r := m.rows[i]
+	cur := i == m.cursor
 	// The cursor is reverse video, and a › for terminals without attributes.
 	pre := " "
 	if cur {
@@ -81,7 +110,7 @@ func (m *model) planRow(i, w int) string {
 	}
 	bp := " "
 	if r.step < 0 {
-		if m.plan.stageBreak[r.stage] {
+		if m.stageBreak[r.stage] {
 			bp = "●"
 		}
 		if cur {
@@ -89,17 +118,17 @@ func (m *model) planRow(i, w int) string {
 		}
 		return fit(pre+m.st.Break.Render(bp)+m.st.Stage.Render(string(r.stage)), w)
 	}
-	s := m.steps[r.step]
-	if m.plan.breakAt(m.steps, r.step) {
+	s := rv.steps[r.step]
+	if m.breakAt(rv.steps, r.step) {
 		bp = "●"
 	}
-	mark, markStyle := m.mark(s)
+	mark, markStyle := m.mark(rv, s)
 	dur := ""
 	switch s.State {
 	case steps.Done, steps.Failed:
 		dur = " " + m.fmtDur(s.Duration)
 	case steps.Running:
-		dur = " " + m.fmtDur(m.now().Sub(m.runningSince(s)))
+		dur = " " + m.fmtDur(m.now().Sub(rv.since(s)))
 	}
 	name := fmt.Sprintf("%2d %s", s.ID, s.Name)
 	room := w - 4 - lipgloss.Width(dur)
@@ -109,7 +138,7 @@ func (m *model) planRow(i, w int) string {
 	}
 	nameStyle := lipgloss.NewStyle()
 	switch {
-	case s.ID == m.nextID && !m.running.busy:
+	case s.ID == rv.nextID && !rv.running.busy:
 		nameStyle = m.st.NextStep
 	case s.State == steps.Pending || s.State == steps.Skipped:
 		nameStyle = m.st.Pending
@@ -119,20 +148,29 @@ func (m *model) planRow(i, w int) string {
 	return pre + m.st.Break.Render(bp) + markStyle.Render(mark) + " " + nameStyle.Render(name) + m.st.Dim.Render(dur)
 }
 
-// mark is a step's status mark.
-func (m *model) mark(s steps.Step) (string, lipgloss.Style) {
+// mark is a step's status mark (the plan's and the step pane's).
+func (c *common) mark(rv runView, s steps.Step) (string, lipgloss.Style) {
 	switch s.State {
 	case steps.Running:
-		return ansiStrip(m.spin.View()), m.st.Running
+		return ansiStrip(rv.spin), c.st.Running
 	case steps.Done:
-		return "✓", m.st.Done
+		return "✓", c.st.Done
 	case steps.Failed:
-		return "✗", m.st.Failed
+		return "✗", c.st.Failed
 	case steps.Skipped:
-		return "-", m.st.Skipped
+		return "-", c.st.Skipped
 	}
-	if s.ID == m.nextID && !m.running.busy {
-		return "▸", m.st.NextStep
+	if s.ID == rv.nextID && !rv.running.busy {
+		return "▸", c.st.NextStep
 	}
-	return "·", m.st.Pending
+	return "·", c.st.Pending
+}
+
+// breakAt reports whether a breakpoint stops before the step at index i.
+func (m *planModel) breakAt(all []steps.Step, i int) bool {
+	s := all[i]
+	if m.stepBreak[s.ID] {
+		return true
+	}
+	return m.stageBreak[s.Stage] && (i == 0 || all[i-1].Stage != s.Stage)
 }

@@ -10,12 +10,18 @@ import (
 	"github.com/podstep/podstep/internal/podstate"
 )
 
-// podLines renders the pod pane's content as lines of at most w cells:
+// podModel is the pod pane: the pod's status as kubectl shows it. It has
+// no state of its own; the root sizes it to its lines (layoutFor).
+type podModel struct {
+	*common
+}
+
+// lines renders the pod pane's content as lines of at most w cells:
 // `kubectl get pod`, phase and conditions, then one line per container.
 // What the last step changed (its Changes) is highlighted.
-func (m *model) podLines(w int) []string {
+func (m *podModel) lines(rv runView, w int) []string {
 	st := m.st
-	now, last := m.pod, m.last
+	now, last := rv.pod, rv.last
 	hl := func(s string, changed bool) string {
 		if changed {
 			return st.Changed.Render(s)
@@ -26,7 +32,7 @@ func (m *model) podLines(w int) []string {
 	if ip == "" {
 		ip = "<none>"
 	}
-	name := line(m.eng.Pod().Name)
+	name := line(rv.podName)
 	cols := []struct {
 		head, val string
 		changed   bool
@@ -82,9 +88,22 @@ func (m *model) podLines(w int) []string {
 		if i < initN {
 			label = "init:" + label
 		}
-		out = append(out, fit(label, nw+1)+hl(line(m.containerState(c)), last.container(c.Name, i < initN)))
+		out = append(out, fit(label, nw+1)+hl(line(containerState(c)), last.container(c.Name, i < initN)))
 	}
 	return out
+}
+
+// view is the pod pane's h lines of w cells from its lines; a pod with
+// more ends "… N more".
+func (m *podModel) view(pod []string, w, h int) []string {
+	win, _ := window(pod, 0, h)
+	if n := len(pod) - h; n > 0 {
+		win[h-1] = m.st.Dim.Render(fmt.Sprintf("… %d more", n+1))
+	}
+	for i, p := range win {
+		win[i] = fit(" "+p, w)
+	}
+	return win
 }
 
 func allStatuses(s podstate.Snapshot) []corev1.ContainerStatus {
@@ -94,7 +113,7 @@ func allStatuses(s podstate.Snapshot) []corev1.ContainerStatus {
 }
 
 // containerState says a container's state as `kubectl describe` does.
-func (m *model) containerState(c corev1.ContainerStatus) string {
+func containerState(c corev1.ContainerStatus) string {
 	switch {
 	case c.State.Running != nil:
 		s := "running since " + c.State.Running.StartedAt.Format("15:04:05")

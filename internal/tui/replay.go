@@ -73,7 +73,10 @@ type ReplayInfo struct {
 }
 
 // helpKeys is the help bubble's KeyMap: the replay's in a replay.
-func (m *model) helpKeys() help.KeyMap {
+func (m *model) helpKeys() help.KeyMap { return m.barKeys() }
+
+// barKeys is the help bar's keys: the replay's in a replay.
+func (m *model) barKeys() barKeys {
 	if m.replay != nil {
 		return replayHelp{m.keys, m.rkeys}
 	}

@@ -30,10 +30,10 @@ func (d detailMode) String() string {
 // cycles request, response, log), how far it is scrolled, the rendered
 // lines kept for the step shown, and the log read for it.
 type stepModel struct {
+	*common
 	mode   detailMode
 	scroll int
 	detail detailCache
-	log    logView
 }
 
 // detailCache keeps the step pane's lines until the step, mode or width
@@ -45,15 +45,16 @@ type detailCache struct {
 
 func ansiStrip(s string) string { return strings.TrimSpace(ansi.Strip(s)) }
 
-// stepTitle is the step pane's title rule with the tabs.
-func (m *model) stepTitle(w int) string {
+// title is the step pane's title rule with the tabs.
+func (m *stepModel) title(rv runView, w int) string {
 	title := m.st.Title.Render("step")
-	if s, ok := m.selected(); ok {
-		title = m.st.Title.Render(fmt.Sprintf("step %d/%d", s.ID, len(m.steps)))
+	if rv.hasSel {
+		// The step's ID, not a counter: the plan's title counts.
+		title = m.st.Title.Render(fmt.Sprintf("step %d", rv.sel.ID))
 	}
 	var tabs []string
 	for d := modeRequest; d <= modeLog; d++ {
-		if d == m.pane.mode {
+		if d == m.mode {
 			tabs = append(tabs, m.st.Tab.Render(d.String()))
 		} else {
 			tabs = append(tabs, m.st.TabOff.Render(d.String()))
@@ -62,63 +63,72 @@ func (m *model) stepTitle(w int) string {
 	return m.st.rule(title+" "+m.st.Dim.Render("─")+" "+strings.Join(tabs, m.st.Dim.Render(" · ")), w)
 }
 
-// stepView renders the step pane's content: h lines of w cells.
-func (m *model) stepView(w, h int) []string {
-	lines := m.stepLines(w - 1)
-	if m.pane.scroll > len(lines)-h {
-		m.pane.scroll = max(0, len(lines)-h)
+// view renders the step pane's content: h lines of w cells.
+func (m *stepModel) view(rv runView, w, h int) []string {
+	lines := m.lines(rv, w-1)
+	if m.scroll > len(lines)-h {
+		m.scroll = max(0, len(lines)-h)
 	}
-	win, _ := window(lines, m.pane.scroll, h)
+	win, _ := window(lines, m.scroll, h)
 	for i, l := range win {
 		win[i] = fit(" "+l, w)
 	}
-	if m.pane.scroll > 0 && h > 0 {
-		win[0] = fit(m.st.Dim.Render(fmt.Sprintf(" ↑ %d more (pgup)", m.pane.scroll)), w)
+	if m.scroll > 0 && h > 0 {
+		win[0] = fit(m.st.Dim.Render(fmt.Sprintf(" ↑ %d more (pgup)", m.scroll)), w)
 	}
-	if rest := len(lines) - m.pane.scroll - h; rest > 0 && h > 1 {
+	if rest := len(lines) - m.scroll - h; rest > 0 && h > 1 {
 		win[h-1] = fit(m.st.Dim.Render(fmt.Sprintf(" ↓ %d more (pgdn)", rest)), w)
 	}
 	return win
 }
 
-// stepLines renders the selected step in full, cached.
-func (m *model) stepLines(w int) []string {
-	s, ok := m.selected()
-	if !ok {
+// lines renders the selected step in full, cached.
+func (m *stepModel) lines(rv runView, w int) []string {
+	if !rv.hasSel {
 		return nil
 	}
-	k := fmt.Sprintf("%d/%d/%d/%d/%t", s.ID, m.ver, m.pane.mode, w, s.ID == m.nextID)
+	s := rv.sel
+	k := fmt.Sprintf("%d/%d/%d/%d/%t/%d", s.ID, rv.ver, m.mode, w, s.ID == rv.nextID, rv.failedID)
 	if s.State == steps.Running {
 		k = "" // elapsed time changes every frame
 	}
-	if k != "" && m.pane.detail.key == k {
-		return m.pane.detail.lines
+	if k != "" && m.detail.key == k {
+		return m.detail.lines
 	}
-	lines := m.renderStep(s, w)
-	m.pane.detail = detailCache{key: k, lines: lines}
+	lines := m.render(rv, s, w)
+	m.detail = detailCache{key: k, lines: lines}
 	return lines
 }
 
-func (m *model) renderStep(s steps.Step, w int) []string {
+// render is step s in full: its state, result, changes, details and
+// warnings, what the kubelet does, and its CRI requests or responses.
+func (m *stepModel) render(rv runView, s steps.Step, w int) []string {
 	st := m.st
 	var out []string
 	add := func(l ...string) { out = append(out, l...) }
-	mark, ms := m.mark(s)
+	mark, ms := m.mark(rv, s)
 	add(ms.Render(mark) + " " + st.Bold.Render(s.Title) + st.Dim.Render("  ["+s.Name+"]"))
 
 	switch s.State {
 	case steps.Pending:
-		if s.ID == m.nextID {
+		if s.ID == rv.nextID {
 			add(st.NextStep.Render("next step: space runs it"))
 		} else {
 			add(st.Dim.Render("pending"))
 		}
 	case steps.Running:
-		l := fmt.Sprintf("running %s", m.fmtDur(m.now().Sub(m.runningSince(s))))
-		if m.running.method != "" {
-			l += " · waiting for " + m.running.method
+		l := fmt.Sprintf("running %s", m.fmtDur(m.now().Sub(rv.since(s))))
+		if rv.running.method != "" {
+			l += " · waiting for " + rv.running.method
 		}
 		add(st.Running.Render(l))
+		if rv.running.id == s.ID {
+			if wl := rv.running.waitLine(m.now(), false); wl != "" {
+				for _, l := range render.Wrap(wl, w) {
+					add(st.Running.Render(l))
+				}
+			}
+		}
 	case steps.Skipped:
 		add(st.Dim.Render("skipped: an earlier step failed"))
 	case steps.Done:
@@ -135,8 +145,13 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 			add(st.Failed.Render(l))
 		}
 		add(m.changeLines(s, w)...)
-		if m.replay == nil {
+		switch {
+		case rv.replay:
+		case s.ID == rv.failedID:
 			add(st.Dim.Render("r retries this step, q quits"))
+		case s.Stage != steps.StageTeardown && !rv.running.busy && rv.failedID == 0:
+			// A failure the kubelet recovers from: the restart is planned.
+			add(st.Dim.Render("the kubelet goes on (a restart is planned): space runs the next step"))
 		}
 	}
 	for _, d := range s.Result.Details {
@@ -163,10 +178,10 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 	}
 	calls := func() {
 		add("")
-		if m.pane.mode == modeRequest {
-			add(m.requestLines(s, w)...)
+		if m.mode == modeRequest {
+			add(m.requestLines(rv, s, w)...)
 		} else {
-			add(m.responseLines(s, w)...)
+			add(m.responseLines(rv, s, w)...)
 		}
 	}
 	// Before a step runs, what the kubelet is about to do comes first;
@@ -184,7 +199,7 @@ func (m *model) renderStep(s steps.Step, w int) []string {
 // changeLines say what step s changed in the pod, in the words of the
 // --auto text (podstate.FormatChanges of the engine's diff): what the pod
 // pane highlights after the last step, for a reader who cannot see colour.
-func (m *model) changeLines(s steps.Step, w int) []string {
+func (m *stepModel) changeLines(s steps.Step, w int) []string {
 	if len(s.Changes) == 0 {
 		return []string{m.st.Dim.Render("pod: unchanged")}
 	}
@@ -200,7 +215,7 @@ func (m *model) changeLines(s steps.Step, w int) []string {
 }
 
 // callStatus is "OK 0.7ms" or "Unknown: message 0.3ms".
-func (m *model) callStatus(c cri.Call) string {
+func (m *stepModel) callStatus(c cri.Call) string {
 	if c.Err != nil {
 		return m.st.Failed.Render(c.Code().String()+": "+line(c.ErrorMessage())) + " " + m.st.Dim.Render(m.fmtDur(c.Duration))
 	}
@@ -209,14 +224,14 @@ func (m *model) callStatus(c cri.Call) string {
 
 // requestLines are the step's CRI requests: the ones sent once it ran,
 // else the ones it will send, rebuilt from what the engine knows now.
-func (m *model) requestLines(s steps.Step, w int) []string {
+func (m *stepModel) requestLines(rv runView, s steps.Step, w int) []string {
 	var out []string
 	if len(s.Calls) > 0 {
 		for i, c := range s.Calls {
 			head := m.st.Bold.Render(line(c.Method)) + " → " + m.callStatus(c)
 			out = append(out, m.msgLines(head, c.Request, w)...)
-			if i == len(s.Calls)-1 && s.State == steps.Running && m.running.method != "" {
-				out = append(out, m.st.Running.Render(m.running.method+" sent, waiting…"))
+			if i == len(s.Calls)-1 && s.State == steps.Running && rv.running.method != "" {
+				out = append(out, m.st.Running.Render(rv.running.method+" sent, waiting…"))
 			}
 		}
 		return out
@@ -236,7 +251,7 @@ func (m *model) requestLines(s steps.Step, w int) []string {
 }
 
 // responseLines are the responses (or errors) of the step's calls.
-func (m *model) responseLines(s steps.Step, w int) []string {
+func (m *stepModel) responseLines(rv runView, s steps.Step, w int) []string {
 	if len(s.Calls) == 0 {
 		switch {
 		case len(s.Requests) == 0:
@@ -260,15 +275,15 @@ func (m *model) responseLines(s steps.Step, w int) []string {
 		}
 		out = append(out, m.msgLines(head, c.Response, w)...)
 	}
-	if s.State == steps.Running && m.running.method != "" {
-		out = append(out, m.st.Running.Render("waiting for "+m.running.method+"…"))
+	if s.State == steps.Running && rv.running.method != "" {
+		out = append(out, m.st.Running.Render("waiting for "+rv.running.method+"…"))
 	}
 	return out
 }
 
 // msgLines is a heading and a message as indented YAML; lines wider than
 // the pane are cut (pgup/pgdn scroll; `podstep plan` prints them whole).
-func (m *model) msgLines(head string, msg proto.Message, w int) []string {
+func (m *stepModel) msgLines(head string, msg proto.Message, w int) []string {
 	out := []string{head}
 	lines := render.ProtoYAML(msg)
 	for i, l := range lines {

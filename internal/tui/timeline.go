@@ -40,12 +40,21 @@ type tlRow struct {
 	calls   [][2]time.Time
 	running bool
 	failed  bool
+	// idle: the folded time between two steps that no step ran in (dur).
+	idle bool
 }
 
 // tlSplit is the time of the steps so far, split.
 type tlSplit struct {
 	runtime, own, wait, wall time.Duration
+	// idle is the time folded out between steps (fold).
+	idle time.Duration
 }
+
+// foldMin is the shortest gap between two steps the timeline folds when it
+// folds idle time: a person reading between keypresses. Steps that c runs
+// follow each other within microseconds.
+const foldMin = 200 * time.Millisecond
 
 // timelineModel is the timeline screen: its scroll position, its rows and
 // their rendering. It reads the run through timelineRun.
@@ -56,20 +65,26 @@ type timelineModel struct {
 }
 
 // timelineRun is what the timeline reads of the run: the steps, the one
-// running (0: none) and whether a keypress's run is under way.
+// running (0: none) and whether a keypress's run is under way; fold
+// folds the time between steps (a live run driven by keypresses: not a
+// replay's, nor a Live engine's, whose gaps are the kubelet's).
 type timelineRun struct {
 	steps     []steps.Step
 	runningID int
 	busy      bool
+	fold      bool
 }
 
 // timeline is the run as the timeline reads it.
 func (m *model) timeline() timelineRun {
-	return timelineRun{steps: m.steps, runningID: m.running.id, busy: m.running.busy}
+	return timelineRun{steps: m.steps, runningID: m.live.running.id, busy: m.live.running.busy,
+		fold: m.replay == nil && m.live.src == nil}
 }
 
 // rows lists the steps that ran or are running, in the order they
 // began, each followed by its calls; and the span they cover from t0.
+// When run.fold, a gap of foldMin or more between steps (idle time between
+// keypresses) is cut out of the axis and listed as an idle row.
 func (m *timelineModel) rows(run timelineRun) (rows []tlRow, t0 time.Time, span time.Duration, split tlSplit) {
 	var ran []steps.Step
 	for _, s := range run.steps {
@@ -83,8 +98,14 @@ func (m *timelineModel) rows(run timelineRun) (rows []tlRow, t0 time.Time, span 
 	}
 	t0 = ran[0].Started
 	end := t0
+	var shift time.Duration // idle time folded so far
 	for _, s := range ran {
-		r := tlRow{label: fmt.Sprintf("%d %s", s.ID, s.Name), start: s.Started, dur: s.Duration,
+		if gap := s.Started.Sub(end); run.fold && gap >= foldMin {
+			rows = append(rows, tlRow{label: "idle (folded)", idle: true, start: end.Add(-shift), dur: gap})
+			shift += gap
+			split.idle += gap
+		}
+		r := tlRow{label: fmt.Sprintf("%d %s", s.ID, s.Name), start: s.Started.Add(-shift), dur: s.Duration,
 			waits: s.Kind.Waits(), failed: s.State == steps.Failed}
 		if s.ID == run.runningID && run.busy {
 			r.running = true
@@ -93,14 +114,15 @@ func (m *timelineModel) rows(run timelineRun) (rows []tlRow, t0 time.Time, span 
 		var inCalls time.Duration
 		var calls []tlRow
 		for _, c := range s.Calls {
-			r.calls = append(r.calls, [2]time.Time{c.Start, c.Start.Add(c.Duration)})
-			calls = append(calls, tlRow{label: c.Method, call: true, start: c.Start, dur: c.Duration})
+			cs := c.Start.Add(-shift)
+			r.calls = append(r.calls, [2]time.Time{cs, cs.Add(c.Duration)})
+			calls = append(calls, tlRow{label: c.Method, call: true, start: cs, dur: c.Duration})
 			inCalls += c.Duration
 			if e := c.Start.Add(c.Duration); e.After(end) {
 				end = e
 			}
 		}
-		if e := r.start.Add(r.dur); e.After(end) {
+		if e := s.Started.Add(r.dur); e.After(end) {
 			end = e
 		}
 		rt, wait, own := s.Kind.Split(r.dur, inCalls)
@@ -108,8 +130,8 @@ func (m *timelineModel) rows(run timelineRun) (rows []tlRow, t0 time.Time, span 
 		rows = append(rows, r)
 		rows = append(rows, calls...)
 	}
-	split.wall = end.Sub(t0)
-	return rows, t0, end.Sub(t0), split
+	split.wall = end.Sub(t0) - shift
+	return rows, t0, split.wall, split
 }
 
 // timelineView is the body of the screen in timeline mode: a title with
@@ -157,6 +179,13 @@ func (m *timelineModel) view(run timelineRun, w, h int) []string {
 		}
 		a, b := cols(r.start, r.dur)
 		var bar string
+		if r.idle {
+			// Folded: no width on the axis, a mark where it was cut.
+			cells[a] = '┊'
+			label := st.Dim.Render(fit("  "+r.label, labelW))
+			body = append(body, fit(label+" "+st.Dim.Render(string(cells))+" "+st.Dim.Render(fmt.Sprintf("%*s", durW, m.fmtDur(r.dur))), w))
+			continue
+		}
 		if r.call {
 			bar = st.Dim.Render(string(cells[:a])) + st.TLRuntime.Render(strings.Repeat(string(cellRuntime), b-a+1)) + string(cells[b+1:])
 		} else {
@@ -206,6 +235,9 @@ func (m *timelineModel) view(run timelineRun, w, h int) []string {
 	out = append(out, win...)
 	sum := fmt.Sprintf("so far %s: runtime %s · podstep %s · waiting %s", m.fmtDur(split.wall), m.fmtDur(split.runtime),
 		m.fmtDur(split.own), m.fmtDur(split.wait))
+	if split.idle > 0 {
+		sum += st.Dim.Render(fmt.Sprintf(" · %s idle between keys, folded", m.fmtDur(split.idle)))
+	}
 	if len(body) > avail {
 		sum += st.Dim.Render(fmt.Sprintf("  rows %d-%d/%d ↑↓", top+1, top+avail, len(body)))
 	}

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/podstep/podstep/internal/cri"
 
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -126,6 +129,51 @@ func TestTimelineLive(t *testing.T) {
 	h.press("t")
 	if f := h.frame(); strings.Contains(f, "─ timeline ") || !strings.Contains(f, "─ pod ") {
 		t.Errorf("t did not go back to the panes:\n%s", f)
+	}
+}
+
+// TestTimelineFoldsIdle: a run stepped by hand, 25 s of reading between
+// keys, whose steps took 4 ms: the live timeline spans the run's own time,
+// each pause folded into an "idle (folded)" row and summed apart. It used
+// to span the pauses too: 26 s on the axis for 1 s of work (issue 23). A
+// replay, or a Live engine (the kubelet's gaps are its own), folds nothing;
+// the gaps between steps that c runs are too short to fold.
+func TestTimelineFoldsIdle(t *testing.T) {
+	at := func(ms int) time.Time { return epoch.Add(time.Duration(ms) * time.Millisecond) }
+	step := func(id, startMs int) steps.Step {
+		return steps.Step{ID: id, Name: fmt.Sprintf("s%d", id), State: steps.Done, Kind: steps.KindRunSandbox,
+			Started: at(startMs), Duration: time.Millisecond,
+			Calls: []cri.Call{{Method: "RunPodSandbox", Start: at(startMs), Duration: 500 * time.Microsecond}}}
+	}
+	byHand := []steps.Step{step(1, 0), step(2, 25001), step(3, 50002), step(4, 50003)}
+	for _, tc := range []struct {
+		name       string
+		fold       bool
+		idleRows   int
+		idle, span time.Duration
+	}{
+		{"live", true, 2, 50 * time.Second, 4 * time.Millisecond},
+		{"replay", false, 0, 0, 50004 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newReplayHarness(t, "hello.v1.rec")
+			h.resize(120, 30)
+			run := timelineRun{steps: byHand, fold: tc.fold}
+			rows, _, span, split := h.m.tl.rows(run)
+			idle := 0
+			for _, r := range rows {
+				if r.idle {
+					idle++
+				}
+			}
+			if idle != tc.idleRows || split.idle != tc.idle || span != tc.span || split.wall != span {
+				t.Errorf("%d idle rows, idle %s, span %s (wall %s); want %d, %s, %s", idle, split.idle, span, split.wall, tc.idleRows, tc.idle, tc.span)
+			}
+			f := ansi.Strip(strings.Join(h.m.tl.view(run, 120, 20), "\n"))
+			if strings.Count(f, "idle (folded)") != tc.idleRows || strings.Contains(f, "between keys, folded") != (tc.idleRows > 0) {
+				t.Errorf("the timeline does not show the folds:\n%s", f)
+			}
+		})
 	}
 }
 

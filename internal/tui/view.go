@@ -7,7 +7,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -36,7 +35,7 @@ func (m *model) layoutFor(podNeed int) layout {
 // layout computes the layout for the pod as it is now.
 func (m *model) layout() layout {
 	l := m.layoutFor(99)
-	return m.layoutFor(len(m.podLines(l.rightW - 1)))
+	return m.layoutFor(len(m.podP.lines(m.view(), l.rightW-1)))
 }
 
 // View renders the whole screen.
@@ -51,39 +50,36 @@ func (m *model) View() tea.View {
 }
 
 // render is the screen as a string: header, body, status line, help bar.
+// The body is the help screen, the timeline, or the panes side by side,
+// each drawn by its sub-model into the box the layout gives it.
 func (m *model) render() string {
+	rv := m.view()
 	l := m.layoutFor(99)
-	pod := m.podLines(l.rightW - 1)
+	pod := m.podP.lines(rv, l.rightW-1)
 	l = m.layoutFor(len(pod))
 
 	lines := make([]string, 0, l.bodyH+3)
 	lines = append(lines, m.headerView(l.w))
 	if m.ui == uiHelp {
-		lines = append(lines, m.helpScreen(l.w, l.bodyH)...)
+		lines = append(lines, m.helpS.view(m.helpKeys(), m.replay != nil, l.w, l.bodyH)...)
 	} else if m.screen == screenTimeline {
 		lines = append(lines, m.tl.view(m.timeline(), l.w, l.bodyH)...)
 	} else {
-		plan := m.planView(l.planW, l.bodyH)
+		plan := m.plan.view(rv, l.planW, l.bodyH)
 		right := make([]string, 0, l.bodyH)
-		right = append(right, m.stepTitle(l.rightW))
-		right = append(right, m.stepView(l.rightW, l.stepH)...)
+		right = append(right, m.pane.title(rv, l.rightW))
+		right = append(right, m.pane.view(rv, l.rightW, l.stepH)...)
 		right = append(right, m.st.rule(m.st.Title.Render("pod"), l.rightW))
-		podWin, _ := window(pod, 0, l.podH)
-		if n := len(pod) - l.podH; n > 0 {
-			podWin[l.podH-1] = m.st.Dim.Render(fmt.Sprintf("… %d more", n+1))
-		}
-		for _, p := range podWin {
-			right = append(right, fit(" "+p, l.rightW))
-		}
-		right = append(right, m.eventsTitle(l.rightW))
-		right = append(right, m.eventsView(l.rightW, l.eventsH)...)
+		right = append(right, m.podP.view(pod, l.rightW, l.podH)...)
+		right = append(right, m.evs.title(m.pane.mode, l.rightW))
+		right = append(right, m.evs.view(rv, m.pane.mode, l.rightW, l.eventsH)...)
 		sep := m.st.Rule.Render("│")
 		for i := 0; i < l.bodyH; i++ {
 			lines = append(lines, fit(plan[i], l.planW)+sep+right[i])
 		}
 	}
 	lines = append(lines, fit(m.statusView(l.w), l.w))
-	lines = append(lines, fit(m.help.ShortHelpView(m.helpKeys().ShortHelp()), l.w))
+	lines = append(lines, footer(m.help, m.barKeys(), l.w))
 	return strings.Join(lines, "\n")
 }
 
@@ -119,19 +115,9 @@ func (m *model) statusView(w int) string {
 		}
 		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `podstep cleanup`; esc: back)")
 	case m.ui == uiQuitting:
-		return st.Running.Render(m.spin.View()) + " cancelling the running call, then quitting…"
-	case m.running.busy:
-		what := ""
-		if s, ok := m.stepByID(m.running.id); ok {
-			what = fmt.Sprintf("%d %s", s.ID, s.Name)
-		}
-		if m.running.method != "" {
-			what += " · " + m.running.method
-		}
-		if m.running.op == "continue" {
-			what = "continuing: " + what
-		}
-		return st.Running.Render(m.spin.View()) + " " + what + " " + st.Dim.Render(m.fmtDur(m.now().Sub(m.running.start))+"  esc cancels")
+		return st.Running.Render(m.live.spin.View()) + " cancelling the running call, then quitting…"
+	case m.live.running.busy:
+		return m.live.status(m.view(), w)
 	case m.flash != "":
 		return st.Warning.Render(line(m.flash))
 	}
@@ -149,91 +135,4 @@ func (m *model) stepByID(id int) (s steps.Step, ok bool) {
 		return s, false
 	}
 	return m.steps[id-1], true
-}
-
-// helpScreen is the full help, shown on ?.
-func (m *model) helpScreen(w, h int) []string {
-	st := m.st
-	lines := []string{st.rule(st.Title.Render("help"), w), ""}
-	lines = append(lines, m.fullHelp(w-2)...)
-	legend := []string{
-		"",
-		st.Bold.Render("plan marks"),
-	}
-	lines = append(lines, legend...)
-	marks := []string{st.NextStep.Render("▸") + " next", st.Running.Render("⠋") + " running", st.Done.Render("✓") + " done",
-		st.Failed.Render("✗") + " failed", st.Pending.Render("·") + " pending", "- skipped", st.Break.Render("●") + " breakpoint"}
-	for _, l := range wrapTokens(marks, w-4, "   ") {
-		lines = append(lines, "  "+l)
-	}
-	lines = append(lines, "", st.Bold.Render("panes"))
-	last := "Each step sends real CRI calls; nothing runs until you press space, n or c."
-	if m.replay != nil {
-		last = "A replay: each screen is the recording's after N steps ran; nothing is sent to any runtime."
-	}
-	for _, t := range []string{
-		"step: what the kubelet does, the function it mirrors, and the CRI requests (tab: responses, container log).",
-		"pod: `kubectl get pod`, phase and conditions, each container's state; what the last step changed is highlighted.",
-		"events: the kubelet's events for the pod; in log mode, the selected container's log file.",
-		"t: the timeline, a bar per step and per CRI call on one time axis: the runtime's time, podstep's own and deliberate waiting.",
-		last,
-	} {
-		for _, l := range render.Wrap(t, w-4) {
-			lines = append(lines, "  "+l)
-		}
-	}
-	lines = append(lines, "", st.Dim.Render("  any key closes this help"))
-	out, _ := window(lines, 0, h)
-	for i, l := range out {
-		out[i] = fit(l, w)
-	}
-	return out
-}
-
-// fullHelp lays out the key groups side by side when they fit, else one
-// under the other.
-func (m *model) fullHelp(w int) []string {
-	var cols [][]string
-	for _, g := range m.helpKeys().FullHelp() {
-		kw := 0
-		for _, b := range g {
-			kw = max(kw, lipgloss.Width(b.Help().Key))
-		}
-		var col []string
-		for _, b := range g {
-			col = append(col, m.st.Help.FullKey.Render(fit(b.Help().Key, kw))+" "+m.st.Help.FullDesc.Render(b.Help().Desc))
-		}
-		cols = append(cols, col)
-	}
-	for _, gap := range []string{"    ", "  "} {
-		side := lipgloss.JoinHorizontal(lipgloss.Top, interleave(cols, gap)...)
-		if lipgloss.Width(side) <= w-2 {
-			out := strings.Split(side, "\n")
-			for i := range out {
-				out[i] = "  " + out[i]
-			}
-			return out
-		}
-	}
-	var out []string
-	for i, c := range cols {
-		if i > 0 {
-			out = append(out, "")
-		}
-		for _, l := range c {
-			out = append(out, "  "+l)
-		}
-	}
-	return out
-}
-
-func interleave(cols [][]string, gap string) []string {
-	var out []string
-	for i, c := range cols {
-		if i > 0 {
-			out = append(out, gap)
-		}
-		out = append(out, strings.Join(c, "\n"))
-	}
-	return out
 }

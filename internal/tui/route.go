@@ -1,0 +1,195 @@
+package tui
+
+import (
+	"fmt"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// key handles one keypress: ctrl+c always, then the mode's own keys.
+func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
+	if key.Matches(k, m.keys.ForceQ) {
+		m.result.Teardown, m.result.Interrupted = true, true
+		return m.quit()
+	}
+	switch m.ui {
+	case uiConfirm:
+		return m.confirmKey(k)
+	case uiHelp:
+		if m.helpS.scroll(k, m.layout().bodyH) {
+			return nil
+		}
+		m.ui = uiBrowse
+		if key.Matches(k, m.keys.Quit) {
+			return m.askQuit()
+		}
+		return nil
+	case uiGoto:
+		m.gotoKey(k)
+		return nil
+	}
+	m.flash = ""
+	if m.replay != nil {
+		if cmd, ok := m.replayKey(k); ok {
+			return cmd
+		}
+	}
+	return m.browseKey(k)
+}
+
+// confirmKey answers the quit prompt.
+func (m *model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, m.ckeys.Yes):
+		m.result.Teardown = true
+		return m.quit()
+	case key.Matches(k, m.ckeys.No):
+		m.result.Teardown = false
+		return m.quit()
+	case key.Matches(k, m.ckeys.Accept):
+		m.result.Teardown = !m.opts.Keep
+		return m.quit()
+	case key.Matches(k, m.ckeys.Back):
+		m.ui = uiBrowse
+	}
+	return nil
+}
+
+// askQuit is q: the quit prompt; a replay, with nothing to tear down, quits at once.
+func (m *model) askQuit() tea.Cmd {
+	if m.replay != nil {
+		m.result.Teardown = false
+		return m.quit()
+	}
+	m.ui = uiConfirm
+	return nil
+}
+
+// browseKey handles the keys of the usual mode (live, and a replay's
+// keys that work as live).
+func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(k, m.keys.Help):
+		if m.ui == uiBrowse {
+			m.ui, m.helpS.top = uiHelp, 0
+		}
+	case key.Matches(k, m.keys.Quit):
+		if m.ui == uiBrowse {
+			return m.askQuit()
+		}
+	case key.Matches(k, m.keys.Cancel):
+		if m.live.running.busy {
+			m.run.cancelRun()
+			m.flash = flashCancelling
+		}
+	case key.Matches(k, m.keys.Next):
+		if why := m.cannotRun(); why != "" {
+			m.flash = why
+			return nil
+		}
+		return m.start("next")
+	case key.Matches(k, m.keys.Continue):
+		if why := m.cannotRun(); why != "" {
+			m.flash = why
+			return nil
+		}
+		return m.start("continue")
+	case key.Matches(k, m.keys.Retry):
+		if m.live.running.busy {
+			m.flash = flashBusy
+			return nil
+		}
+		if err := m.eng.Retry(); err != nil {
+			m.flash = err.Error()
+			return nil
+		}
+		m.refresh()
+		return m.start("retry")
+	case key.Matches(k, m.keys.Break):
+		m.toggleBreak()
+	case key.Matches(k, m.keys.Timeline):
+		m.screen, m.tl.top = m.screen.toggle(), -1
+	case m.screen == screenTimeline && m.tl.scroll(k, m.timeline(), max(1, m.layout().bodyH-3)):
+	case key.Matches(k, m.keys.Tab):
+		m.pane.mode = (m.pane.mode + 1) % 3
+		m.pane.scroll = 0
+		m.loadLog()
+	case key.Matches(k, m.keys.Up):
+		m.moveCursor(-1)
+	case key.Matches(k, m.keys.Down):
+		m.moveCursor(1)
+	case key.Matches(k, m.keys.PgUp):
+		m.pane.scroll -= max(1, m.layout().stepH-2)
+		if m.pane.scroll < 0 {
+			m.pane.scroll = 0
+		}
+	case key.Matches(k, m.keys.PgDown):
+		m.pane.scroll += max(1, m.layout().stepH-2)
+	}
+	return nil
+}
+
+// cannotRun says why Next/Continue cannot run now, or "".
+func (m *model) cannotRun() string {
+	switch {
+	case m.live.running.busy:
+		return flashBusy
+	case m.failedStep() != nil:
+		s := m.failedStep()
+		return fmt.Sprintf("step %d %s failed: r retries it, q quits", s.ID, s.Name)
+	case m.nextID == 0:
+		return "all steps done: q quits (and tears the pod down)"
+	}
+	return ""
+}
+
+func (m *model) failedStep() *steps.Step {
+	if m.live.running.busy {
+		return nil
+	}
+	// The engine's failed step, not any step shown failed: a failure the
+	// kubelet recovers from (a container exit followed by its restart) is
+	// shown failed but the run goes on.
+	f, failed := m.eng.Failed()
+	if !failed {
+		return nil
+	}
+	return &f
+}
+
+// quit ends the program, once a running call has been cancelled and returned.
+func (m *model) quit() tea.Cmd {
+	m.decided, m.ui = true, uiBrowse
+	if m.live.running.busy {
+		m.ui = uiQuitting
+		m.run.cancelRun()
+		return nil
+	}
+	return tea.Quit
+}
+
+func (m *model) moveCursor(d int) {
+	n := m.plan.cursor + d
+	if n < 0 || n >= len(m.plan.rows) {
+		return
+	}
+	m.plan.cursor = n
+	m.pane.scroll = 0
+	m.loadLog()
+}
+
+func (m *model) toggleBreak() {
+	r, ok := m.plan.cursorRow()
+	if !ok {
+		return
+	}
+	if r.step < 0 {
+		m.plan.stageBreak[r.stage] = m.eng.ToggleBreakStage(r.stage)
+		return
+	}
+	id := m.steps[r.step].ID
+	m.plan.stepBreak[id] = m.eng.ToggleBreakStep(id)
+}
