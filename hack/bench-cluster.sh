@@ -6,12 +6,13 @@
 # ConfigMap, Secret and Node), pod (--pod, the same pod), pod-token (--pod, with kube-api-access).
 # Bar (issue 21): pod - file <= 150 ms.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 : "${KUBECONFIG:?set KUBECONFIG to the admin kubeconfig of the cluster}"
 COUNT=${COUNT:-10}
-bin=$(mktemp -d)/podstep
-trap 'rm -rf "$(dirname "$bin")"' EXIT
-go build -o "$bin" ./cmd/podstep
-PODSTEP_BIN=$bin go test -tags cluster ./test/cluster/ -run '^$' -bench BenchmarkRunPod -benchtime "${COUNT}x" -count 1 |
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+podstep_bin "$TMP"
+PODSTEP_BIN=$BIN go test -tags cluster ./test/cluster/ -run '^$' -bench BenchmarkRunPod -benchtime "${COUNT}x" -count 1 |
 	awk '/^BenchmarkRunPod\// { for (i = 1; i <= NF; i++) if ($i == "median-ms") m[$1] = $(i-1); print }
 	     END { for (k in m) if (k ~ /\/file/) f = m[k]; for (k in m) if (k ~ /\/pod-/ || k ~ /\/pod$/) printf "%s: %+.1f ms over -f\n", k, m[k] - f }'

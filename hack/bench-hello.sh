@@ -9,9 +9,8 @@
 set -euo pipefail
 
 RUNS=${1:-5}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+# shellcheck source=lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 command -v jq >/dev/null 2>&1 || {
 	echo "bench-hello: needs jq (apt-get install jq)" >&2
 	exit 2
@@ -19,11 +18,7 @@ command -v jq >/dev/null 2>&1 || {
 ENDPOINT=${CONTAINER_RUNTIME_ENDPOINT:-unix://${PODSTEP_HARNESS_DIR:-/var/lib/podstep-harness}/run/containerd.sock}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-BIN=${PODSTEP_BIN:-}
-if [ -z "$BIN" ]; then
-	go build -o "$TMP/podstep" ./cmd/podstep
-	BIN=$TMP/podstep
-fi
+podstep_bin "$TMP"
 "$BIN" info -r "$ENDPOINT" >/dev/null || {
 	echo "bench-hello: runtime at $ENDPOINT not ready (start it with hack/containerd-up.sh)" >&2
 	exit 3
@@ -38,21 +33,18 @@ for i in $(seq "$RUNS"); do
 	fi
 done
 
-# median of the numbers on stdin
-median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "-"; exit} if (NR%2) printf "%.1f\n", a[(NR+1)/2]; else printf "%.1f\n", (a[NR/2]+a[NR/2+1])/2}'; }
-
 echo "hello pod, $RUNS runs on $("$BIN" info -r "$ENDPOINT" | sed -n 's/^runtime: *//p')"
 echo
 printf '%-20s %-9s %8s %12s\n' "CRI method" "phase" "calls/run" "median ms"
 jq -r 'select(.type=="step") | (if .stage=="teardown" then "teardown" else "create" end) as $ph | .calls[] | [.method, $ph] | @tsv' "$TMP"/run*.json |
 	awk '!seen[$0]++' | while IFS=$'\t' read -r method phase; do
 	n=$(jq -r --arg m "$method" --arg ph "$phase" 'select(.type=="step") | select((.stage=="teardown") == ($ph=="teardown")) | .calls[] | select(.method==$m) | .duration_ms' "$TMP"/run*.json | wc -l)
-	med=$(jq -r --arg m "$method" --arg ph "$phase" 'select(.type=="step") | select((.stage=="teardown") == ($ph=="teardown")) | .calls[] | select(.method==$m) | .duration_ms' "$TMP"/run*.json | median)
+	med=$(jq -r --arg m "$method" --arg ph "$phase" 'select(.type=="step") | select((.stage=="teardown") == ($ph=="teardown")) | .calls[] | select(.method==$m) | .duration_ms' "$TMP"/run*.json | median 1 -)
 	printf '%-20s %-9s %8s %12s\n' "$method" "$phase" "$(awk -v n="$n" -v r="$RUNS" 'BEGIN{printf "%g", n/r}')" "$med"
 done
 echo
 printf '%-14s %12s   %s\n' "summary" "median ms" "all runs"
 for k in create_ms cri_ms wait_ms overhead_ms teardown_ms; do
 	all=$(jq -r "select(.type==\"summary\") | .timing.$k" "$TMP"/run*.json)
-	printf '%-14s %12s   %s\n' "$k" "$(printf '%s\n' "$all" | median)" "$(printf '%s\n' "$all" | awk '{printf "%.1f ", $1}')"
+	printf '%-14s %12s   %s\n' "$k" "$(printf '%s\n' "$all" | median 1 -)" "$(printf '%s\n' "$all" | awk '{printf "%.1f ", $1}')"
 done

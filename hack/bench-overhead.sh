@@ -17,9 +17,8 @@
 set -euo pipefail
 
 RUNS=${1:-5}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+# shellcheck source=lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 if ! command -v jq >/dev/null 2>&1; then
 	echo "bench-overhead: installing jq" >&2
 	apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null
@@ -27,21 +26,8 @@ fi
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-BIN=${PODSTEP_BIN:-}
-if [ -z "$BIN" ]; then
-	go build -o "$TMP/podstep" ./cmd/podstep
-	BIN=$TMP/podstep
-fi
+podstep_bin "$TMP"
 POD=testdata/pods/hello.yaml
-
-# median: the median of the numbers on stdin, one a line.
-median() {
-	sort -n | awk '{v[NR] = $1} END {
-		if (NR == 0) exit 1
-		if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]
-		else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2
-	}'
-}
 
 # DIRS is where the pods' root and log dirs go (set before each part).
 DIRS=$TMP
@@ -87,9 +73,9 @@ sim() {
 			echo "$r1" >>"$TMP/rest1" && echo "$r16" >>"$TMP/rest16" && echo "$rratio" >>"$TMP/restratio"
 		fi
 	done
-	echo "median: own time per pod K=1 $(median <"$TMP/k1") ms, K=16 $(median <"$TMP/k16") ms, K=16/K=1 $(median <"$TMP/ratio")x (bar <= 2x)"
-	[ -s "$TMP/files1" ] && echo "median: own time in the file steps K=1 $(median <"$TMP/files1") ms, K=16 $(median <"$TMP/files16") ms; the rest K=1 $(median <"$TMP/rest1") ms, K=16 $(median <"$TMP/rest16") ms, K=16/K=1 $(median <"$TMP/restratio")x"
-	echo "median: process CPU per pod K=1 $(median <"$TMP/cpu1") ms, K=16 $(median <"$TMP/cpu16") ms, K=16/K=1 $(median <"$TMP/cpuratio")x"
+	echo "median: own time per pod K=1 $(median 3 <"$TMP/k1") ms, K=16 $(median 3 <"$TMP/k16") ms, K=16/K=1 $(median 3 <"$TMP/ratio")x (bar <= 2x)"
+	[ -s "$TMP/files1" ] && echo "median: own time in the file steps K=1 $(median 3 <"$TMP/files1") ms, K=16 $(median 3 <"$TMP/files16") ms; the rest K=1 $(median 3 <"$TMP/rest1") ms, K=16 $(median 3 <"$TMP/rest16") ms, K=16/K=1 $(median 3 <"$TMP/restratio")x"
+	echo "median: process CPU per pod K=1 $(median 3 <"$TMP/cpu1") ms, K=16 $(median 3 <"$TMP/cpu16") ms, K=16/K=1 $(median 3 <"$TMP/cpuratio")x"
 }
 
 # bench runs the simulated runtime in a process of its own (podstep sim-serve): the CPU figure
@@ -117,5 +103,5 @@ if [ -n "${PODSTEP_ENDPOINT:-}" ]; then
 		echo "  run $i ($rt): own p50 ${own} ms, CRI floor p50 ${floor} ms: ${pct}%"
 		echo "$own" >>"$TMP/own" && echo "$floor" >>"$TMP/floor" && echo "$pct" >>"$TMP/pct"
 	done
-	echo "median: own time per pod $(median <"$TMP/own") ms, CRI floor $(median <"$TMP/floor") ms, own/floor $(median <"$TMP/pct")% (bar <= 5%)"
+	echo "median: own time per pod $(median 3 <"$TMP/own") ms, CRI floor $(median 3 <"$TMP/floor") ms, own/floor $(median 3 <"$TMP/pct")% (bar <= 5%)"
 fi

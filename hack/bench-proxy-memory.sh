@@ -6,10 +6,12 @@
 # growth, and the median growth. Bar: growth <= 20 MB.
 #   PODSTEP_PROXY_MEM_PODS=N  another number of pods;  PODSTEP_PROXY_MEM_BIN=PATH  another binary
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 count=${1:-3}
 out=$(go test -run '^$' -bench 'ProxyMemory' -benchtime 1x -count "$count" ./cmd/podstep)
 echo "$out" | grep '^BenchmarkProxyMemory'
-echo "$out" | awk '/^BenchmarkProxyMemory/ { for (i = 1; i < NF; i++) if ($(i+1) == "growth-MB") print $i }' | sort -n |
-	awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
-		printf "median growth over %d runs: %.1f MB (bar: <= 20 MB)\n", NR, m; exit (m > 20) }'
+growth=$(echo "$out" | awk '/^BenchmarkProxyMemory/ { for (i = 1; i < NF; i++) if ($(i+1) == "growth-MB") print $i }')
+m=$(median 1 <<<"$growth")
+printf 'median growth over %d runs: %s MB (bar: <= 20 MB)\n' "$(grep -c . <<<"$growth")" "$m"
+awk -v m="$m" 'BEGIN { exit (m > 20) }'

@@ -19,9 +19,8 @@
 set -euo pipefail
 
 RUNS=${1:-20}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+# shellcheck source=lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 
 # need COMMAND PACKAGE [CHECK...]: install PACKAGE with apt-get unless CHECK (default: COMMAND
 # on PATH) succeeds.
@@ -44,21 +43,8 @@ need perl perl perl -MTime::HiRes -e 1
 TMP=$(mktemp -d)
 SESSION=podstep-bench-startup-$$
 trap 'tmux kill-session -t "$SESSION" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-BIN=${PODSTEP_BIN:-}
-if [ -z "$BIN" ]; then
-	go build -o "$TMP/podstep" ./cmd/podstep
-	BIN=$TMP/podstep
-fi
+podstep_bin "$TMP"
 POD=testdata/pods/hello.yaml
-
-# median: the median of the numbers on stdin, one a line.
-median() {
-	sort -n | awk '{v[NR] = $1} END {
-		if (NR == 0) exit 1
-		if (NR % 2) printf "%.1f\n", v[(NR + 1) / 2]
-		else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2
-	}'
-}
 
 # Whole commands: hyperfine runs each without a shell, 3 warm-up runs first.
 # Its warnings (outliers, a slow first run) go to a file, shown only if it fails.
@@ -131,7 +117,7 @@ first_frame >/dev/null # warm-up, as for the commands above
 for _ in $(seq "$RUNS"); do
 	first_frame
 done >"$TMP/tui.txt"
-tui_ms=$(median <"$TMP/tui.txt")
+tui_ms=$(median 1 <"$TMP/tui.txt")
 
 printf 'podstep start-up, median of %d runs (wall ms):\n' "$RUNS"
 printf '  %-46s %7s ms\n' "podstep version" "$version_ms" \

@@ -16,9 +16,8 @@
 set -euo pipefail
 
 RUNS=${1:-20}
-REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
-[ -x /usr/local/go/bin/go ] && export PATH=/usr/local/go/bin:$PATH
+# shellcheck source=lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || {
 	echo "bench-trace: RUNS '$RUNS': expected a count > 0" >&2
 	exit 2
@@ -34,11 +33,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-BIN=${PODSTEP_BIN:-}
-if [ -z "$BIN" ]; then
-	BIN=$TMP/podstep
-	go build -o "$BIN" ./cmd/podstep
-fi
+podstep_bin "$TMP"
 ENDPOINT=${PODSTEP_ENDPOINT:-}
 if [ -n "$ENDPOINT" ]; then
 	RT=(-r "$ENDPOINT")
@@ -85,7 +80,7 @@ for _ in $(seq "$RUNS"); do
 done
 
 # median of overhead_ms * 10 / calls
-median10() { awk '{ printf "%.4f\n", $1 * 10 / $2 }' "$1" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median10() { awk '{ printf "%.4f\n", $1 * 10 / $2 }' "$1" | median 4; }
 calls() { awk '{ print $2 }' "$1" | sort -g | uniq | paste -sd, -; }
 off=$(median10 "$TMP/off")
 on=$(median10 "$TMP/on")

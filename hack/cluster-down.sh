@@ -27,33 +27,19 @@ FAILED=0
 # stop NAME MARKER [NAME MARKER...]: for each, the pid file's process if its argv still has MARKER,
 # and any other process whose argv has MARKER; all at once: SIGTERM, up to 10 s, SIGKILL.
 stop() {
-	local pids=() names=() p _ name marker
+	local pids=() names=() p name marker
 	while [ $# -ge 2 ]; do
 		name=$1 marker=$2
 		shift 2
-		if [ -f "$CLUSTER_DIR/run/$name.pid" ]; then
-			p=$(cat "$CLUSTER_DIR/run/$name.pid")
-			if [ -n "$p" ] && tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | grep -xF -- "$marker" >/dev/null; then
-				pids+=("$p")
-				names+=("$name")
-			fi
+		if p=$(pidfile_pid "$CLUSTER_DIR/run/$name.pid" "$marker"); then
+			pids+=("$p")
+			names+=("$name")
 		fi
 		while read -r p; do [ -n "$p" ] && pids+=("$p") && names+=("$name"); done < <(pids_with_arg "$marker")
 	done
 	[ ${#pids[@]} -eq 0 ] && return 0
 	log "stopping $(printf '%s\n' "${names[@]}" | sort -u | tr '\n' ' ')(pid $(printf '%s\n' "${pids[@]}" | sort -u | tr '\n' ' ' | sed 's/ $//'))"
-	kill "${pids[@]}" 2>/dev/null || true
-	for _ in $(seq 50); do
-		for p in "${pids[@]}"; do
-			alive "$p" && break
-			p=
-		done
-		[ -z "$p" ] && return 0
-		sleep 0.2
-	done
-	log "still running after 10 s: SIGKILL"
-	kill -9 "${pids[@]}" 2>/dev/null || true
-	sleep 0.2
+	terminate 10 "${pids[@]}"
 }
 
 # 1. the kubelets (so none restarts a pod while it is swept), then the control plane, then etcd
@@ -94,11 +80,7 @@ for n in "${NODES[@]}"; do
 done
 
 # 3. mounts under the folder (the kubelets' tmpfs volumes, subpath binds), deepest first
-if [ -d "$CLUSTER_DIR" ]; then
-	while read -r m; do
-		umount -l "$m" 2>/dev/null || true
-	done < <(findmnt -rn -o TARGET | grep -E "^$CLUSTER_DIR(/|$)" | sort -r)
-fi
+unmount_under "$CLUSTER_DIR"
 
 # 4. the nodes' cgroup roots (pod cgroups are empty once the pods are gone), deepest first
 for n in "${NODES[@]}"; do

@@ -78,28 +78,7 @@ node_dir() { printf '%s/nodes/%s' "$CLUSTER_DIR" "$(node_var "$1" NODE_NAME)"; }
 # node_cgroup N: the node's cgroupRoot (each kubelet has its own: kubepods and the QoS tiers below)
 node_cgroup() { printf '/%s-%s' "$CLUSTER_ID" "$(node_var "$1" NODE_NAME)"; }
 
-# pids_with_arg WORD: pids of processes whose argv has WORD as one element
-pids_with_arg() {
-	local want=$1 p
-	for p in /proc/[0-9]*; do
-		[ -r "$p/cmdline" ] || continue
-		if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -xF -- "$want" >/dev/null; then
-			echo "${p#/proc/}"
-		fi
-	done
-}
-
-# alive PID: the process exists and is not a zombie (PID 1 here does not reap orphans).
-alive() {
-	local st
-	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
-# cgroup_dirs NODE_CGROUP: the node's cgroup folder in every v1 hierarchy (and v2, if mounted)
-cgroup_dirs() {
-	local m
-	while read -r m; do
-		printf '%s%s\n' "$m" "$1"
-	done < <(findmnt -rn -t cgroup,cgroup2 -o TARGET)
-}
+# alive, pids_with_arg, pidfile_pid, terminate, unmount_under, cgroup_dirs (the node's cgroup
+# folder in every hierarchy)
+# shellcheck source=lib/proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"

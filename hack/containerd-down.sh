@@ -8,6 +8,8 @@ set -euo pipefail
 
 # DIR, CNI_*, CTR_BIN per PODSTEP_CONTAINERD (1.6 or 2)
 . "$(dirname "${BASH_SOURCE[0]}")/harness-env.sh"
+# shellcheck source=lib/proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 
 SOCK=$DIR/run/containerd.sock
 CONFIG=$DIR/config.toml
@@ -28,50 +30,20 @@ case $DIR in
 } ;;
 esac
 
-# pids of processes whose command line contains WORD (exact argv element match)
-pids_with_arg() {
-	local want=$1 p
-	for p in /proc/[0-9]*; do
-		[ -r "$p/cmdline" ] || continue
-		if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -xF -- "$want" >/dev/null; then
-			echo "${p#/proc/}"
-		fi
-	done
-}
-
-# alive PID: the process exists and is not a zombie (PID 1 on these machines does not reap
-# orphans; 'kill -0' succeeds on a zombie).
-alive() {
-	local st
-	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-	[ -n "$st" ] && [ "$st" != Z ]
-}
-
-# 0. the registry: the pid in its pid file (if it still runs our config) and any process whose
-#    argv has our registry config; SIGTERM, 5 s, SIGKILL.
-stop_registry() {
-	local pids=() p i
-	if [ -f "$REG_PIDFILE" ]; then
-		p=$(cat "$REG_PIDFILE")
-		if [ -n "$p" ] && tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline" | grep -F -- "serve $REG_CONFIG" >/dev/null; then
-			pids+=("$p")
-		fi
-	fi
-	while read -r p; do [ -n "$p" ] && pids+=("$p"); done < <(pids_with_arg "$REG_CONFIG")
+# stop WHAT SECONDS PIDFILE WORD: the pid in PIDFILE (if its argv still has WORD) and any process
+# whose argv has WORD; SIGTERM, SECONDS, SIGKILL.
+stop() {
+	local pids=() p
+	if p=$(pidfile_pid "$3" "$4"); then pids+=("$p"); fi
+	while read -r p; do [ -n "$p" ] && pids+=("$p"); done < <(pids_with_arg "$4")
 	[ ${#pids[@]} -eq 0 ] && return 0
 	mapfile -t pids < <(printf '%s\n' "${pids[@]}" | sort -u)
-	log "stopping the registry (pid ${pids[*]})"
-	kill "${pids[@]}" 2>/dev/null || true
-	for i in $(seq 25); do
-		for p in "${pids[@]}"; do
-			alive "$p" && break
-			p=
-		done
-		[ -z "$p" ] && return 0
-		sleep 0.2
-	done
-	kill -9 "${pids[@]}" 2>/dev/null || true
+	log "stopping $1 (pid ${pids[*]})"
+	terminate "$2" "${pids[@]}"
 }
+
+# 0. the registry: any process serving our registry config
+stop_registry() { stop "the registry" 5 "$REG_PIDFILE" "$REG_CONFIG"; }
 
 # 1. best effort: remove all containers (CRI pods and ctr ones) through containerd itself
 remove_containers() {
@@ -95,26 +67,7 @@ remove_containers() {
 }
 
 # 2. stop containerd: the pid in the pid file, and any other containerd using our config
-stop_containerd() {
-	local pids=() p i
-	if [ -f "$PIDFILE" ]; then
-		p=$(cat "$PIDFILE")
-		if [ -n "$p" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -- "--config $CONFIG" >/dev/null; then
-			pids+=("$p")
-		fi
-	fi
-	while read -r p; do [ -n "$p" ] && pids+=("$p"); done < <(pids_with_arg "$CONFIG")
-	[ ${#pids[@]} -eq 0 ] && return 0
-	mapfile -t pids < <(printf '%s\n' "${pids[@]}" | sort -u)
-	log "stopping containerd (pid ${pids[*]})"
-	kill "${pids[@]}" 2>/dev/null || true
-	for i in $(seq 50); do
-		kill -0 "${pids[@]}" 2>/dev/null || return 0
-		[ "$i" = 50 ] || sleep 0.2
-	done
-	kill -9 "${pids[@]}" 2>/dev/null || true
-	sleep 0.2
-}
+stop_containerd() { stop containerd 10 "$PIDFILE" "$CONFIG"; }
 
 # 3. shims of OUR containerd (containerd-shim-runc-v2 ... -address $SOCK), and what they run
 kill_shims() {
@@ -200,22 +153,13 @@ clean_netns() {
 	done
 }
 
-unmount_all() {
-	local m
-	[ -d "$DIR" ] || return 0
-	# deepest first
-	while read -r m; do
-		umount -l "$m" 2>/dev/null || true
-	done < <(findmnt -rn -o TARGET | grep -E "^$DIR(/|$)" | sort -r)
-}
-
 stop_registry
 collect_netns
 remove_containers
 stop_containerd
 kill_shims
 clean_netns
-unmount_all
+unmount_under "$DIR"
 if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
 	ip link delete "$CNI_BRIDGE" || true
 fi

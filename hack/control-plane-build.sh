@@ -12,7 +12,9 @@ set -euo pipefail
 
 K8S_VERSION=v1.37.0
 HERE=$(cd "$(dirname "$0")" && pwd)
-CACHE=${PODSTEP_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/podstep}/kubernetes-$K8S_VERSION
+# shellcheck source=lib/cache.sh
+. "$HERE/lib/cache.sh"
+CACHE=$(cache_dir "kubernetes-$K8S_VERSION")
 COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 log() { printf 'control-plane-build: %s\n' "$*" >&2; }
@@ -30,19 +32,21 @@ works() {
 		[ "$v" = "Kubernetes $K8S_VERSION" ]
 	fi
 }
+works_all() {
+	local name
+	for name in "${COMMANDS[@]}"; do works "$name" || return 1; done
+}
 
 build() { # build NAME
-	local name=$1 go out=$CACHE/build.log start=$SECONDS pkg=k8s.io/component-base/version
-	go=$(command -v go || true)
-	[ -n "$go" ] || [ ! -x /usr/local/go/bin/go ] || go=/usr/local/go/bin/go
-	[ -n "$go" ] || die "building $name needs go: no go toolchain in PATH or /usr/local/go/bin"
+	local name=$1 out=$CACHE/build.log start=$SECONDS pkg=k8s.io/component-base/version
+	find_go "building $name"
 	log "building $name $K8S_VERSION from the Go module proxy into $CACHE/bin (minutes the first time; log $out)"
 	mkdir -p "$CACHE/bin"
 	rm -f "$CACHE/bin/.$name.new"
 	printf '=== %s %s (%s, load %s)\n' "$name" "$K8S_VERSION" "$(date -u +%FT%TZ)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 	# The version is stamped as Kubernetes' release builds do (hack/lib/version.sh): --version
 	# says v1.37.0, and kubectl can parse the server's and its own version (v0.0.0-master fails).
-	if ! (cd "$HERE/kubelet" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$go" build -trimpath -o "$CACHE/bin/.$name.new" \
+	if ! (cd "$HERE/kubelet" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath -o "$CACHE/bin/.$name.new" \
 		-ldflags "-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=37 -X $pkg.gitTreeState=clean" \
 		"k8s.io/kubernetes/cmd/$name") >>"$out" 2>&1; then
 		tail -n 30 "$out" >&2
@@ -53,13 +57,11 @@ build() { # build NAME
 	printf '=== %s built in %d s (load %s)\n' "$name" $((SECONDS - start)) "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 	log "built $name $K8S_VERSION in $((SECONDS - start)) s"
 }
+# build_missing: only the commands whose cached binary is missing or another version.
+build_missing() {
+	local name
+	for name in "${COMMANDS[@]}"; do works "$name" || build "$name"; done
+}
 
-mkdir -p "$CACHE" 2>/dev/null || die "cannot create the build cache $CACHE (set PODSTEP_CACHE_DIR to a writable folder)"
-(
-	flock 9
-	for name in "${COMMANDS[@]}"; do
-		works "$name" || build "$name"
-		works "$name" || die "$CACHE/bin/$name does not name $K8S_VERSION after the build: $("$CACHE/bin/$name" --version 2>&1 | head -n 1)"
-	done
-) 9>"$CACHE/.lock"
+cached "$CACHE" works_all build_missing "${COMMANDS[*]} $K8S_VERSION"
 echo "$CACHE/bin"

@@ -12,8 +12,10 @@
 # CTR_BIN, SHIM_DIR (the folder put first on containerd's PATH; "" for 1.6) and
 # CONTAINERD2_VERSION, C2_CACHE. The PODSTEP_* variables override the per-runtime defaults.
 
+# shellcheck source=lib/cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
 CONTAINERD2_VERSION=v2.4.2
-C2_CACHE=${PODSTEP_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/podstep}/containerd-$CONTAINERD2_VERSION
+C2_CACHE=$(cache_dir "containerd-$CONTAINERD2_VERSION")
 
 case ${PODSTEP_CONTAINERD:-1.6} in
 1 | 1.6)

@@ -25,7 +25,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$HERE/.." && pwd)
-CACHE=${PODSTEP_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/podstep}/image
+# shellcheck source=lib/cache.sh
+. "$HERE/lib/cache.sh"
+CACHE=$(cache_dir image)
 IMAGE_REPO=${PODSTEP_IMAGE_REPO:-localhost/podstep}
 CTR=${PODSTEP_CTR:-ctr}
 
@@ -59,13 +61,10 @@ done
 
 if ! command -v umoci >/dev/null; then
 	log "installing: umoci (OCI image layouts)"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends umoci >/dev/null 2>&1 ||
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends umoci >/dev/null; } ||
-		die "apt-get install umoci failed"
+	apt_need umoci
 fi
-go=$(command -v go || true)
-[ -n "$go" ] || [ ! -x /usr/local/go/bin/go ] || go=/usr/local/go/bin/go
-[ -n "$go" ] || die "no go toolchain in PATH or /usr/local/go/bin"
+find_go "building podstep's image"
+go=$GO
 
 mkdir -p "$CACHE"
 bin=$(mktemp "$CACHE/podstep.XXXXXX")

@@ -13,8 +13,9 @@ J_QUERY=${PODSTEP_JAEGER_QUERY_PORT:-14686}
 J_QUERY_GRPC=${PODSTEP_JAEGER_QUERY_GRPC_PORT:-14685}
 J_HEALTH=${PODSTEP_JAEGER_HEALTH_PORT:-14133}
 
-# alive PID: the process exists and is not a zombie (PID 1 here does not reap orphans).
-alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# alive PID (not a zombie), wait_started (hack/lib/proc.sh)
+# shellcheck source=lib/proc.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/proc.sh"
 
 # jaeger_pid: the pid of OUR jaeger (its pid file, and its argv names our config).
 jaeger_pid() {

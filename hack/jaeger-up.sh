@@ -125,17 +125,6 @@ setsid "$BIN" --config "file:$J_CONFIG" >>"$J_LOG" 2>&1 </dev/null &
 pid=$!
 echo "$pid" >"$J_PIDFILE"
 log "jaeger started (pid $pid, config $J_CONFIG, log $J_LOG)"
-deadline=$((SECONDS + WAIT_SECONDS))
-until healthy; do
-	if ! alive "$pid"; then
-		tail -n 30 "$J_LOG" >&2 || true
-		die "jaeger exited during start-up (log: $J_LOG)"
-	fi
-	[ $SECONDS -lt $deadline ] || {
-		tail -n 30 "$J_LOG" >&2 || true
-		die "jaeger did not answer on http://127.0.0.1:$J_HEALTH/status within ${WAIT_SECONDS}s (log: $J_LOG)"
-	}
-	sleep 0.2
-done
+wait_started jaeger "$pid" "$J_LOG" "$WAIT_SECONDS" "jaeger on http://127.0.0.1:$J_HEALTH/status" healthy
 curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$J_QUERY/api/services" || die "jaeger's query API http://127.0.0.1:$J_QUERY/api/services does not answer (log: $J_LOG)"
 print_env

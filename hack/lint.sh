@@ -17,7 +17,9 @@ set -uo pipefail
 
 GOLANGCI_LINT_VERSION=v2.15.0
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=${PODSTEP_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/podstep}/golangci-lint-$GOLANGCI_LINT_VERSION
+# shellcheck source=lib/cache.sh
+. "$REPO_ROOT/hack/lib/cache.sh"
+CACHE=$(cache_dir "golangci-lint-$GOLANGCI_LINT_VERSION")
 BIN=$CACHE/bin/golangci-lint
 
 log() { printf 'lint: %s\n' "$*" >&2; }
@@ -30,31 +32,16 @@ fi
 # works: the cached binary runs and names the pinned version.
 works() { [ -x "$BIN" ] && [[ $("$BIN" version 2>/dev/null) == *"version ${GOLANGCI_LINT_VERSION#v} "* ]]; }
 
+compile() (
+	cd "$CACHE" && GOWORK=off GOFLAGS='' CGO_ENABLED=0 GOBIN="$1" \
+		"$GO" install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+)
 build() {
-	local tmp=$CACHE/bin.new out=$CACHE/build.log start=$SECONDS
-	command -v go >/dev/null || die "building golangci-lint needs go: no go toolchain in PATH or /usr/local/go/bin"
-	log "building golangci-lint $GOLANGCI_LINT_VERSION from the Go module proxy into $CACHE/bin (a few minutes the first time; log $out)"
-	rm -rf "$tmp"
-	mkdir -p "$tmp"
-	if ! (cd "$CACHE" && GOWORK=off GOFLAGS='' CGO_ENABLED=0 GOBIN="$tmp" \
-		go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION") >"$out" 2>&1; then
-		tail -n 30 "$out" >&2
-		rm -rf "$tmp"
-		die "go install of golangci-lint $GOLANGCI_LINT_VERSION failed (log: $out)"
-	fi
-	rm -rf "${CACHE:?}/bin"
-	mv "$tmp" "$CACHE/bin"
-	log "built golangci-lint $GOLANGCI_LINT_VERSION in $((SECONDS - start)) s"
+	find_go "building golangci-lint"
+	build_bin "$CACHE" "golangci-lint $GOLANGCI_LINT_VERSION" "a few minutes the first time" compile
 }
 
-golangci() {
-	mkdir -p "$CACHE" || die "cannot create $CACHE"
-	(
-		flock 9
-		works || build
-		works || die "$BIN does not say $GOLANGCI_LINT_VERSION after the build: $("$BIN" version 2>&1 | head -n 1)"
-	) 9>"$CACHE/.lock" || exit 2
-}
+golangci() { cached "$CACHE" works build "golangci-lint $GOLANGCI_LINT_VERSION"; }
 
 lint_go() {
 	local rc=0

@@ -15,7 +15,8 @@
 # PODSTEP_REGISTRY_PASSWORD (checked absent), PODSTEP_BIN (skips the build),
 # PODSTEP_RECORDINGS_DIR (default testdata/recordings).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+# shellcheck source=lib/bench.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 
 die() { echo "record-examples.sh: $*" >&2; exit 1; }
 # shellcheck disable=SC2016 # the command is printed for the user to run, unexpanded
@@ -28,11 +29,8 @@ mkdir -p "$out"
 
 tmp=$(mktemp -d /tmp/podstep-record-examples.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-bin=${PODSTEP_BIN:-}
-if [ -z "$bin" ]; then
-	go build -o "$tmp/podstep" ./cmd/podstep
-	bin=$tmp/podstep
-fi
+podstep_bin "$tmp"
+bin=$BIN
 
 # The 401 example: the registry's private image, no pull secret.
 cat >"$tmp/pull-401.yaml" <<YAML

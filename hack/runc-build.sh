@@ -16,7 +16,9 @@ set -euo pipefail
 
 RUNC_VERSION=${PODSTEP_RUNC_VERSION:-v1.3.6}
 RUNC_MODULE=github.com/opencontainers/runc
-RUNC_CACHE=${PODSTEP_CACHE_DIR:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/podstep}/runc-$RUNC_VERSION
+# shellcheck source=lib/cache.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
+RUNC_CACHE=$(cache_dir "runc-$RUNC_VERSION")
 RUNC_BIN=$RUNC_CACHE/bin/runc
 
 log() { printf '%s\n' "$*"; }
@@ -35,50 +37,18 @@ runc_works() {
 	[[ $v == "runc version ${RUNC_VERSION#v}"* ]] && [[ $v == *"libseccomp: "* ]]
 }
 
-ensure_libseccomp() {
-	if pkg-config --exists libseccomp 2>/dev/null; then
-		return 0
-	fi
-	log "installing: libseccomp-dev pkg-config (runc's seccomp support)"
-	local out
-	out=$(mktemp)
-	if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libseccomp-dev pkg-config ||
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libseccomp-dev pkg-config; }; } >"$out" 2>&1; then
-		cat "$out" >&2
-		rm -f "$out"
-		die "apt-get install libseccomp-dev pkg-config failed"
-	fi
-	rm -f "$out"
-}
-
+compile() (
+	cd / && GOWORK=off GOBIN=$1 CGO_ENABLED=1 "$GO" install -tags seccomp \
+		-ldflags "-X main.version=${RUNC_VERSION#v}" "$RUNC_MODULE@$RUNC_VERSION"
+)
 build_runc() {
-	local go tmp=$RUNC_CACHE/bin.new out=$RUNC_CACHE/build.log start=$SECONDS
-	go=$(command -v go || true)
-	[ -n "$go" ] || [ ! -x /usr/local/go/bin/go ] || go=/usr/local/go/bin/go
-	[ -n "$go" ] || die "no go toolchain in PATH or /usr/local/go/bin"
-	ensure_libseccomp
-	log "building runc $RUNC_VERSION from the Go module proxy into $RUNC_CACHE/bin (log $out)"
-	rm -rf "$tmp"
-	mkdir -p "$tmp"
-	if ! (cd / && GOWORK=off GOBIN=$tmp CGO_ENABLED=1 "$go" install -tags seccomp \
-		-ldflags "-X main.version=${RUNC_VERSION#v}" "$RUNC_MODULE@$RUNC_VERSION") >"$out" 2>&1; then
-		tail -n 30 "$out" >&2
-		rm -rf "$tmp"
-		die "go install of runc $RUNC_VERSION failed (log: $out)"
+	find_go "building runc"
+	if ! pkg-config --exists libseccomp 2>/dev/null; then
+		log "installing: libseccomp-dev pkg-config (runc's seccomp support)"
+		apt_need libseccomp-dev pkg-config
 	fi
-	rm -rf "${RUNC_CACHE:?}/bin"
-	mv "$tmp" "$RUNC_CACHE/bin"
-	log "built runc $RUNC_VERSION in $((SECONDS - start)) s"
+	build_bin "$RUNC_CACHE" "runc $RUNC_VERSION" "seccomp, cgo" compile
 }
 
-mkdir -p "$RUNC_CACHE" 2>/dev/null || die "cannot create the build cache $RUNC_CACHE (set PODSTEP_CACHE_DIR to a writable folder)"
-(
-	flock 9
-	if runc_works; then
-		log "runc $RUNC_VERSION: cached in $RUNC_CACHE/bin"
-	else
-		build_runc
-	fi
-) 9>"$RUNC_CACHE/.lock"
-runc_works || die "$RUNC_BIN: missing, or not runc $RUNC_VERSION with seccomp (build log: $RUNC_CACHE/build.log)"
+cached "$RUNC_CACHE" runc_works build_runc "runc $RUNC_VERSION"
 log "$RUNC_BIN"

@@ -219,22 +219,7 @@ func assertEmpty(t *testing.T, dir string) {
 // and the runtime's message, and is torn down.
 func TestFailedPodExit1(t *testing.T) {
 	root, logs := dirs(t)
-	f := filepath.Join(t.TempDir(), "fail.yaml")
-	if err := os.WriteFile(f, []byte(`apiVersion: v1
-kind: Pod
-metadata:
-  name: fail
-  annotations:
-    sim.podstep.dev/create-error.app: "failed to create containerd container: boom"
-spec:
-  containers:
-  - name: app
-    image: docker.io/library/busybox:1.35
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := simPod(t, "fail", map[string]string{"sim.podstep.dev/create-error.app": "failed to create containerd container: boom"})
 	code, out, _ := run(t, "run", "--auto", "--sim", "--no-color", "-f", f, "--root-dir", root, "--log-dir", logs)
 	if code != ExitPodFailed {
 		t.Fatalf("exit %d, want 1\n%s", code, out)
@@ -265,22 +250,7 @@ func TestStdinManifest(t *testing.T) {
 // 130.
 func TestInterrupt(t *testing.T) {
 	root, logs := dirs(t)
-	f := filepath.Join(t.TempDir(), "slow.yaml")
-	if err := os.WriteFile(f, []byte(`apiVersion: v1
-kind: Pod
-metadata:
-  name: slow
-  annotations:
-    sim.podstep.dev/delay.StartContainer: "1500ms"
-spec:
-  containers:
-  - name: app
-    image: docker.io/library/busybox:1.35
-    imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f := slowPod(t, map[string]string{"StartContainer": "1500ms"})
 	var signalled time.Time
 	res := stream(t, time.Minute, func(p *exec.Cmd, line string) {
 		// The create step is done: StartContainer (delayed 1.5 s) is in flight.

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,41 +46,15 @@ func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64)
 		tb.Fatal(err)
 	}
 	defer func() { _ = os.RemoveAll(d) }()
-	if err := os.Mkdir(filepath.Join(d, "sim"), 0o700); err != nil {
-		tb.Fatal(err)
-	}
 	bin := bin
 	if b := os.Getenv("PODSTEP_PROXY_MEM_BIN"); b != "" {
 		bin = b
 	}
-	sim := exec.Command(bin, "sim-serve", "--until-stdin-closes", filepath.Join(d, "sim"))
-	stdin, _ := sim.StdinPipe()
-	out, _ := sim.StdoutPipe()
-	if err := sim.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = sim.Wait() }()
-	upstream, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		tb.Fatal(err)
-	}
+	up := startSim(tb, bin)
+	defer up.Stop()
 	sock := filepath.Join(d, "p.sock")
-	px := exec.Command(bin, append([]string{"proxy", "--auto", "-o", "short", "--listen", "unix://" + sock, "--upstream", strings.TrimSpace(upstream)}, extra...)...)
-	devnull, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	defer func() { _ = devnull.Close() }()
-	px.Stdout, px.Stderr = devnull, devnull
-	if err := px.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	defer func() { _ = px.Process.Signal(os.Interrupt); _ = px.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			tb.Fatal("the proxy did not listen")
-		}
-	}
+	px, stop := startProxy(tb, bin, sock, up.Endpoint, nil, append([]string{"-o", "short"}, extra...)...)
+	defer stop()
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
 	if err != nil {

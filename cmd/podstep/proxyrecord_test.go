@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -25,40 +24,11 @@ import (
 // recording whose every line is under record.MaxLine, which replay reads
 // and which says what it cut.
 func TestProxyRecordBigBodies(t *testing.T) {
-	d, err := os.MkdirTemp("", "pxr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
-	if err := os.Mkdir(filepath.Join(d, "sim"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sim := exec.Command(bin, "sim-serve", "--until-stdin-closes", filepath.Join(d, "sim"))
-	stdin, _ := sim.StdinPipe()
-	out, _ := sim.StdoutPipe()
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stdin.Close(); _ = sim.Wait() })
-	upstream, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, upstream := simAndDir(t, "pxr")
 	sock, rec := filepath.Join(d, "p.sock"), filepath.Join(d, "big.rec")
-	px := exec.Command(bin, "proxy", "--auto", "-o", "short", "--record", rec, "--listen", "unix://"+sock, "--upstream", strings.TrimSpace(upstream))
-	var pxErr bytes.Buffer
-	px.Stderr = &pxErr
-	if err := px.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the proxy did not listen: %s", pxErr.String())
-		}
-	}
+	var pxOut bytes.Buffer
+	px, stop := startProxy(t, bin, sock, upstream, &pxOut, "-o", "short", "--record", rec)
+	t.Cleanup(stop)
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20), grpc.MaxCallSendMsgSize(16<<20)))
 	if err != nil {

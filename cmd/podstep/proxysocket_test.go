@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -17,29 +16,11 @@ import (
 // twice: to the proxy, then its process group) ends it once, cleanly, and
 // the socket is gone.
 func TestProxyUnderTimeout(t *testing.T) {
-	d, err := os.MkdirTemp("", "psk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(d) })
-	sim := exec.Command(bin, "sim-serve", "--until-stdin-closes", filepath.Join(d, "sim"))
-	if err := os.Mkdir(filepath.Join(d, "sim"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	stdin, _ := sim.StdinPipe()
-	out, _ := sim.StdoutPipe()
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stdin.Close(); _ = sim.Wait() })
-	upstream, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, upstream := simAndDir(t, "psk")
 	sock := filepath.Join(d, "run", "p.sock")
 	for i := range 3 {
 		cmd := exec.Command("sh", "-c", `umask 000; exec timeout 1.5 "$@"`, "sh",
-			bin, "proxy", "--auto", "--listen", "unix://"+sock, "--upstream", strings.TrimSpace(upstream))
+			bin, "proxy", "--auto", "--listen", "unix://"+sock, "--upstream", upstream)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {

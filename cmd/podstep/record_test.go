@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
@@ -96,8 +95,7 @@ func TestRecordHidesSecrets(t *testing.T) {
 	const envValue, password, short = "TopSecretEnv-4411", "RegistryPw-9932", "Pw9!"
 	auth := base64.StdEncoding.EncodeToString([]byte("bob:" + password))
 	dockercfg := base64.StdEncoding.EncodeToString([]byte(`{"auths":{"registry.example:5000":{"username":"bob","password":"` + password + `","auth":"` + auth + `"}}}`))
-	pull := filepath.Join(t.TempDir(), "pull.yaml")
-	if err := os.WriteFile(pull, []byte(`apiVersion: v1
+	pull := writeTemp(t, "pull.yaml", `apiVersion: v1
 kind: Secret
 metadata:
   name: db
@@ -137,9 +135,7 @@ spec:
       value: `+envValue+`
     - name: SHORT_COPY
       value: "`+short+`"
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	forbidden := append(secretForms(expansionSecrets...), secretForms(envValue, password, "bob:"+password, short)...)
 	forbidden = append(forbidden, dockercfg, auth)
 	for _, tc := range []struct {
@@ -272,43 +268,27 @@ func TestRecordKilled(t *testing.T) {
 	for _, name := range []string{"killed.rec", "killed.rec.gz"} {
 		t.Run(name, func(t *testing.T) {
 			root, logs := dirs(t)
-			f := filepath.Join(t.TempDir(), "slow.yaml")
-			if err := os.WriteFile(f, []byte(`apiVersion: v1
-kind: Pod
-metadata:
-  name: slow
-  annotations:
-    sim.podstep.dev/delay.StartContainer: "20s"
-spec:
-  containers:
-  - name: app
-    image: docker.io/library/busybox:1.35
-    command: ["sleep", "3600"]
-`), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			f := slowPod(t, map[string]string{"StartContainer": "20s"})
 			rec := filepath.Join(t.TempDir(), name)
-			cmd := exec.Command(bin, "run", "--auto", "--sim", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs, "--record", rec)
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() && !strings.Contains(sc.Text(), "create") {
-			}
-			// The create step is printed: wait for the StartContainer line.
-			deadline := time.Now().Add(10 * time.Second)
-			for !strings.Contains(readPartial(rec), `"type":"call-sent","step":10,"method":"StartContainer"`) {
-				if time.Now().After(deadline) {
-					_ = cmd.Process.Kill() // the test fails either way
-					t.Fatalf("no StartContainer in the recording:\n%s", readPartial(rec))
+			var killed, sent bool
+			res := stream(t, time.Minute, func(p *exec.Cmd, line string) {
+				if killed || !strings.Contains(line, "create") {
+					return
 				}
-				time.Sleep(20 * time.Millisecond)
+				// The create step is printed: wait for the StartContainer line.
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if sent = strings.Contains(readPartial(rec), `"type":"call-sent","step":10,"method":"StartContainer"`); sent {
+						break
+					}
+				}
+				if err := p.Process.Kill(); err != nil {
+					t.Errorf("SIGKILL: %v", err)
+				}
+				killed = true
+			}, "run", "--auto", "--sim", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs, "--record", rec)
+			if !killed || !sent {
+				t.Fatalf("killed %v, StartContainer in the recording %v (exit %d):\n%s", killed, sent, res.code, readPartial(rec))
 			}
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatalf("SIGKILL: %v", err)
-			}
-			_ = cmd.Wait() // killed: the error only says so
 
 			code, out, errOut := run(t, "replay", rec, "--auto", "--no-color")
 			if code != ExitUsage {

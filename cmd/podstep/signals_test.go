@@ -13,19 +13,29 @@ import (
 	"time"
 )
 
-// slowPod writes a one-container pod whose simulated CRI calls named in
-// delays take that long.
+// slowPod writes a one-container pod, "slow", whose simulated CRI calls
+// named in delays take that long.
 func slowPod(t *testing.T, delays map[string]string) string {
 	t.Helper()
-	var ann strings.Builder
+	ann := map[string]string{}
 	for m, d := range delays {
-		ann.WriteString("    sim.podstep.dev/delay." + m + ": \"" + d + "\"\n")
+		ann["sim.podstep.dev/delay."+m] = d
 	}
-	f := filepath.Join(t.TempDir(), "slow.yaml")
-	if err := os.WriteFile(f, []byte(`apiVersion: v1
+	return simPod(t, "slow", ann)
+}
+
+// simPod writes a one-container pod (app: busybox, sleep 3600) with the
+// annotations given (the simulated runtime's delays and errors).
+func simPod(t *testing.T, name string, annotations map[string]string) string {
+	t.Helper()
+	var ann strings.Builder
+	for k, v := range annotations {
+		ann.WriteString("    " + k + ": \"" + v + "\"\n")
+	}
+	return writeTemp(t, name+".yaml", `apiVersion: v1
 kind: Pod
 metadata:
-  name: slow
+  name: `+name+`
   annotations:
 `+ann.String()+`spec:
   containers:
@@ -33,7 +43,14 @@ metadata:
     image: docker.io/library/busybox:1.35
     imagePullPolicy: IfNotPresent
     command: ["sleep", "3600"]
-`), 0o644); err != nil {
+`)
+}
+
+// writeTemp writes content to a file name in a temporary dir of t's.
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -45,48 +62,38 @@ metadata:
 func TestSecondInterruptAbandonsTeardown(t *testing.T) {
 	root, logs := dirs(t)
 	f := slowPod(t, map[string]string{"StopContainer": "10s"})
-	cmd := exec.Command(bin, "run", "--auto", "--sim", "-o", "json", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 1<<20)
 	var second time.Time
-	for sc.Scan() {
+	res := stream(t, time.Minute, func(p *exec.Cmd, line string) {
 		var st struct{ Name string }
-		if json.Unmarshal(sc.Bytes(), &st) == nil && st.Name == "start/app" && second.IsZero() {
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		if json.Unmarshal([]byte(line), &st) == nil && st.Name == "start/app" && second.IsZero() {
+			if err := p.Process.Signal(syscall.SIGINT); err != nil {
 				t.Errorf("first SIGINT: %v", err)
 			}
 			time.Sleep(300 * time.Millisecond) // teardown is in StopContainer now
-			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			if err := p.Process.Signal(syscall.SIGINT); err != nil {
 				t.Errorf("second SIGINT: %v", err)
 			}
 			second = time.Now()
 		}
-	}
-	err := cmd.Wait()
+	}, "run", "--auto", "--sim", "-o", "json", "-f", f, "--grace-period", "0", "--root-dir", root, "--log-dir", logs)
 	if second.IsZero() {
-		t.Fatalf("never reached start/app; stderr %s", stderr.String())
+		t.Fatalf("never reached start/app; stderr %s", res.stderr)
 	}
 	if took := time.Since(second); took > 2*time.Second {
 		t.Errorf("podstep took %s to exit after the second SIGINT", took.Round(time.Millisecond))
 	}
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitLeftBehind {
-		t.Errorf("exit = %v, want %d", err, ExitLeftBehind)
+	if res.code != ExitLeftBehind {
+		t.Errorf("exit = %d, want %d", res.code, ExitLeftBehind)
 	}
 	podDir := filepath.Join(root, "pods")
 	ents, _ := os.ReadDir(podDir)
 	for _, want := range []string{"teardown abandoned; left: sandbox ", ", container app ", "dir " + podDir + "/", "run `podstep cleanup`"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
 		}
 	}
-	if strings.Contains(stderr.String(), "torn down") {
-		t.Errorf("stderr says torn down:\n%s", stderr.String())
+	if strings.Contains(res.stderr, "torn down") {
+		t.Errorf("stderr says torn down:\n%s", res.stderr)
 	}
 	if len(ents) != 1 {
 		t.Errorf("pod dirs %v, want the one left behind", ents)

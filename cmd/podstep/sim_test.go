@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,8 +10,7 @@ import (
 // nowhere, or to someone else's pod) is not sent.
 func TestSimulatedRuntimeNotProbed(t *testing.T) {
 	root, logs := dirs(t)
-	f := filepath.Join(t.TempDir(), "hook.yaml")
-	if err := os.WriteFile(f, []byte(`apiVersion: v1
+	f := writeTemp(t, "hook.yaml", `apiVersion: v1
 kind: Pod
 metadata:
   name: hook
@@ -26,9 +23,7 @@ spec:
       postStart:
         httpGet:
           port: 8080
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	code, out, errOut := run(t, "run", "--auto", "--sim", "--no-color", "--settle", "0", "--grace-period", "0", "-f", f, "--root-dir", root, "--log-dir", logs)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
