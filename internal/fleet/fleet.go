@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/render"
 )
 
@@ -248,15 +249,12 @@ func nodeReady(n *corev1.Node) (corev1.ConditionStatus, string) {
 	return "", ""
 }
 
-// configz reads the node's kubelet configuration through the API server.
-func (f *fleet) configz(ctx context.Context, node string) (*NodeConfig, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	body, err := f.c.CS.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
-	if err != nil {
-		return nil, f.c.classify(err, "get", "nodes/proxy", "")
-	}
-	return ParseConfigz(body)
+// configz reads the node's kubelet configuration through the API server
+// (cluster.ReadConfigz, as run --pod does).
+func (f *fleet) configz(ctx context.Context, node string) (*cluster.NodeConfig, error) {
+	return cluster.ReadConfigz(ctx, f.c.CS, node, func(err error) error {
+		return f.c.classify(err, "get", "nodes/proxy", "")
+	})
 }
 
 func (f *fleet) warnOnce(key, msg string) {

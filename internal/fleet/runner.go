@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -14,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podstep/podstep/internal/gate"
+	"github.com/podstep/podstep/internal/cluster"
 )
 
 // Labels and annotations on every object a fleet makes.
@@ -78,36 +77,6 @@ const (
 	DefaultEndpoint = "unix:///run/containerd/containerd.sock"
 )
 
-// NodeConfig is what the runner needs of a node's kubelet configuration
-// (its configz, KubeletConfiguration v1beta1 field names).
-type NodeConfig struct {
-	ContainerRuntimeEndpoint string          `json:"containerRuntimeEndpoint"`
-	ImageServiceEndpoint     string          `json:"imageServiceEndpoint"`
-	CgroupDriver             string          `json:"cgroupDriver"`
-	ClusterDNS               []string        `json:"clusterDNS"`
-	ClusterDomain            string          `json:"clusterDomain"`
-	MaxPods                  int64           `json:"maxPods"`
-	AllowedUnsafeSysctls     []string        `json:"allowedUnsafeSysctls"`
-	FeatureGates             map[string]bool `json:"featureGates"`
-	CgroupsPerQOS            *bool           `json:"cgroupsPerQOS"`
-	CgroupRoot               string          `json:"cgroupRoot"`
-}
-
-// ParseConfigz reads the body of /api/v1/nodes/NAME/proxy/configz: the
-// kubelet's {"kubeletconfig": {...}}.
-func ParseConfigz(body []byte) (*NodeConfig, error) {
-	var z struct {
-		KubeletConfig *NodeConfig `json:"kubeletconfig"`
-	}
-	if err := yaml.Unmarshal(body, &z); err != nil {
-		return nil, fmt.Errorf("configz: %w", err)
-	}
-	if z.KubeletConfig == nil {
-		return nil, fmt.Errorf("configz: no kubeletconfig object in the answer")
-	}
-	return z.KubeletConfig, nil
-}
-
 // Runner describes one node's runner: what Objects makes.
 type Runner struct {
 	// Fleet is the fleet's id; Parent the parent ConfigMap (its name and
@@ -118,7 +87,7 @@ type Runner struct {
 	Node      *corev1.Node
 	// Config is the node's kubelet configuration (nil: configz did not
 	// answer; the defaults and the fleet's flags are used).
-	Config *NodeConfig
+	Config *cluster.NodeConfig
 	// Pod is the pod to replay (Secrets never included; see Manifest).
 	Pod *corev1.Pod
 	// ConfigMaps the manifest carries along (never Secrets).
@@ -283,31 +252,11 @@ func (r *Runner) Args() []string {
 		if len(c.AllowedUnsafeSysctls) > 0 {
 			args = append(args, "--allowed-unsafe-sysctls", strings.Join(c.AllowedUnsafeSysctls, ","))
 		}
-		if g := knownGates(c.FeatureGates); g != "" {
+		if g := c.KnownGates(); g != "" {
 			args = append(args, "--feature-gates", g)
 		}
 	}
 	return append(args, r.RunArgs...)
-}
-
-// knownGates are the node's feature gates that podstep honours, as
-// --feature-gates: the others do not change what podstep replays.
-func knownGates(g map[string]bool) string {
-	known := map[string]bool{}
-	for _, n := range gate.Names() {
-		known[n] = true
-	}
-	var out []string
-	for n, v := range g {
-		kv := n + "=" + strconv.FormatBool(v)
-		// a gate podstep knows, set to a value it accepts (a locked gate
-		// set to its locked value only)
-		if _, err := gate.Parse(kv); known[n] && err == nil {
-			out = append(out, kv)
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, ",")
 }
 
 // socketPath is the host path of a unix:// endpoint ("" for others).

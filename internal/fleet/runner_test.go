@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/diff"
 	"github.com/podstep/podstep/internal/manifest"
 )
@@ -24,7 +25,7 @@ const configz = `{"kubeletconfig":{"enableServer":true,"staticPodPath":"","podLo
 
 func testRunner(t *testing.T, node string) *Runner {
 	t.Helper()
-	cfg, err := ParseConfigz([]byte(configz))
+	cfg, err := cluster.ParseConfigz([]byte(configz))
 	if err != nil {
 		t.Fatal(err)
 	}

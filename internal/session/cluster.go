@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
@@ -94,6 +96,10 @@ func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io
 	o.Cluster = run
 	if stderr != nil {
 		_, _ = fmt.Fprintln(stderr, "podstep: "+fetchedLine(c, res))
+	}
+	// The node's own kubelet settings, when the node is the cluster's.
+	if res.Node != nil {
+		o.nodeSettings(ctx, c, res.Node.Object.Name, nodeReady(res.Node.Object), stderr)
 	}
 	return res.Bundle, nil
 }
@@ -182,4 +188,15 @@ func (o *Options) ClusterView(ctx context.Context, eng *steps.Engine) (*report.C
 		return v, clusterErr(err)
 	}
 	return v, nil
+}
+
+// nodeReady says whether the node's Ready condition is True: only then
+// does a kubelet answer for it.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -23,6 +23,7 @@ func (o *Options) AddPodFlags(f *pflag.FlagSet, settle time.Duration) {
 	f.BoolVar(&o.WaitReady, "wait-ready", false, "add the ready stage: run startup and readiness probes until the pod is Ready (or --ready-timeout)")
 	f.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet --feature-gates: Name=true|false pairs, comma-separated, over v1.37's defaults ("+strings.Join(gate.Names(), ", ")+")")
 	f.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
+	f.StringVar(&o.CgroupRoot, "cgroup-root", "", "kubelet --cgroup-root: the cgroup the kubepods tree is under, with --cgroups-per-qos (default: /)")
 }
 
 // AddClusterFlags binds the flags that read the pod, or what a manifest
