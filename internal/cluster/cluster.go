@@ -63,10 +63,24 @@ type Request struct {
 	Status int    // HTTP status; 0 when no answer came
 }
 
-// Connect loads the kubeconfig as kubectl does and makes a client. It sends
-// nothing. A kubeconfig that cannot be loaded, or a context that is not
-// there, is an error for exit 2.
-func Connect(o Options) (*Client, error) {
+// Loaded is a kubeconfig loaded as kubectl loads it.
+type Loaded struct {
+	// Config is the client config of the context (or the in-cluster one).
+	Config *rest.Config
+	// Context is the context used ("" in-cluster).
+	Context string
+	// Namespace is the context's namespace ("default" when it sets none;
+	// in a pod, the pod's namespace).
+	Namespace string
+}
+
+// Load loads the kubeconfig as kubectl does (o.Kubeconfig alone, else the
+// files of $KUBECONFIG merged, else ~/.kube/config, else the in-cluster
+// config; o.Context over the current-context), with client-go's clientcmd
+// deferred loading rules. It sends nothing. The one loader of podstep:
+// run/plan --pod (Connect) and fleet use it. A kubeconfig that cannot be
+// loaded, or a context that is not there, is an error for exit 2.
+func Load(o Options) (*Loaded, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if len(rules.Precedence) == 1 && rules.Precedence[0] == clientcmd.RecommendedHomeFile {
 		rules.Precedence = []string{homeFile} // no $KUBECONFIG
@@ -91,7 +105,16 @@ func Connect(o Options) (*Client, error) {
 			ctxName = raw.CurrentContext
 		}
 	}
-	return newClient(cfg, ctxName, ns, o.Timeout)
+	return &Loaded{Config: cfg, Context: ctxName, Namespace: ns}, nil
+}
+
+// Connect loads the kubeconfig (Load) and makes a client. It sends nothing.
+func Connect(o Options) (*Client, error) {
+	l, err := Load(o)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(l.Config, l.Context, l.Namespace, o.Timeout)
 }
 
 func newClient(cfg *rest.Config, ctxName, ns string, timeout time.Duration) (*Client, error) {
