@@ -38,6 +38,7 @@ type fleetOptions struct {
 	record         string
 	output         string
 	runFlags       []string
+	runnerServer   string
 	cleanupID      string
 	cleanupWait    time.Duration
 }
@@ -83,6 +84,7 @@ left. The runner image is built by hack/image-build.sh (docs/fleet.md).`,
 	f.IntVar(&o.concurrency, "concurrency", 10, "runners at once")
 	f.StringVar(&o.record, "record", "", "keep each node's recording in this dir (NODE.podstep.gz: podstep replay, podstep diff)")
 	f.StringVarP(&o.output, "output", "o", report.Text, "text (progress, then the table) or json (one object: every node's steps, the analysis)")
+	f.StringVar(&o.runnerServer, "runner-server", "", "the API server URL the runners read the pod's Secrets, ConfigMaps and tokens from, https://HOST[:PORT] (default: the in-cluster kubernetes Service)")
 	f.StringArrayVar(&o.runFlags, "run-flag", nil, "an extra flag for every runner's podstep run (repeatable, e.g. --run-flag=--settle=0)")
 	cmd.AddCommand(newFleetCleanupCmd(o))
 	return cmd
@@ -166,6 +168,9 @@ func (o *fleetOptions) validate() error {
 	if o.timeout <= 0 || o.runTimeout <= 0 {
 		return session.Usagef("--timeout and --run-timeout: expected durations > 0")
 	}
+	if err := fleet.CheckAPIServer(o.runnerServer); err != nil {
+		return session.Usagef("%v", err)
+	}
 	for _, rf := range o.runFlags {
 		if !strings.HasPrefix(rf, "--") {
 			return session.Usagef("--run-flag %q: expected a podstep run flag such as --settle=0", rf)
@@ -181,7 +186,7 @@ func runFleet(cmd *cobra.Command, g *globalOptions, o *fleetOptions) error {
 	stderr := cmd.ErrOrStderr()
 	fo := fleet.Options{Nodes: o.nodes, Selector: o.selector, Namespace: o.namespace, Image: o.image,
 		PullPolicy: corev1.PullPolicy(o.pullPolicy), ServiceAccount: o.serviceAccount, HostDir: o.hostDir,
-		Endpoint: g.ep.Runtime, RunArgs: o.runFlags, Timeout: o.timeout, RunTimeout: o.runTimeout,
+		Endpoint: g.ep.Runtime, RunArgs: o.runFlags, APIServer: o.runnerServer, Timeout: o.timeout, RunTimeout: o.runTimeout,
 		Concurrency: o.concurrency, Record: o.record, Progress: stderr}
 	if o.file != "" {
 		var (

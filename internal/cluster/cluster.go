@@ -15,6 +15,8 @@ package cluster
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,10 @@ type Options struct {
 	// Context is --context: a context of the kubeconfig other than its
 	// current-context.
 	Context string
+	// InCluster is --in-cluster: the config of the pod podstep runs in (its
+	// service account's token and CA, KUBERNETES_SERVICE_HOST/PORT), and no
+	// kubeconfig file: a fleet runner's.
+	InCluster bool
 	// Timeout bounds each request (0: 10 s).
 	Timeout time.Duration
 }
@@ -81,6 +87,9 @@ type Loaded struct {
 // run/plan --pod (Connect) and fleet use it. A kubeconfig that cannot be
 // loaded, or a context that is not there, is an error for exit 2.
 func Load(o Options) (*Loaded, error) {
+	if o.InCluster {
+		return inCluster()
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if len(rules.Precedence) == 1 && rules.Precedence[0] == clientcmd.RecommendedHomeFile {
 		rules.Precedence = []string{homeFile} // no $KUBECONFIG
@@ -106,6 +115,24 @@ func Load(o Options) (*Loaded, error) {
 		}
 	}
 	return &Loaded{Config: cfg, Context: ctxName, Namespace: ns}, nil
+}
+
+// saDir is where a pod's service account token, CA and namespace are
+// mounted (rest.InClusterConfig reads the first two from there).
+const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// inCluster is the config of the pod podstep runs in, as clientcmd's
+// in-cluster fallback makes it (rest.InClusterConfig, the namespace file).
+func inCluster() (*Loaded, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--in-cluster: %w", err)
+	}
+	ns := "default"
+	if b, err := os.ReadFile(saDir + "/namespace"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		ns = strings.TrimSpace(string(b))
+	}
+	return &Loaded{Config: cfg, Namespace: ns}, nil
 }
 
 // Connect loads the kubeconfig (Load) and makes a client. It sends nothing.

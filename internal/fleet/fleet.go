@@ -42,6 +42,9 @@ type Options struct {
 	Endpoint string
 	// RunArgs are extra `podstep run` flags for every runner.
 	RunArgs []string
+	// APIServer is the API server URL the runners reach ("": the
+	// in-cluster kubernetes Service); see Runner.APIServer.
+	APIServer string
 	// Timeout is how long a runner may take to start (scheduled, pulled,
 	// running) before its node is reported "runner not started".
 	Timeout time.Duration
@@ -303,7 +306,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	r.Runtime = Clean(node.Status.NodeInfo.ContainerRuntimeVersion)
 	run := &Runner{Fleet: f.id, Parent: f.parent, Namespace: f.o.Namespace, Node: node, Pod: f.o.Pod, ConfigMaps: f.o.ConfigMaps,
 		Image: f.o.Image, PullPolicy: f.o.PullPolicy, ServiceAccount: f.o.ServiceAccount, HostDir: f.o.HostDir,
-		Endpoint: f.o.Endpoint, RunArgs: f.o.RunArgs}
+		Endpoint: f.o.Endpoint, RunArgs: f.o.RunArgs, APIServer: f.o.APIServer}
 	replay, err := ReplayEndpoint(node)
 	if err != nil {
 		f.fail(ctx, r, err)

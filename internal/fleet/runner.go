@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -103,6 +104,10 @@ type Runner struct {
 	ReplayEndpoint string
 	// RunArgs are extra flags for `podstep run` (after the fleet's own).
 	RunArgs []string
+	// APIServer is the API server URL the runner reads the pod's Secrets,
+	// ConfigMaps and tokens from ("": the in-cluster kubernetes Service,
+	// KUBERNETES_SERVICE_HOST/PORT as the kubelet sets them).
+	APIServer string
 }
 
 // names of a node's objects: the fleet id and a hash of the node name
@@ -229,7 +234,11 @@ func (r *Runner) Manifest() (*corev1.ConfigMap, error) {
 func (r *Runner) Args() []string {
 	dir := r.hostDir()
 	ep, _ := r.endpoint()
-	args := []string{"run", "--auto", "-o", "json", "--no-color",
+	// --in-cluster: the runner reads what the pod references (Secrets,
+	// ConfigMaps, tokens) from the API server with its own service account,
+	// as the node's kubelet would with its node's credentials; none of it is
+	// in the manifest ConfigMap.
+	args := []string{"run", "--auto", "-o", "json", "--no-color", "--in-cluster",
 		"-f", path.Join(manifestMount, podFile), "--node", path.Join(manifestMount, nodeFile),
 		"-r", ep,
 		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs")}
@@ -329,6 +338,7 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 			DNSPolicy:                     corev1.DNSClusterFirstWithHostNet,
 			TerminationGracePeriodSeconds: &grace,
 			EnableServiceLinks:            new(bool),
+			AutomountServiceAccountToken:  &t,
 			Volumes:                       vols,
 			Containers: []corev1.Container{{
 				Name:            "podstep",
@@ -336,6 +346,7 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 				ImagePullPolicy: pullPolicy,
 				Command:         []string{"/usr/local/bin/podstep"},
 				Args:            r.Args(),
+				Env:             serverEnv(r.APIServer),
 				VolumeMounts:    mounts,
 				SecurityContext: &corev1.SecurityContext{Privileged: &t, RunAsUser: &zero},
 				// Only the last message on failure: the log says the rest.
@@ -343,4 +354,34 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// serverEnv points the runner's in-cluster config at server (an https URL
+// checked by CheckAPIServer): KUBERNETES_SERVICE_HOST and _PORT, which
+// rest.InClusterConfig reads; a container's own env wins over the
+// kubelet's service variables (makeEnvironmentVariables, kubelet_pods.go).
+// nil for "": the kubernetes Service's, as the kubelet sets them.
+func serverEnv(server string) []corev1.EnvVar {
+	u, err := url.Parse(server)
+	if server == "" || err != nil {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	return []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: u.Hostname()}, {Name: "KUBERNETES_SERVICE_PORT", Value: port}}
+}
+
+// CheckAPIServer checks --runner-server: "" or https://HOST[:PORT], which
+// is what an in-cluster config can reach.
+func CheckAPIServer(server string) error {
+	if server == "" {
+		return nil
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
+		return fmt.Errorf("--runner-server %q: expected https://HOST[:PORT], the API server as the runners on the nodes reach it", server)
+	}
+	return nil
 }

@@ -97,6 +97,47 @@ func TestRunnerPod(t *testing.T) {
 	}
 }
 
+// The runner reads the pod's Secrets from the API server itself
+// (--in-cluster, its service account's token mounted), at --runner-server
+// when given; the manifest ConfigMap names the Secret and holds no value.
+func TestRunnerReadsSecretsInCluster(t *testing.T) {
+	r := testRunner(t, "podstep-node-2")
+	r.Pod.Spec.Containers[0].Env = append(r.Pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}})
+	r.APIServer = "https://127.0.0.1:17030"
+	cm, err := r.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.RunnerPod(cm)
+	c := p.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--in-cluster") {
+		t.Errorf("args %q: no --in-cluster", c.Args)
+	}
+	if a := p.Spec.AutomountServiceAccountToken; a == nil || !*a {
+		t.Error("the runner's service account token is not mounted")
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["KUBERNETES_SERVICE_HOST"] != "127.0.0.1" || env["KUBERNETES_SERVICE_PORT"] != "17030" {
+		t.Errorf("env %v: want the --runner-server's host and port", env)
+	}
+	if !strings.Contains(cm.Data[podFile], "name: db") || strings.Contains(cm.Data[podFile], "kind: Secret") {
+		t.Errorf("the manifest should reference Secret db and hold none:\n%s", cm.Data[podFile])
+	}
+	r.APIServer = ""
+	if e := r.RunnerPod(cm).Spec.Containers[0].Env; len(e) != 0 {
+		t.Errorf("env %v without --runner-server: want the kubelet's service variables", e)
+	}
+	for _, bad := range []string{"http://127.0.0.1:1", "127.0.0.1:6443", "https://h/api", "https://u:p@h"} {
+		if CheckAPIServer(bad) == nil {
+			t.Errorf("CheckAPIServer(%q) = nil", bad)
+		}
+	}
+}
+
 // Two nodes of one host: every dir, the pod UID and so the sandbox name
 // differ; the runner's manifest is a valid podstep manifest.
 func TestRunnersDoNotCollide(t *testing.T) {

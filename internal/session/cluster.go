@@ -27,12 +27,14 @@ type ClusterRun struct {
 
 // usesCluster says whether the pod's objects come from an API server.
 func (o *Options) usesCluster() bool {
-	return o.Pod != "" || o.Kubeconfig != "" || o.Context != ""
+	return o.Pod != "" || o.Kubeconfig != "" || o.Context != "" || o.InCluster
 }
 
 // validateCluster checks --pod against -f (one of them).
 func (o *Options) validateCluster() error {
 	switch {
+	case o.InCluster && (o.Kubeconfig != "" || o.Context != ""):
+		return Usagef("--in-cluster and --kubeconfig/--context both given: --in-cluster uses the service account of the pod podstep runs in, no kubeconfig")
 	case o.Pod != "" && o.File != "":
 		return Usagef("--pod and -f/--filename both given: the pod comes from the API server (--pod NAMESPACE/NAME) or from a manifest (-f), not both")
 	case o.Pod == "" && o.File == "":
@@ -59,7 +61,7 @@ func splitPod(s string) (ns, name string, hasNS bool) {
 // contacted: an *AccessError or NotFound is exit 2, an unreachable API
 // server exit 3. b is the manifest (nil with --pod).
 func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io.Writer) (*manifest.Bundle, error) {
-	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context})
+	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, InCluster: o.InCluster})
 	if err != nil {
 		return nil, Usagef("%v", err)
 	}

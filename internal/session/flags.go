@@ -32,6 +32,7 @@ func (o *Options) AddClusterFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Pod, "pod", "", "[NAMESPACE/]NAME of a pod in the cluster: read it and what the kubelet fetches for it (ConfigMaps, Secrets, tokens, its Node) from the API server")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: $KUBECONFIG, else ~/.kube/config, else in-cluster); with -f, the manifest's references come from that cluster")
 	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context)")
+	f.BoolVar(&o.InCluster, "in-cluster", false, "read the pod's references from the API server of the pod podstep runs in, with its service account (a podstep fleet runner; no kubeconfig)")
 }
 
 // AddRunFlags binds the settings only `podstep run` has flags for (bench

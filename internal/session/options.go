@@ -50,6 +50,9 @@ type Options struct {
 	// Kubeconfig and Context are --kubeconfig and --context (kubectl's):
 	// with -f, the manifest's references are read from that cluster.
 	Kubeconfig, Context string
+	// InCluster is --in-cluster: the API server and credentials of the pod
+	// podstep runs in (a fleet runner's service account).
+	InCluster bool
 	// NoTokens leaves the TokenRequests out (podstep plan mints nothing).
 	NoTokens bool
 	// Changed says whether a flag was given (cobra's Flags().Changed): a
