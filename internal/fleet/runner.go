@@ -264,6 +264,17 @@ func (r *Runner) Args() []string {
 		if g := c.KnownGates(); g != "" {
 			args = append(args, "--feature-gates", g)
 		}
+		if c.CgroupRoot != "" {
+			args = append(args, "--cgroup-root", c.CgroupRoot)
+		}
+		// The kubelet's pod cgroup (cgroupRoot/kubepods/<qos>/pod<UID>) only
+		// on the kubelet's own runtime: there the kubelet sends exactly that
+		// cgroup parent. Beside a replay runtime the pod would be an orphan
+		// in the kubelet's kubepods tree, whose processes its housekeeping
+		// kills (cleanupOrphanedPodCgroups, pkg/kubelet/kubelet_pods.go).
+		if _, from := r.endpoint(); c.CgroupsPerQOS != nil && *c.CgroupsPerQOS && (from == FromConfigz || from == FromDefault) {
+			args = append(args, "--cgroups-per-qos")
+		}
 	}
 	return append(args, r.RunArgs...)
 }

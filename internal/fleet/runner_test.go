@@ -92,6 +92,16 @@ func TestRunnerPod(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
+	// the node's cgroup root and per-QOS cgroups, on the kubelet's runtime;
+	// beside a replay runtime the cgroup root only (the kubelet would kill an
+	// unknown pod cgroup in its kubepods tree)
+	if !strings.Contains(args, "--cgroup-root /c-n2") || !strings.Contains(args, "--cgroups-per-qos") {
+		t.Errorf("args %q: want the node's --cgroup-root /c-n2 and --cgroups-per-qos", args)
+	}
+	r.ReplayEndpoint = "unix:///var/lib/replay/containerd.sock"
+	if replay := strings.Join(r.Args(), " "); !strings.Contains(replay, "--cgroup-root /c-n2") || strings.Contains(replay, "--cgroups-per-qos") {
+		t.Errorf("args on a replay runtime %q: want --cgroup-root, not --cgroups-per-qos", replay)
+	}
 	if strings.Contains(args, "SomeGateUnknownToPodstep") {
 		t.Errorf("args %q pass a gate podstep does not know (run would refuse it)", args)
 	}
