@@ -114,7 +114,7 @@ func TestSlowClient(t *testing.T) {
 	s.Hub.maxBuf = 64
 	ts := httptest.NewServer(s.Handler())
 	defer ts.Close()
-	defer s.Close() // first: it ends the streams ts.Close waits for
+	defer s.Close()                // first: it ends the streams ts.Close waits for
 	slow, _, _, ok := s.Hub.join() // registered, never read
 	if !ok {
 		t.Fatal("join")
