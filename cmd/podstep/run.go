@@ -116,7 +116,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return err
 	}
 	defer page.Close()
-	rec = rec.Tee(page.Recorder())
+	rec = rec.Tee(page)
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := !o.auto && isTerminal(stdout)
 	if !o.auto && !interactive {

@@ -19,6 +19,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/sim/simtest"
 	"github.com/podstep/podstep/internal/steps"
@@ -158,7 +159,7 @@ func TestSlowClient(t *testing.T) {
 // runPod runs the manifest file on the simulated runtime with the server's
 // recorder, as session.Recording.Tee wires it, after each step calling
 // between (nil: nothing).
-func runPod(t *testing.T, file string, s *Server, between func(steps.Event)) {
+func runPod(t testing.TB, file string, s *Server, between func(steps.Event)) report.Timing {
 	t.Helper()
 	b, err := manifest.Load(file)
 	if err != nil {
@@ -172,8 +173,9 @@ func runPod(t *testing.T, file string, s *Server, between func(steps.Event)) {
 		GracePeriod: &zero, PollInterval: 5 * time.Millisecond, Simulated: true, InitTimeout: 5 * time.Second,
 		MaxRestarts: 2, BackoffScale: 0.001, Settle: 100 * time.Millisecond,
 	})
-	rec := s.Recorder()
-	eng.Subscribe(rec.Observe)
+	if s != nil {
+		eng.Subscribe(s.Observe)
+	}
 	if between != nil {
 		eng.Subscribe(func(ev steps.Event) {
 			if ev.Kind == steps.StepDone {
@@ -184,10 +186,13 @@ func runPod(t *testing.T, file string, s *Server, between func(steps.Event)) {
 	rt := render.Runtime{Endpoint: c.RuntimeEndpoint, Simulated: true, Why: "test"}
 	pod := b.Pod.Namespace + "/" + b.Pod.Name
 	h := record.Header{Podstep: "test", Manifest: record.ManifestOf(b, eng.Redactor())}
-	if err := rec.Start(h, eng, rt, pod); err != nil {
-		t.Fatal(err)
+	if s != nil {
+		if err := s.Start(h, eng, rt, pod); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx := context.Background()
+	begin := time.Now()
 	for !eng.Finished() {
 		if err := eng.Continue(ctx); err != nil {
 			t.Fatal(err)
@@ -196,9 +201,13 @@ func runPod(t *testing.T, file string, s *Server, between func(steps.Event)) {
 	if err := eng.Teardown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.Finish(report.Summary{Pod: pod, Outcome: "running", Display: eng.PodState().Display}); err != nil {
-		t.Fatal(err)
+	timing := session.Timing(eng.Steps(), c.Calls(), time.Since(begin))
+	if s != nil {
+		if err := s.Finish(report.Summary{Pod: pod, Outcome: "running", Display: eng.PodState().Display}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return timing
 }
 
 // readAll reads a stream to its end.

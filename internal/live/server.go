@@ -16,7 +16,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
+	"github.com/podstep/podstep/internal/steps"
 )
 
 //go:embed page.html.tmpl live.js live.css
@@ -80,6 +83,10 @@ type Server struct {
 	srv    *http.Server
 	ln     net.Listener
 	remote bool
+
+	qmu     sync.Mutex
+	queue   chan steps.Event // nil before Start and after Finish
+	drained chan struct{}
 	once   sync.Once
 }
 
@@ -141,6 +148,60 @@ func (s *Server) Recorder() *record.Recorder {
 	return s.rec
 }
 
+// Observe is the page's engine observer. It costs the engine's goroutine
+// one channel send: the recorder encodes the lines on a goroutine of its
+// own (a queue of QueueLen events; a full one makes the engine wait). The
+// calls' events are left out (the page takes a step's calls from its step
+// line).
+func (s *Server) Observe(ev steps.Event) {
+	if ev.Kind == steps.CallSent || ev.Kind == steps.CallDone {
+		return
+	}
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if s.queue != nil {
+		s.queue <- ev
+	}
+}
+
+// QueueLen bounds the engine events waiting for the page's encoder.
+const QueueLen = 1024
+
+// Start writes the recording's first lines and starts the encoder.
+func (s *Server) Start(h record.Header, src record.Source, rt render.Runtime, pod string) error {
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if s.queue != nil {
+		return nil
+	}
+	s.queue, s.drained = make(chan steps.Event, QueueLen), make(chan struct{})
+	go func() {
+		defer close(s.drained)
+		for ev := range s.queue {
+			s.rec.Observe(ev)
+		}
+	}()
+	return s.rec.Start(h, src, rt, pod)
+}
+
+// drain waits for the events queued to be written.
+func (s *Server) drain() {
+	s.qmu.Lock()
+	q, d := s.queue, s.drained
+	s.queue = nil
+	s.qmu.Unlock()
+	if q != nil {
+		close(q)
+		<-d
+	}
+}
+
+// Finish writes the events queued, then the summary.
+func (s *Server) Finish(sum report.Summary) error {
+	s.drain()
+	return s.rec.Finish(sum)
+}
+
 // Close ends the streams and stops the server (at most a second for the
 // requests under way). Calling it again does nothing.
 func (s *Server) Close() {
@@ -148,6 +209,7 @@ func (s *Server) Close() {
 		return
 	}
 	s.once.Do(func() {
+		s.drain()
 		s.rec.Close()
 		s.Hub.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -11,6 +11,7 @@ import (
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/record"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -22,15 +23,26 @@ type Recording struct {
 	path string
 	said error // the write error Start printed
 	// also are recorders that get the same lines (the live page's, --serve).
-	also []*record.Recorder
+	also []Teed
 }
 
-// Tee returns a recording that also writes every line to more (nil ones
-// are left out): the live page (internal/live) shows the run from the
-// lines --record writes. r may be nil (no --record).
-func (r *Recording) Tee(more ...*record.Recorder) *Recording {
+// Teed is a recording of the run besides --record's: the live page's
+// (internal/live.Server). Observe is its engine observer; Recorder is nil
+// when there is none (a nil *live.Server).
+type Teed interface {
+	Recorder() *record.Recorder
+	Start(h record.Header, src record.Source, rt render.Runtime, pod string) error
+	Observe(steps.Event)
+	Finish(report.Summary) error
+	Close()
+}
+
+// Tee returns a recording that also records into more (those without a
+// Recorder are left out): the live page (internal/live) shows the run from
+// the lines --record writes. r may be nil (no --record).
+func (r *Recording) Tee(more ...Teed) *Recording {
 	for _, m := range more {
-		if m == nil {
+		if m == nil || m.Recorder() == nil {
 			continue
 		}
 		if r == nil {
@@ -119,7 +131,7 @@ func (r *Recording) Close() {
 		return
 	}
 	for _, m := range r.also {
-		_ = m.Close()
+		m.Close()
 	}
 	if r.rec != nil {
 		r.rec.Close()
