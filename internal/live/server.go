@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
@@ -87,7 +88,7 @@ type Server struct {
 	qmu     sync.Mutex
 	queue   chan steps.Event // nil before Start and after Finish
 	drained chan struct{}
-	once   sync.Once
+	once    sync.Once
 }
 
 // Start listens on --serve and serves the page; nil (and no error) without
@@ -157,10 +158,27 @@ func (s *Server) Observe(ev steps.Event) {
 	if ev.Kind == steps.CallSent || ev.Kind == steps.CallDone {
 		return
 	}
+	light(&ev)
 	s.qmu.Lock()
 	defer s.qmu.Unlock()
 	if s.queue != nil {
 		s.queue <- ev
+	}
+}
+
+// light leaves out of an event what the page does not show and would cost
+// the most to encode: the CRI messages (the requests a step will send, each
+// call's request and response). The calls keep their method, code, error
+// and timing. ev.Step is the engine's copy; its Calls are copied here.
+func light(ev *steps.Event) {
+	ev.Step.Requests = nil
+	if len(ev.Step.Calls) > 0 {
+		calls := make([]cri.Call, len(ev.Step.Calls))
+		for i, c := range ev.Step.Calls {
+			c.Request, c.Response = nil, nil
+			calls[i] = c
+		}
+		ev.Step.Calls = calls
 	}
 }
 
@@ -181,8 +199,14 @@ func (s *Server) Start(h record.Header, src record.Source, rt render.Runtime, po
 			s.rec.Observe(ev)
 		}
 	}()
-	return s.rec.Start(h, src, rt, pod)
+	return s.rec.Start(h, noLogs{src}, rt, pod)
 }
+
+// noLogs is the run without its container logs: the page does not show
+// them, and reading them after every step is work the run need not do.
+type noLogs struct{ record.Source }
+
+func (noLogs) ContainerLogPath(string) string { return "" }
 
 // drain waits for the events queued to be written.
 func (s *Server) drain() {
@@ -274,6 +298,10 @@ func (s *Server) page(w http.ResponseWriter, _ *http.Request) {
 	_ = pageTmpl.Execute(w, nil)
 }
 
+// Batch is how long a page's stream gathers lines after the first before
+// it writes them: at most this much later on the page, far fewer wakeups.
+const Batch = 25 * time.Millisecond
+
 // writeTimeout bounds one write to a client: one that does not read is
 // dropped rather than held.
 const writeTimeout = 10 * time.Second
@@ -323,7 +351,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !write(m) {
 				return
 			}
-			// What else is queued goes in the same flush.
+			// What comes within Batch goes in the same write: a step's
+			// lines come together, and a page woken once for them costs
+			// the machine (and the run) less than once per line.
+			t := time.NewTimer(Batch)
+			select {
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
 			for more := true; more; {
 				select {
 				case m, open = <-c.ch:
