@@ -39,9 +39,9 @@ type SessionOptions struct {
 	Header     record.Header
 	// Page, when not nil, is the live page (--serve): it shows the first
 	// followed pod, as Recorder records it.
-	Page session.Teed
-	Stdout     io.Writer
-	Stderr     io.Writer
+	Page   session.Teed
+	Stdout io.Writer
+	Stderr io.Writer
 	// MaxPods is the watcher's Options.MaxPods (--max-pods).
 	MaxPods int
 }
