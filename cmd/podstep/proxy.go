@@ -12,6 +12,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/live"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
@@ -27,6 +28,7 @@ var (
 
 func newProxyCmd(g *globalOptions) *cobra.Command {
 	o := &watch.Flags{}
+	serve := &live.Flags{}
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ENDPOINT [--upstream ENDPOINT]",
 		Short: "Watch a real kubelet: a CRI proxy that shows its calls as podstep's steps (and can hold them)",
@@ -39,10 +41,19 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
   podstep proxy --listen unix:///run/podstep/cri.sock --pod default/web --hold --hold-stage sandbox,init`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			page, err := serve.Start(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer page.Close()
+			if page != nil {
+				o.Page = page
+			}
 			return runProxy(cmd, g, o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	serve.AddFlags(cmd.Flags())
 	return cmd
 }
 

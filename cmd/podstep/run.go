@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/live"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
@@ -27,6 +28,7 @@ type runOptions struct {
 	output string
 	quiet  bool
 	record string
+	serve  live.Flags // --serve: the live page (internal/live)
 
 	// trace is --otlp-endpoint and --otlp-protocol (internal/trace); tracing
 	// is the run's export, set by runPod (nil: no tracing).
@@ -62,6 +64,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "one line per step, without what it changed or its events: -o short")
 	f.StringVar(&o.record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
 	o.trace.AddFlags(f)
+	o.serve.AddFlags(f)
 	return cmd
 }
 
@@ -108,6 +111,12 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return err
 	}
 	defer rec.Close()
+	page, err := o.serve.Start(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer page.Close()
+	rec = rec.Tee(page)
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := !o.auto && isTerminal(stdout)
 	if !o.auto && !interactive {
