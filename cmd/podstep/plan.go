@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/crictl"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
@@ -30,7 +31,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
-			o.RootDir, o.LogDir = g.rootDir, g.logDir
+			g.dirsInto(o)
 			o.NoTokens, o.Stderr = true, cmd.ErrOrStderr()
 			if err := o.Validate(); err != nil {
 				return err
@@ -42,7 +43,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			if err != nil {
 				return err
 			}
-			eng := steps.New(b, nil, o.Engine(false))
+			eng := steps.New(b, nil, o.Engine(render.Runtime{}))
 			if crictlDir != "" {
 				if err := crictl.Write(crictlDir, eng.Steps(), cmd.ErrOrStderr(), forceFlag(cmd)); err != nil {
 					return session.OutputErr(fmt.Errorf("--crictl: %w", err))

@@ -18,7 +18,9 @@ type globalOptions struct {
 	ep      session.Endpoints // -r, --image-endpoint, --sim, --timeout, --pull-timeout
 	rootDir string
 	logDir  string
-	noColor bool
+	// rootSet, logSet: --root-dir, --log-dir were given.
+	rootSet, logSet bool
+	noColor         bool
 }
 
 // Execute runs podstep with args and returns the process exit code.
@@ -74,6 +76,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if err := session.CheckFlagBounds(cmd.Flags()); err != nil {
 				return err
 			}
+			g.rootSet, g.logSet = cmd.Flags().Changed("root-dir"), cmd.Flags().Changed("log-dir")
 			return g.absDirs()
 		},
 	}
@@ -111,6 +114,11 @@ func (g *globalOptions) absDirs() error {
 		*d.dir = abs
 	}
 	return nil
+}
+
+// dirsInto hands --root-dir and --log-dir to a run's options.
+func (g *globalOptions) dirsInto(o *session.Options) {
+	o.RootDir, o.LogDir, o.RootDirGiven, o.LogDirGiven = g.rootDir, g.logDir, g.rootSet, g.logSet
 }
 
 // forceFlag is --force: an output may replace what is not a regular file.

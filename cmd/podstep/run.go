@@ -68,7 +68,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 // validate checks flags before anything is read or sent.
 func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
-	o.RootDir, o.LogDir = g.rootDir, g.logDir
+	g.dirsInto(&o.Options)
 	o.Stderr = cmd.ErrOrStderr()
 	if err := o.Validate(); err != nil { // the embedded session.Options
 		return err
@@ -130,7 +130,11 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return sig.NotStarted(err)
 	}
 	defer c.Stop()
-	eng := steps.New(bundle, c.Client, o.Engine(c.Runtime.Simulated))
+	if err := o.UseRuntime(c); err != nil {
+		rec.Discard()
+		return err
+	}
+	eng := steps.New(bundle, c.Client, o.Engine(c.Runtime))
 	sig.Watch(eng)
 	o.tracing.Start(ctx, c, eng)
 	begin := session.Begin{Podstep: version, Interactive: interactive, Output: o.output, Flags: cmd.Flags(), Node: o.Node, Stderr: stderr}

@@ -34,6 +34,9 @@ type Conn struct {
 	Client  *cri.Client
 	Runtime render.Runtime
 	Stop    func()
+	// Dir is the run's sim dir on the simulated runtime (SimDirPrefix),
+	// "" on a real one.
+	Dir string
 }
 
 // Choose is the one endpoint choice, as crictl's: the first of named that
@@ -125,20 +128,28 @@ func Connect(ctx context.Context, e Endpoints) (*Conn, error) {
 // startSim starts the simulated runtime: in a process of its own with
 // SimExe, else in this one, on a socket in a new temp dir.
 func (e Endpoints) startSim(opts cri.Options, why string) (*Conn, error) {
-	endpoint, stop, err := e.simServer()
+	dir, err := newSimDir()
 	if err != nil {
+		return nil, RuntimeErr(err)
+	}
+	endpoint, stop, err := e.simServer(dir)
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, RuntimeErr(err)
 	}
 	c, err := cri.Dial(endpoint, "", opts)
 	if err != nil {
 		stop()
+		os.RemoveAll(dir)
 		return nil, RuntimeErr(err)
 	}
-	return &Conn{Client: c, Runtime: render.Runtime{Endpoint: endpoint, Simulated: true, Why: why},
-		Stop: func() { c.Close(); stop() }}, nil
+	return &Conn{Client: c, Runtime: render.Runtime{Endpoint: endpoint, Simulated: true, Why: why}, Dir: dir,
+		Stop: func() { c.Close(); stop(); endSimDir(dir) }}, nil
 }
 
-func (e Endpoints) simServer() (string, func(), error) {
+// simServer starts the runtime: with SimExe in a child (in a dir of its
+// own, which it removes), else in this process on dir/sim.sock.
+func (e Endpoints) simServer(dir string) (string, func(), error) {
 	if e.SimExe != nil {
 		exe, err := e.SimExe()
 		if err != nil {
@@ -150,14 +161,9 @@ func (e Endpoints) simServer() (string, func(), error) {
 		}
 		return p.Endpoint, p.Stop, nil
 	}
-	dir, err := os.MkdirTemp("", "podstep-sim-")
-	if err != nil {
-		return "", nil, fmt.Errorf("start simulated runtime: %w", err)
-	}
 	srv, err := sim.Start(dir)
 	if err != nil {
-		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("start simulated runtime: %w", err)
 	}
-	return srv.Endpoint(), func() { srv.Stop(); os.RemoveAll(dir) }, nil
+	return srv.Endpoint(), srv.Stop, nil
 }
