@@ -170,4 +170,3 @@ func WriteDirs(w io.Writer, dirs []Dir) (left int) {
 	}
 	return left
 }
-

@@ -53,8 +53,8 @@ func TestCheck(t *testing.T) {
 			if err := Dir(podDir("a"), uid, Holder{}); err != nil {
 				t.Fatal(err)
 			}
-			data, _ := os.ReadFile(filepath.Join(podDir("a"), File, Holder{}))
-			ok(t, os.WriteFile(filepath.Join(podDir(uid), File, Holder{}), data, 0o644))
+			data, _ := os.ReadFile(filepath.Join(podDir("a"), File))
+			ok(t, os.WriteFile(filepath.Join(podDir(uid), File), data, 0o644))
 			return root, podDir(uid), uid
 		}, "names pod uid"},
 		{"marker is a symlink", func(t *testing.T) (string, string, string) {
@@ -63,7 +63,7 @@ func TestCheck(t *testing.T) {
 			if err := Dir(podDir("a"), uid, Holder{}); err != nil {
 				t.Fatal(err)
 			}
-			ok(t, os.Symlink(filepath.Join(podDir("a"), File, Holder{}), filepath.Join(podDir(uid), File)))
+			ok(t, os.Symlink(filepath.Join(podDir("a"), File), filepath.Join(podDir(uid), File)))
 			return root, podDir(uid), uid
 		}, "not a regular file"},
 		{"uid escapes the root", func(t *testing.T) (string, string, string) {
