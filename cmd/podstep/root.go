@@ -76,6 +76,9 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if err := session.CheckFlagBounds(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := g.ep.Check(); err != nil {
+				return err
+			}
 			g.rootSet, g.logSet = cmd.Flags().Changed("root-dir"), cmd.Flags().Changed("log-dir")
 			return g.absDirs()
 		},

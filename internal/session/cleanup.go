@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/podstep/podstep/internal/cleanup"
 	"github.com/podstep/podstep/internal/cri"
@@ -31,7 +32,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 		if len(simDirs) == 0 {
 			fmt.Fprintln(w, "nothing to clean: no run on the simulated runtime left anything in "+os.TempDir())
 		}
-		return leftErr(cleanup.WriteDirs(w, simDirs), 0)
+		return leftErr(0, 0, cleanup.WriteDirs(w, simDirs), len(simDirs))
 	}
 	endpoint, _, err := Choose(ctx, o.Named(), "", o.ProbeTimeout())
 	if err != nil {
@@ -68,12 +69,20 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 	if endpoint == "" && len(dirs) == 0 {
 		fmt.Fprintf(w, "nothing to clean: no runtime answered at %s, and no pod dir under %s or %s is left by a run that ended\n", WellKnown(), o.RootDir, o.LogDir)
 	}
-	return leftErr(left+cleanup.WriteDirs(w, dirs), pods+len(dirs))
+	return leftErr(left, pods, cleanup.WriteDirs(w, dirs), len(dirs))
 }
 
-func leftErr(left, all int) error {
-	if left == 0 {
+// leftErr is ExitLeftBehind when a pod or a dir was not removed.
+func leftErr(leftPods, pods, leftDirs, dirs int) error {
+	var parts []string
+	if leftPods > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d pods not fully removed", leftPods, pods))
+	}
+	if leftDirs > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d dirs kept", leftDirs, dirs))
+	}
+	if len(parts) == 0 {
 		return nil
 	}
-	return &Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %d of %d not fully removed", left, max(all, left))}
+	return &Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %s", strings.Join(parts, ", "))}
 }

@@ -24,6 +24,21 @@ type Endpoints struct {
 	// the simulated runtime in a process of its own (bench: sim.StartProcess);
 	// else it runs in podstep's process.
 	SimExe func() (string, error)
+	// NoFallback: no runtime answering is exit 3, not the simulated runtime
+	// (podstep info: a health check must not pass on a node without one).
+	NoFallback bool
+}
+
+// Check refuses flags that contradict each other (exit 2): --sim is the
+// built-in runtime, so a runtime or image endpoint given with it would be
+// silently ignored.
+func (e Endpoints) Check() error {
+	for _, f := range []struct{ name, value string }{{"--runtime-endpoint", e.Runtime}, {"--image-endpoint", e.Image}} {
+		if e.Sim && f.value != "" {
+			return Usagef("--sim and %s %s conflict: --sim uses the built-in simulated runtime, %s names a real one; give one of them", f.name, f.value, f.name)
+		}
+	}
+	return nil
 }
 
 // Named is an endpoint a user named, and where it came from ("--upstream").
@@ -110,6 +125,9 @@ func Connect(ctx context.Context, e Endpoints) (*Conn, error) {
 	endpoint, why, err := Choose(ctx, e.Named(), "", e.ProbeTimeout())
 	if err != nil {
 		return nil, err
+	}
+	if endpoint == "" && e.NoFallback {
+		return nil, RuntimeErr(fmt.Errorf("no runtime reachable: none answered at %s (name one with -r or CONTAINER_RUNTIME_ENDPOINT; --sim for the simulated runtime)", WellKnown()))
 	}
 	if endpoint == "" {
 		return e.startSim(opts, "no runtime answered at "+WellKnown())

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/podstep/podstep/internal/cri"
+)
+
+// TestRoughEdges: what a new user meets (issue 23), each the way a user
+// expects: exit code and the message's words.
+func TestRoughEdges(t *testing.T) {
+	// No well-known socket answers here, whatever the machine runs.
+	saved := cri.WellKnownEndpoints
+	cri.WellKnownEndpoints = []string{"unix:///nonexistent/podstep-test-wellknown.sock"}
+	t.Cleanup(func() { cri.WellKnownEndpoints = saved })
+	t.Setenv("CONTAINER_RUNTIME_ENDPOINT", "")
+	hello := "../../testdata/pods/hello.yaml"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr []string
+		stdout []string
+	}{
+		{"info without a runtime", []string{"info"}, ExitRuntime, []string{"no runtime reachable", "--sim"}, nil},
+		{"info --sim", []string{"info", "--sim"}, 0, nil, []string{"SIMULATED"}},
+		{"--sim with -r", []string{"run", "--auto", "--sim", "-r", "unix:///nope.sock", "-f", hello}, ExitUsage,
+			[]string{"--sim and --runtime-endpoint unix:///nope.sock conflict"}, nil},
+		{"--sim with --image-endpoint", []string{"plan", "--sim", "--image-endpoint", "unix:///nope.sock", "-f", hello}, ExitUsage,
+			[]string{"--sim and --image-endpoint"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.code, errOut)
+			}
+			for _, w := range tc.stderr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q lacks %q", errOut, w)
+				}
+			}
+			for _, w := range tc.stdout {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout %q lacks %q", out, w)
+				}
+			}
+		})
+	}
+}
