@@ -115,7 +115,8 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 	b := bench.NewRunner(ctx, bench.Config{Bundle: bundle, Engine: o.run.Engine(render.Runtime{Endpoint: c.Runtime.Endpoint}), Conn: c,
 		N: o.n, Warmup: o.warmup, Levels: o.levels, Stderr: stderr})
 	sig.WatchMany(b.LeftBehind)
-	if c.Runtime.Simulated {
+	if c.Runtime.Simulated && o.output != "text" {
+		// The text report says it first; JSON has it as a field, so here once.
 		fmt.Fprintln(stderr, "podstep: "+bench.SimulatedNote)
 	}
 	res := b.Run()
