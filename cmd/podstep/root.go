@@ -83,7 +83,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			return g.absDirs()
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.Usagef("%v", err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return session.FlagError(err, c.Flags()) })
 
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.ep.Runtime, "runtime-endpoint", "r", "", "CRI runtime endpoint (env CONTAINER_RUNTIME_ENDPOINT; default: the first well-known socket that answers, else the simulated runtime)")
@@ -97,6 +97,13 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.Bool("force", false, "write an output file (--record, --html, --crictl) even where its path is a symbolic link, FIFO or device")
 
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g))
+	for _, c := range root.Commands() {
+		if c.Flags().Lookup("break") != nil { // the shell completes --break's stages
+			_ = c.RegisterFlagCompletionFunc("break", func(_ *cobra.Command, _ []string, s string) ([]string, cobra.ShellCompDirective) {
+				return session.BreakCompletion(s), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+			})
+		}
+	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
 }

@@ -27,6 +27,9 @@ func TestRoughEdges(t *testing.T) {
 		{"info --sim", []string{"info", "--sim"}, 0, nil, []string{"SIMULATED"}},
 		{"--sim with -r", []string{"run", "--auto", "--sim", "-r", "unix:///nope.sock", "-f", hello}, ExitUsage,
 			[]string{"--sim and --runtime-endpoint unix:///nope.sock conflict"}, nil},
+		{"a misspelt flag", []string{"run", "--auot", "-f", hello}, ExitUsage, []string{"unknown flag: --auot", "Did you mean this?\n\t--auto"}, nil},
+		{"a misspelt global flag", []string{"run", "--root-dri", "x", "-f", hello}, ExitUsage, []string{"Did you mean this?\n\t--root-dir"}, nil},
+		{"--break completed", []string{"__complete", "run", "--break", "sandbox,c"}, 0, nil, []string{"sandbox,containers\n:6"}},
 		{"--sim with --image-endpoint", []string{"plan", "--sim", "--image-endpoint", "unix:///nope.sock", "-f", hello}, ExitUsage,
 			[]string{"--sim and --image-endpoint"}, nil},
 	} {
