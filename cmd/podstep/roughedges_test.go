@@ -30,6 +30,10 @@ func TestRoughEdges(t *testing.T) {
 		{"a misspelt flag", []string{"run", "--auot", "-f", hello}, ExitUsage, []string{"unknown flag: --auot", "Did you mean this?\n\t--auto"}, nil},
 		{"a misspelt global flag", []string{"run", "--root-dri", "x", "-f", hello}, ExitUsage, []string{"Did you mean this?\n\t--root-dir"}, nil},
 		{"--break completed", []string{"__complete", "run", "--break", "sandbox,c"}, 0, nil, []string{"sandbox,containers\n:6"}},
+		// proxy picks --auto when stdout is not a terminal, as run does: it
+		// goes on to the upstream (unreachable here: exit 3), not exit 2.
+		{"proxy -o json to a file", []string{"proxy", "-o", "json", "--listen", "unix:///nonexistent/podstep-l.sock", "--upstream", "unix:///nonexistent/podstep-u.sock"},
+			ExitRuntime, []string{"stdout is not a terminal: running as --auto", "runtime unreachable"}, nil},
 		{"--sim with --image-endpoint", []string{"plan", "--sim", "--image-endpoint", "unix:///nope.sock", "-f", hello}, ExitUsage,
 			[]string{"--sim and --image-endpoint"}, nil},
 	} {
