@@ -159,8 +159,10 @@ func runAuto(ctx, parent context.Context, eng *steps.Engine, c *session.Conn, si
 			return err
 		}
 	}
-	wasInterrupted := sig.Interrupted()
-	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !wasInterrupted)
+	// A reader of stdout that went away (`| head`) stops the run, quietly:
+	// torn down, exit 0, as for a reader that read what it wanted.
+	wasInterrupted := sig.Interrupted() && !sig.StdoutGone()
+	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !sig.Interrupted())
 	code, msg := o.End(parent, eng, &sum, !sum.Kept, wasInterrupted, printer, rec, stderr)
 	if code == ExitPodFailed && o.output == report.JSON {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)
