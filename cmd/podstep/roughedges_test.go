@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,6 +18,12 @@ func TestRoughEdges(t *testing.T) {
 	t.Cleanup(func() { cri.WellKnownEndpoints = saved })
 	t.Setenv("CONTAINER_RUNTIME_ENDPOINT", "")
 	hello := "../../testdata/pods/hello.yaml"
+	// A root dir that cannot be made (below a file: as root, permissions
+	// would not stop it), as a HOME a non-root user cannot write.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -34,6 +42,8 @@ func TestRoughEdges(t *testing.T) {
 		// goes on to the upstream (unreachable here: exit 3), not exit 2.
 		{"proxy -o json to a file", []string{"proxy", "-o", "json", "--listen", "unix:///nonexistent/podstep-l.sock", "--upstream", "unix:///nonexistent/podstep-u.sock"},
 			ExitRuntime, []string{"stdout is not a terminal: running as --auto", "runtime unreachable"}, nil},
+		{"an unwritable root dir", []string{"run", "--auto", "--sim", "-f", hello, "--root-dir", filepath.Join(file, "state")}, ExitUsage,
+			[]string{"--root-dir " + filepath.Join(file, "state") + ": cannot make it", "name a directory you can write with --root-dir"}, nil},
 		{"--sim with --image-endpoint", []string{"plan", "--sim", "--image-endpoint", "unix:///nope.sock", "-f", hello}, ExitUsage,
 			[]string{"--sim and --image-endpoint"}, nil},
 	} {
