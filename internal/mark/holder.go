@@ -71,7 +71,7 @@ func (h Holder) String() string {
 
 // startTime is /proc/PID/stat's starttime (0: no such process).
 func startTime(pid int) uint64 {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0
 	}
