@@ -105,3 +105,21 @@ func heldBy(dir, uid string) string {
 	}
 	return fmt.Sprintf("%s already exists: it was left by podstep %s, which has ended (kept with --keep, or not torn down); remove it with %s, or give this pod another name or uid", dir, h, how)
 }
+
+// sandboxHolder says who holds a podstep sandbox of this pod already on
+// the runtime, from the marker of its pod dir under root (the sandbox's
+// root-dir annotation, which may be another --root-dir than this run's).
+func sandboxHolder(root, uid string) string {
+	const how = "remove it with `podstep cleanup`, or give this pod another name or uid"
+	if root == "" || !mark.ValidUID(uid) {
+		return "kept by an earlier podstep run (or left behind); " + how
+	}
+	h, err := mark.ReadHolder(filepath.Join(root, "pods", uid))
+	switch {
+	case err != nil || h.PID == 0:
+		return "kept by an earlier podstep run (or left behind); " + how
+	case h.Alive():
+		return "in use by another podstep run of this pod: " + h.String() + "; wait for it to end or stop it, or give this pod another name or uid"
+	}
+	return "left by podstep " + h.String() + ", which has ended; " + how
+}

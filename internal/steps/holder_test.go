@@ -106,3 +106,31 @@ func TestPodDirMarkerNamesThisRun(t *testing.T) {
 		t.Errorf("marker holder = %+v, want this process on %s", h, o.Runtime)
 	}
 }
+
+// TestSandboxHeldBy: a run whose pod dir is free (another --root-dir) but
+// whose pod's sandbox a run still going has on the runtime says which
+// process holds it, not "kept by an earlier podstep run".
+func TestSandboxHeldBy(t *testing.T) {
+	c := newSim(t)
+	first := New(load(t, repoFile("testdata/pods/init.yaml")), c, testOptions(t))
+	for s, ok := first.NextStep(); ok && s.Stage != StageInit; s, ok = first.NextStep() {
+		if _, err := first.Next(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = first.Teardown(t.Context()) })
+	second := runAll(t, load(t, repoFile("testdata/pods/init.yaml")), c, testOptions(t))
+	f, failed := second.Failed()
+	if !failed || f.Result.Reason != reason.PodAlreadyExists {
+		t.Fatalf("second run: failed=%v at %s %s, want PodAlreadyExists", failed, f.Name, f.Result.Reason)
+	}
+	msg := f.Result.Err.Error()
+	for _, w := range []string{"in use by another podstep run of this pod", "PID " + strconv.Itoa(os.Getpid())} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q lacks %q", msg, w)
+		}
+	}
+	if strings.Contains(msg, "earlier") {
+		t.Errorf("message %q says an earlier run", msg)
+	}
+}
