@@ -71,7 +71,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 // validate checks flags before anything is read or sent.
 func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	o.CgroupDriverSet, o.Changed = cmd.Flags().Changed("cgroup-driver"), cmd.Flags().Changed
-	o.RootDir, o.LogDir = g.rootDir, g.logDir
+	g.dirsInto(&o.Options)
 	o.Stderr = cmd.ErrOrStderr()
 	if err := o.Validate(); err != nil { // the embedded session.Options
 		return err
@@ -139,7 +139,11 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return sig.NotStarted(err)
 	}
 	defer c.Stop()
-	eng := steps.New(bundle, c.Client, o.Engine(c.Runtime.Simulated))
+	if err := o.UseRuntime(c); err != nil {
+		rec.Discard()
+		return err
+	}
+	eng := steps.New(bundle, c.Client, o.Engine(c.Runtime))
 	sig.Watch(eng)
 	o.tracing.Start(ctx, c, eng)
 	begin := session.Begin{Podstep: version, Interactive: interactive, Output: o.output, Flags: cmd.Flags(), Node: o.Node, Stderr: stderr}
@@ -164,8 +168,10 @@ func runAuto(ctx, parent context.Context, eng *steps.Engine, c *session.Conn, si
 			return err
 		}
 	}
-	wasInterrupted := sig.Interrupted()
-	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !wasInterrupted)
+	// A reader of stdout that went away (`| head`) stops the run, quietly:
+	// torn down, exit 0, as for a reader that read what it wanted.
+	wasInterrupted := sig.Interrupted() && !sig.StdoutGone()
+	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !sig.Interrupted())
 	code, msg := o.End(parent, eng, &sum, !sum.Kept, wasInterrupted, printer, rec, stderr)
 	if code == ExitPodFailed && o.output == report.JSON {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)
