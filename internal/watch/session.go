@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +37,13 @@ type SessionOptions struct {
 	Recorder   *record.Recorder
 	RecordPath string
 	Header     record.Header
-	Stdout     io.Writer
-	Stderr     io.Writer
+	// RecordDir, when set, records every followed pod into its own file
+	// in this folder (record.FileName), which appears once the pod's
+	// sandbox is removed, the pod is forgotten, or the session closes
+	// (record.CreateAtomic); Header is each one's header too.
+	RecordDir string
+	Stdout    io.Writer
+	Stderr    io.Writer
 	// MaxPods is the watcher's Options.MaxPods (--max-pods).
 	MaxPods int
 }
@@ -53,16 +59,17 @@ type Session struct {
 	mu       sync.Mutex
 	printers map[*Pod]*report.Printer
 	recPod   *Pod
+	recs     map[*Pod]*record.Recorder // --record-dir's, until finished
 }
 
 // NewSession makes the session and its watcher.
 func NewSession(o SessionOptions) *Session {
-	s := &Session{o: o, printers: map[*Pod]*report.Printer{}, Pods: make(chan *Pod, 1)}
+	s := &Session{o: o, printers: map[*Pod]*report.Printer{}, recs: map[*Pod]*record.Recorder{}, Pods: make(chan *Pod, 1)}
 	if o.Hold {
 		s.Hold = NewHold(HoldOptions{Stages: o.HoldStages, RequestTimeout: o.RequestTimeout,
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
-	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget})
+	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget, OnRemoved: s.onRemoved})
 	return s
 }
 
@@ -101,6 +108,51 @@ func (s *Session) onPod(p *Pod) {
 		}
 		p.Subscribe(s.o.Recorder.Observe)
 	}
+	if s.o.RecordDir != "" {
+		s.startRecording(p)
+	}
+}
+
+// startRecording starts p's own recording in --record-dir (s.mu held).
+func (s *Session) startRecording(p *Pod) {
+	path := filepath.Join(s.o.RecordDir, record.FileName(p.Namespace, p.Name, p.UID))
+	r, err := record.CreateAtomic(path)
+	if err == nil {
+		h := s.o.Header
+		h.Manifest = record.Manifest{File: "(a kubelet's pod, seen through podstep proxy)", Pod: p.Pod()}
+		err = r.Start(h, p, s.o.Runtime, p.Key())
+	}
+	if err != nil {
+		fmt.Fprintf(s.o.Stderr, "podstep: --record-dir: %s: %v\n", p.Key(), err)
+		if r != nil {
+			r.Close()
+		}
+		return
+	}
+	s.recs[p] = r
+	p.Subscribe(r.Observe)
+}
+
+// endRecording finishes p's recording in --record-dir, if any (s.mu held):
+// it appears in the folder now.
+func (s *Session) endRecording(p *Pod, sum report.Summary) {
+	r := s.recs[p]
+	if r == nil {
+		return
+	}
+	delete(s.recs, p)
+	if err := r.Finish(sum); err != nil {
+		fmt.Fprintf(s.o.Stderr, "podstep: --record-dir: %s: %v\n", p.Key(), err)
+	}
+}
+
+// onRemoved ends a removed pod's recording in --record-dir.
+func (s *Session) onRemoved(p *Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recs[p] != nil {
+		s.endRecording(p, p.Summary())
+	}
 }
 
 // onForget ends what is kept of a pod the watcher forgot (MaxPods): its
@@ -113,6 +165,7 @@ func (s *Session) onForget(p *Pod) {
 		pr.Finish(sum)
 		delete(s.printers, p)
 	}
+	s.endRecording(p, sum)
 	if p == s.recPod {
 		if err := s.o.Recorder.Finish(sum); err != nil {
 			_, _ = fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
@@ -143,6 +196,7 @@ func (s *Session) finish() {
 		if pr := s.printers[p]; pr != nil {
 			pr.Finish(sum)
 		}
+		s.endRecording(p, sum)
 		if p == s.recPod {
 			if err := s.o.Recorder.Finish(sum); err != nil {
 				fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
