@@ -254,7 +254,7 @@ func TestReadBad(t *testing.T) {
 // TestFields: requests are flattened by their CRI message type: enum
 // names, bytes as text, map keys sorted, set empty messages kept.
 func TestFields(t *testing.T) {
-	got := Fields("CreateContainer", []byte(`{"config":{"metadata":{"name":"a"},"envs":[{"key":"K","value":"dmFs"}],"labels":{"b":"2","a":"1"},"linux":{"security_context":{"namespace_options":{"pid":"CONTAINER"},"run_as_user":{}}}}}`))
+	got := Fields("CreateContainer", []byte(`{"config":{"metadata":{"name":"a"},"envs":[{"key":"K","value":"val"},{"key":"P","value":"443"},{"key":"R","value":"/w==","value_encoding":"base64"}],"labels":{"b":"2","a":"1"},"linux":{"security_context":{"namespace_options":{"pid":"CONTAINER"},"run_as_user":{}}}}}`))
 	var b strings.Builder
 	for _, f := range got {
 		b.WriteString(f.Path + " = " + f.Value + "\n")
@@ -262,6 +262,10 @@ func TestFields(t *testing.T) {
 	want := `config.metadata.name = "a"
 config.envs["K"].key = "K"
 config.envs["K"].value = "val"
+config.envs["P"].key = "P"
+config.envs["P"].value = "443"
+config.envs["R"].key = "R"
+config.envs["R"].value = "base64:/w=="
 config.labels["a"] = "1"
 config.labels["b"] = "2"
 config.linux.security_context.namespace_options.pid = CONTAINER
