@@ -122,7 +122,7 @@ type fidelityEnv struct {
 func TestFidelity(t *testing.T) {
 	c := newCluster(t)
 	e := &fidelityEnv{c: c, bin: os.Getenv("PODSTEP_BIN"), recDir: map[string]string{}, replay: map[string]string{},
-		slots: make(chan struct{}, 8), started: time.Now()}
+		slots: make(chan struct{}, 12), started: time.Now()}
 	var missing []string
 	for _, rt := range []struct{ rt, s string }{{"1.6", "16"}, {"2", "2"}} {
 		e.recDir[rt.rt] = os.Getenv("PODSTEP_RECORD_DIR_" + rt.s)
@@ -199,6 +199,8 @@ func (e *fidelityEnv) summary(t *testing.T) {
 func (e *fidelityEnv) compare(t *testing.T, file, name string, n Node) {
 	row := fidelityRow{scenario: name, runtime: n.Runtime, verdict: "FAILED"}
 	defer func() { e.add(row) }()
+	began := time.Now()
+	phase := func(what string) { t.Logf("%s: %s", what, time.Since(began).Round(100*time.Millisecond)) }
 	ns := e.c.newNamespace(t, "fid")
 	pod := e.createObjects(t, file, ns, n)
 
@@ -216,6 +218,7 @@ func (e *fidelityEnv) compare(t *testing.T, file, name string, n Node) {
 		return false, fmt.Errorf("%s", describePod(p))
 	})
 
+	phase("the kubelet's pod settled")
 	// podstep's replay of the cluster's pod, on the replay runtime of the same version.
 	dir := t.TempDir()
 	mine := filepath.Join(dir, "podstep.rec.gz")
@@ -226,6 +229,7 @@ func (e *fidelityEnv) compare(t *testing.T, file, name string, n Node) {
 		t.Fatalf("podstep run --pod made no recording (exit %d): %v\n%s", r.exit, err, r.stderr)
 	}
 
+	phase("podstep run --pod done")
 	// The kubelet's teardown, then its recording (written once it removed the sandbox).
 	if err := e.c.Client.CoreV1().Pods(ns).Delete(ctx(t), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete pod: %v", err)
@@ -240,6 +244,7 @@ func (e *fidelityEnv) compare(t *testing.T, file, name string, n Node) {
 			os.Remove(theirs)
 		}
 	})
+	phase("the kubelet's recording written")
 
 	d := e.c.runPodstep(t, time.Minute, "diff", "-o", "json", "--different-pods", theirs, mine)
 	if d.exit != 0 && d.exit != 1 {
