@@ -69,7 +69,10 @@ func (stopContainersStep) explain() string {
 func (stopContainersStep) requests(e *Engine) []Request {
 	var out []Request
 	for _, in := range e.createdLocked() {
-		out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: e.gracePeriod()}})
+		if in.id == in.c.id {
+			out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: e.gracePeriod()},
+				Note: in.c.spec.Name + ", if it runs"})
+		}
 	}
 	return out
 }
@@ -97,6 +100,7 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	grace := e.gracePeriod()
 	running := runningContainers(e.tracker.Snapshot())
 	errs := make([]error, len(cs))
+	stopped := 0
 	began := time.Now()
 	for n, group := range e.stopOrder(cs) {
 		// A sidecar's grace period loses the whole seconds it waited for
@@ -108,14 +112,18 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 		var wg sync.WaitGroup
 		for _, i := range group {
 			in := cs[i]
-			// Every container podstep made is stopped (stopping one that exited
-			// does nothing), but only a running one is killed as the kubelet
-			// kills: its killPod gets the pod from ConvertPodStatusToRunningPod
-			// (pkg/kubelet/container/helpers.go), which keeps the running
-			// containers only, and killContainer records Killing for each.
-			if in.id == in.c.id && running[in.c.spec.Name] {
-				e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "Stopping container "+in.c.spec.Name)
+			// Only a running container is stopped, and killed, as the
+			// kubelet does: its killPod gets the pod from
+			// ConvertPodStatusToRunningPod (pkg/kubelet/container/helpers.go),
+			// which keeps the running containers only, and killContainer
+			// records Killing for each. An exited one (an earlier attempt, an
+			// init container, a finished job) is left to StopPodSandbox and
+			// RemoveContainer.
+			if in.id != in.c.id || !running[in.c.spec.Name] {
+				continue
 			}
+			stopped++
+			e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "Stopping container "+in.c.spec.Name)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -129,7 +137,10 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	if err := errors.Join(errs...); err != nil {
 		return fail(reason.ErrKillContainer, err, "some containers did not stop")
 	}
-	r := ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
+	if stopped == 0 {
+		return ok("no running containers to stop")
+	}
+	r := ok(fmt.Sprintf("stopped %s, grace period %ds", plural(stopped, "container", "containers"), grace))
 	for _, in := range cs {
 		if in.id != in.c.id || in.c.config == nil {
 			continue

@@ -251,3 +251,36 @@ func TestSidecarsStopLast(t *testing.T) {
 		t.Errorf("StopContainer order %s, want app,logs,proxy (regular containers, then sidecars last declared first)", got)
 	}
 }
+
+// TestExitedContainersNotStopped: at teardown only running containers get
+// StopContainer, as the kubelet's killPod (ConvertPodStatusToRunningPod
+// keeps the running ones): a completed job's container is left to
+// StopPodSandbox and RemoveContainer.
+func TestExitedContainersNotStopped(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	e := runAll(t, load(t, repoFile("testdata/scenarios/completed.yaml")), c, testOptions(t))
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var methods []string
+	for _, s := range e.Steps() {
+		if s.Stage == StageTeardown {
+			for _, call := range s.Calls {
+				methods = append(methods, call.Method)
+			}
+		}
+	}
+	if got := strings.Join(methods, ","); got != "StopPodSandbox,RemoveContainer,RemovePodSandbox" {
+		t.Errorf("teardown of a completed pod: %s, want StopPodSandbox,RemoveContainer,RemovePodSandbox (no StopContainer for an exited container)", got)
+	}
+}
