@@ -289,7 +289,9 @@ for n in "${NODES[@]}"; do
 	# every pod recorded into ${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/NODE/
 	# NAMESPACE_NAME_UID.rec.gz (--record-dir: each appears whole once the kubelet removed the pod's
 	# sandbox, or when the proxy stops). With PODSTEP_CLUSTER_PROXY_POD=NS/NAME it follows that pod
-	# only.
+	# only. PODSTEP_CLUSTER_PROXY_ARGS are more flags for it, split on spaces; "--kubeconfig ADMIN" is
+	# replaced by the cluster's admin kubeconfig (e.g. PODSTEP_CLUSTER_PROXY_ARGS="--kubeconfig ADMIN":
+	# the proxy reads each pod's spec).
 	kubelet_ep=$(node_var "$n" ENDPOINT)
 	if [ -n "${PODSTEP_CLUSTER_PROXY:-}" ]; then
 		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
@@ -298,6 +300,13 @@ for n in "${NODES[@]}"; do
 		mkdir -p -m 0700 "$recdir"
 		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json --record-dir "$recdir")
 		[ -z "${PODSTEP_CLUSTER_PROXY_POD:-}" ] || pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD")
+		if [ -n "${PODSTEP_CLUSTER_PROXY_ARGS:-}" ]; then
+			read -r -a extra <<<"$PODSTEP_CLUSTER_PROXY_ARGS"
+			for a in "${extra[@]}"; do
+				[ "$a" = ADMIN ] && a=$KUBECONFIG_ADMIN
+				pargs+=("$a")
+			done
+		fi
 		start "proxy-$name" "unix://$psock" "$PODSTEP_CLUSTER_PROXY" proxy "${pargs[@]}"
 		wait_for "podstep proxy for $name on unix://$psock" "proxy-$name" test -S "$psock"
 		kubelet_ep=unix://$psock

@@ -12,6 +12,10 @@ import (
 func TestProxyBadInput(t *testing.T) {
 	dir := t.TempDir()
 	sock := "unix://" + filepath.Join(dir, "p.sock")
+	badManifest := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(badManifest, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {containers: [{name: x}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -30,6 +34,10 @@ func TestProxyBadInput(t *testing.T) {
 		{"allow-remote on unix", []string{"proxy", "--auto", "--listen", sock, "--allow-remote"}, "--allow-remote: --listen " + sock + " is a unix socket"},
 		{"socket-group on tcp", []string{"proxy", "--auto", "--listen", "tcp://127.0.0.1:18999", "--socket-group", "0"}, "is not a unix socket"},
 		{"unknown group", []string{"proxy", "--auto", "--listen", sock, "--socket-group", "no-such-group-x"}, `--socket-group "no-such-group-x": group: unknown group`},
+		{"kubeconfig and manifest", []string{"proxy", "--auto", "--listen", sock, "--kubeconfig", badManifest, "--manifest", dir}, "--manifest and --kubeconfig/--context both given"},
+		{"missing manifest", []string{"proxy", "--auto", "--listen", sock, "--manifest", filepath.Join(dir, "none.yaml")}, "--manifest " + filepath.Join(dir, "none.yaml") + ": no such file or directory"},
+		{"invalid manifest", []string{"proxy", "--auto", "--listen", sock, "--manifest", badManifest}, "bad.yaml"},
+		{"missing kubeconfig", []string{"proxy", "--auto", "--listen", sock, "--kubeconfig", filepath.Join(dir, "none.kubeconfig")}, "none.kubeconfig"},
 		{"TUI without pod", []string{"proxy", "--listen", sock}, "the TUI follows one pod"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -347,3 +347,19 @@ func (c *Client) serviceAccountPullSecrets(ctx context.Context, r *Resolved, pod
 	}
 	return nil
 }
+
+// Pod reads pod ns/name as the API server has it, with one GET (get pods),
+// and says where it came from ("the API server URL (resourceVersion N)"):
+// `podstep proxy --kubeconfig` reads the spec of each pod a kubelet
+// creates. A pod that is not there is a *NotFoundError; a denied or
+// unanswered request an *AccessError or *UnreachableError.
+func (c *Client) Pod(ctx context.Context, ns, name string) (*corev1.Pod, string, error) {
+	pod, err := c.CS.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", &NotFoundError{Server: c.Server, What: fmt.Sprintf("pod %q in namespace %q", name, ns)}
+	}
+	if err != nil {
+		return nil, "", c.classify(err, "get", "pods", ns, name)
+	}
+	return pod, c.origin(pod.ObjectMeta), nil
+}

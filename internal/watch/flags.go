@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/proxy"
 	"github.com/podstep/podstep/internal/record"
@@ -38,6 +39,13 @@ type Flags struct {
 	Trace          trace.Options
 	Socket         SocketFlags
 	MaxPods        int
+	// Kubeconfig and Context (--kubeconfig, --context) read each followed
+	// pod's spec from the API server, with the kubeconfig found as kubectl
+	// and `podstep run --pod` find it (internal/cluster); Manifest
+	// (--manifest) from a standalone kubelet's static pod manifests.
+	Kubeconfig, Context, Manifest string
+	// specs is what Validate made of them (nil: none).
+	specs SpecSource
 	// Force is the root's --force: --record may replace what is not a
 	// regular file (cmd sets it; AddFlags does not bind it).
 	Force bool
@@ -58,6 +66,9 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.RequestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
 	o.Trace.AddFlags(f)
 	o.Socket.addFlags(f)
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "read each followed pod's spec from the API server (one GET per pod), to stage init containers as init and show the spec beside what the kubelet sent: this kubeconfig file, as kubectl's (with --context alone: $KUBECONFIG, else ~/.kube/config, else in-cluster)")
+	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context); reads the specs from the API server as --kubeconfig does")
+	f.StringVar(&o.Manifest, "manifest", "", "read each followed pod's spec from a standalone kubelet's static pod manifests: a FILE, or the DIR of its staticPodPath (parsed as podstep run -f does)")
 	f.IntVar(&o.MaxPods, "max-pods", DefaultMaxPods, "how many removed pods podstep remembers; past it the oldest is forgotten (its summary printed, its recording ended)")
 }
 
@@ -109,7 +120,33 @@ func (o *Flags) Validate() error {
 	if o.MaxPods < 1 || o.MaxPods > 100000 {
 		return session.Usagef("--max-pods %d: expected 1 to 100000 (removed pods remembered)", o.MaxPods)
 	}
-	return o.Socket.validate(o.Listen)
+	if err := o.Socket.validate(o.Listen); err != nil {
+		return err
+	}
+	return o.validateSpecs()
+}
+
+// validateSpecs makes the spec source of --kubeconfig/--context or
+// --manifest: the kubeconfig is loaded and the manifests parsed, nothing is
+// sent.
+func (o *Flags) validateSpecs() error {
+	api := o.Kubeconfig != "" || o.Context != ""
+	switch {
+	case api && o.Manifest != "":
+		return session.Usagef("--manifest and --kubeconfig/--context both given: the pods' specs come from the API server or from a standalone kubelet's static pod manifests, not both")
+	case api:
+		c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context})
+		if err != nil {
+			return session.Usagef("%v", err)
+		}
+		o.specs = APISpecs{Client: c}
+	case o.Manifest != "":
+		if err := CheckFileSpecs(o.Manifest); err != nil {
+			return session.Usagef("%v", err)
+		}
+		o.specs = FileSpecs{Path: o.Manifest}
+	}
+	return nil
 }
 
 // ChooseUpstream picks the runtime as `run` does (session.Choose): --upstream,
@@ -130,7 +167,10 @@ func (o *Flags) NewSession(ctx context.Context, upstream, why, podstep string, f
 	so := SessionOptions{Follow: o.Pod, Auto: o.Auto, Output: o.Output, Hold: o.Hold,
 		HoldStages: session.ParseStages(o.HoldStages), RequestTimeout: o.RequestTimeout,
 		Runtime:    render.Runtime{Endpoint: upstream, Why: "a kubelet's calls through podstep proxy at " + o.Listen + "; upstream from " + why},
-		RecordPath: o.Record, RecordDir: o.RecordDir, Stdout: stdout, Stderr: stderr, MaxPods: o.MaxPods}
+		RecordPath: o.Record, RecordDir: o.RecordDir, Stdout: stdout, Stderr: stderr, MaxPods: o.MaxPods, Specs: o.specs}
+	if o.specs != nil {
+		fmt.Fprintf(stderr, "podstep: each followed pod's spec from %s (one read per pod)\n", o.specs)
+	}
 	if o.Record != "" || o.RecordDir != "" {
 		// The runtime as it answers Version, for the recording's header.
 		rt := record.Runtime{Endpoint: so.Runtime.Endpoint, Why: so.Runtime.Why}

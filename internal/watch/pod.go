@@ -60,8 +60,10 @@ type Pod struct {
 
 	steps           []steps.Step // finished, in the order they finished
 	open            map[string]*openStep
-	draining        []*openStep // out of their slot, waiting for an answer
-	lastRelistAfter time.Time   // the start of the work step the last kept relist followed
+	draining        []*openStep       // out of their slot, waiting for an answer
+	lastRelistAfter time.Time         // the start of the work step the last kept relist followed
+	desired         *podSpec          // the pod's spec (Options.Specs); nil: not asked
+	vsSent          map[string]string // by container: specVsSent of its last CreateContainer
 	prev            podstate.Snapshot
 	events          []podstate.Event
 	subs            subscribers
@@ -73,6 +75,9 @@ func newPod(w *Watcher, uid, ns, name string, labels map[string]string) *Pod {
 	p := &Pod{w: w, UID: uid, Namespace: ns, Name: name, labels: labels, firstSeen: w.opts.Now(),
 		containers: map[string]*ctr{}, done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	p.followed = w.opts.Follow == "" || w.opts.Follow == p.Key() || w.opts.Follow == name
+	if p.followed && w.opts.Specs != nil {
+		w.fetchSpec(p)
+	}
 	p.prev = p.snapshot()
 	return p
 }
@@ -158,7 +163,7 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 		if o := p.open["work"]; o != nil && o.kind == steps.KindPull && o.container == "" {
 			// The image was for this container: pull/<name>.
 			o.container, o.step.Container, o.step.Name = info.container, info.container, steps.KindPull.String()+"/"+info.container
-			if k := p.containers[info.container]; k != nil && k.init {
+			if p.isInit(info.container) {
 				o.step.Stage = steps.StageInit
 			}
 		}
@@ -195,7 +200,7 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 // 0 before the next one was created (see the package comment).
 func (p *Pod) inferInit(next string) {
 	prev := p.lastCreated
-	if prev == nil || prev.name == next || prev.init || prev.state != runtimeapi.ContainerState_CONTAINER_EXITED || prev.exitCode != 0 {
+	if p.specPod() != nil || prev == nil || prev.name == next || prev.init || prev.state != runtimeapi.ContainerState_CONTAINER_EXITED || prev.exitCode != 0 {
 		return
 	}
 	prev.init = true
@@ -252,7 +257,7 @@ func (p *Pod) openStep(kind steps.Kind, container string, now time.Time) *openSt
 			st = steps.StageContainers
 		}
 	}
-	if c := p.containers[container]; c != nil && c.init && st == steps.StageContainers {
+	if container != "" && p.isInit(container) && st == steps.StageContainers {
 		st = steps.StageInit
 	}
 	if (kind == steps.KindStopContainers || kind == steps.KindRemoveContainers) && !p.stopping && p.sandboxReady {
@@ -417,6 +422,18 @@ func (p *Pod) spec() *corev1.Pod {
 		pod.Annotations = p.config.GetAnnotations()
 		pod.Spec.Hostname = p.config.GetHostname()
 	}
+	if sp := p.specPod(); sp != nil {
+		// The desired spec: every container, those not created yet too.
+		// Without probes: the kubelet runs HTTP and TCP probes itself, out
+		// of the proxy's sight, so readiness is read as before (running).
+		pod.Spec = *sp.Spec.DeepCopy()
+		for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range cs {
+				cs[i].StartupProbe, cs[i].ReadinessProbe, cs[i].LivenessProbe = nil, nil, nil
+			}
+		}
+		return pod
+	}
 	for _, n := range p.order {
 		c := p.containers[n]
 		spec := corev1.Container{Name: n, Image: c.image}
@@ -501,14 +518,13 @@ func (p *Pod) apply(info *callInfo, c *proxy.Call, resp proto.Message, err error
 		}
 	case *runtimeapi.CreateContainerRequest:
 		cfg := r.GetConfig()
+		p.compareSpec(cfg)
 		k := &ctr{pod: p, name: cfg.GetMetadata().GetName(), attempt: int(cfg.GetMetadata().GetAttempt()),
 			image: cfg.GetImage().GetUserSpecifiedImage(), imageID: cfg.GetImage().GetImage(), logPath: cfg.GetLogPath()}
 		if k.image == "" {
 			k.image = k.imageID
 		}
-		if old := p.containers[k.name]; old != nil {
-			k.init = old.init
-		}
+		k.init = p.isInit(k.name)
 		if err != nil {
 			p.record(corev1.EventTypeWarning, reason.FailedToCreateContainer, p.object(k), "Error: "+cri.Message(err))
 			return
@@ -632,8 +648,9 @@ func (p *Pod) joinedContainer(lc *runtimeapi.Container) {
 			p.w.byContainer[k.id] = k
 			return
 		}
-		k.init = old.init
+		k.init = p.isInit(name)
 	} else {
+		k.init = p.isInit(name)
 		p.order = append(p.order, name)
 	}
 	p.containers[name] = k

@@ -70,14 +70,16 @@ func (p *Pod) result(s *steps.Step) steps.Result {
 			if failed != nil {
 				fail(reason.ErrCreateContainer, *failed)
 			}
+			p.specDetails(s.Container, det)
 			break
 		}
 		r.Summary = fmt.Sprintf("created container %s (%s, attempt %d)", s.Container, short(k.id), k.attempt)
 		det("container", k.id)
 		det("image", k.image)
-		if k.init {
+		if k.init && p.specPod() == nil {
 			det("init", "inferred: it exited 0 before the next container was created")
 		}
+		p.specDetails(s.Container, det)
 	case steps.KindStart:
 		if failed != nil {
 			r.Summary = "StartContainer " + s.Container + " failed"

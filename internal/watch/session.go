@@ -46,6 +46,8 @@ type SessionOptions struct {
 	Stderr    io.Writer
 	// MaxPods is the watcher's Options.MaxPods (--max-pods).
 	MaxPods int
+	// Specs is the watcher's Options.Specs (--kubeconfig, --manifest).
+	Specs SpecSource
 }
 
 // Session is one `podstep proxy` run: the watcher, its frontends (a
@@ -69,7 +71,8 @@ func NewSession(o SessionOptions) *Session {
 		s.Hold = NewHold(HoldOptions{Stages: o.HoldStages, RequestTimeout: o.RequestTimeout,
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
-	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget, OnRemoved: s.onRemoved})
+	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget, OnRemoved: s.onRemoved,
+		Specs: o.Specs, OnSpec: s.onSpec})
 	return s
 }
 
@@ -152,6 +155,26 @@ func (s *Session) onRemoved(p *Pod) {
 	defer s.mu.Unlock()
 	if s.recs[p] != nil {
 		s.endRecording(p, p.Summary())
+	}
+}
+
+// onSpec says where a followed pod's spec came from, or warns, once per
+// pod, that there is none and its init containers are inferred.
+func (s *Session) onSpec(p *Pod, n SpecNote) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n.Err != nil {
+		fmt.Fprintf(s.o.Stderr, "podstep: warning: pod %s: no spec (%v); its init containers are inferred, as without --kubeconfig/--manifest\n",
+			p.Key(), n.Err)
+	} else {
+		fmt.Fprintf(s.o.Stderr, "podstep: pod %s (uid %s): spec from %s\n", p.Key(), p.UID, n.From)
+	}
+	if s.o.Auto && s.o.Output == report.JSON {
+		line := map[string]any{"type": "spec", "pod": p.Key(), "uid": p.UID, "from": n.From}
+		if n.Err != nil {
+			line["error"] = n.Err.Error()
+		}
+		_, _ = s.o.Stdout.Write(jsonLine(line)) // unchecked, as the step lines
 	}
 }
 

@@ -60,6 +60,19 @@ type Options struct {
 	// (RemovePodSandbox answered), after the events of that step: its
 	// creation and teardown are over.
 	OnRemoved func(*Pod)
+	// Specs, when set, is where each followed pod's desired spec is read
+	// (--kubeconfig, --manifest): once per pod UID, in the background; its
+	// init containers are then staged "init" from their first call. Nil:
+	// the stages are inferred (see the package comment) and nothing is read.
+	Specs SpecSource
+	// SpecTimeout bounds a spec's read, from when the pod is first seen;
+	// the pod's first CreateContainer waits for it that long at most
+	// (0: 5 s).
+	SpecTimeout time.Duration
+	// OnSpec is called once for each followed pod whose spec was asked
+	// for, with where it came from or why there is none, before the
+	// events that follow it.
+	OnSpec func(*Pod, SpecNote)
 }
 
 // DefaultMaxPods is Options.MaxPods's default.
@@ -85,6 +98,7 @@ type Watcher struct {
 	removed     []*Pod               // removed pods still remembered, oldest first
 	forgotten   []*Pod               // forgotten pods OnForget has not seen
 	gone        []*Pod               // removed pods OnRemoved has not seen
+	specNotes   []specQueued         // spec answers OnSpec has not seen
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
 	stop      chan struct{}
@@ -116,6 +130,9 @@ func New(o Options) *Watcher {
 	}
 	if o.MaxPods <= 0 {
 		o.MaxPods = DefaultMaxPods
+	}
+	if o.SpecTimeout <= 0 {
+		o.SpecTimeout = 5 * time.Second
 	}
 	w := &Watcher{opts: o, red: o.Redactor, pods: map[string]*Pod{}, bySandbox: map[string]*Pod{},
 		byContainer: map[string]*ctr{}, calls: map[uint64]*callInfo{}, polling: map[string]int{}, stop: make(chan struct{})}
@@ -194,6 +211,11 @@ func FormatPolling(m map[string]int) string {
 // arrived decodes and attributes a call as it arrives.
 func (w *Watcher) arrived(c *proxy.Call) {
 	req := decode(c.Method, c.Request, false)
+	if cr, ok := req.(*runtimeapi.CreateContainerRequest); ok && w.opts.Specs != nil {
+		// The container is staged as its first call arrives: from the
+		// spec, when its read is under way.
+		w.awaitSpec(cr.GetPodSandboxId())
+	}
 	w.mu.Lock()
 	info := w.classify(c, req)
 	w.calls[c.Seq] = info
@@ -305,15 +327,20 @@ func (w *Watcher) deliver() {
 	defer w.deliverMu.Unlock()
 	for {
 		w.mu.Lock()
-		q, np, removed, gone := w.queue, w.newPods, w.gone, w.forgotten
-		w.queue, w.newPods, w.gone, w.forgotten = nil, nil, nil, nil
+		q, np, removed, gone, notes := w.queue, w.newPods, w.gone, w.forgotten, w.specNotes
+		w.queue, w.newPods, w.gone, w.forgotten, w.specNotes = nil, nil, nil, nil, nil
 		w.mu.Unlock()
-		if len(q) == 0 && len(np) == 0 && len(removed) == 0 && len(gone) == 0 {
+		if len(q) == 0 && len(np) == 0 && len(removed) == 0 && len(gone) == 0 && len(notes) == 0 {
 			return
 		}
 		for _, p := range np {
 			if w.opts.OnPod != nil {
 				w.opts.OnPod(p)
+			}
+		}
+		for _, n := range notes {
+			if w.opts.OnSpec != nil {
+				w.opts.OnSpec(n.pod, n.note)
 			}
 		}
 		for _, e := range q {

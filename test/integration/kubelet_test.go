@@ -168,6 +168,65 @@ func TestKubeletThroughProxy(t *testing.T) {
 		}
 	})
 
+	// The proxy reads the static pod's manifest (--manifest: the kubelet's
+	// staticPodPath): the init container and the sidecar are staged init
+	// from their first call, as printed (without the spec, setup's create
+	// and start steps are printed under containers, and the sidecar, which
+	// never exits, stays there).
+	t.Run("spec from --manifest", func(t *testing.T) {
+		name := "specinit-" + kubeletNode
+		p := e.startProxy(t, sock, "--pod", "default/"+name, "--manifest", k.manifests)
+		p.waitCalled(t, 30*time.Second)
+		k.drop(t, e, "specinit.yaml", "specinit")
+		p.waitStep(t, k, "start/main", 60*time.Second, stepNamed("start/main"))
+		if code := p.stop(t); code != 0 {
+			t.Fatalf("proxy exit %d\n%s", code, p)
+		}
+		want := map[string]string{"pull/setup": "init", "create/setup": "init", "start/setup": "init",
+			"pull/sidecar": "init", "create/sidecar": "init", "start/sidecar": "init",
+			"pull/main": "containers", "create/main": "containers", "start/main": "containers"}
+		for name, stage := range want {
+			s := p.stepNamed(name)
+			if s == nil || s.Stage != stage {
+				t.Errorf("step %s: %+v, want stage %s\n%s", name, s, stage, p)
+			}
+		}
+		file := filepath.Join(k.manifests, "specinit.yaml")
+		if s := p.stepNamed("create/sidecar"); s != nil {
+			if v, _ := s.detailValue("init"); v != "spec.initContainers[1], a sidecar (restartPolicy Always)" {
+				t.Errorf("create/sidecar init detail %q", v)
+			}
+			if v, _ := s.detailValue("spec"); v != "the manifest "+file {
+				t.Errorf("create/sidecar spec detail %q, want the manifest %s", v, file)
+			}
+			if v, _ := s.detailValue("spec vs sent"); !strings.Contains(v, "/dev/termination-log") || !strings.Contains(v, "restartPolicy: Always") {
+				t.Errorf("create/sidecar spec vs sent %q: want the kubelet's termination log mount and the sidecar's restartPolicy", v)
+			}
+		}
+		p.mu.Lock()
+		spec := false
+		for _, l := range p.raw {
+			spec = spec || strings.Contains(l, `"type":"spec"`) && strings.Contains(l, `"from":"the manifest `+file+`"`)
+		}
+		stderr := p.stderr.String()
+		p.mu.Unlock()
+		if !spec || !strings.Contains(stderr, "spec from the manifest "+file) {
+			t.Errorf("no spec line naming %s (stdout and stderr)\n%s", file, p)
+		}
+		if p.summary == nil {
+			t.Errorf("no summary\n%s", p)
+		} else {
+			pods[name] = p.summary.UID
+			var inits []string
+			for _, s := range p.summary.Status.InitContainerStatuses {
+				inits = append(inits, s.Name)
+			}
+			if strings.Join(inits, ",") != "setup,sidecar" {
+				t.Errorf("summary's init containers %q, want setup,sidecar", inits)
+			}
+		}
+	})
+
 	t.Run("postStart", func(t *testing.T) {
 		name := "poststart-" + kubeletNode
 		p := e.startProxy(t, sock, "--pod", "default/"+name)
