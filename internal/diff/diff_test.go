@@ -2,6 +2,7 @@ package diff
 
 import (
 	"bytes"
+	"encoding/json"
 	"compress/gzip"
 	"errors"
 	"io"
@@ -459,5 +460,30 @@ func TestTraceLineTooLong(t *testing.T) {
 	_, err := ReadTrace("big.calls.txt", strings.NewReader(data))
 	if err == nil || !strings.Contains(err.Error(), "big.calls.txt: line 3: longer than 4 MiB") {
 		t.Errorf("got %v, want the line named", err)
+	}
+}
+
+// TestAttributeByID: a call that names a container ID is that container's,
+// whatever its step says (a proxy's teardown step of "app" holds the
+// sidecar's StopContainer too), so the alignment pairs the same
+// containers' calls.
+func TestAttributeByID(t *testing.T) {
+	create := func(name, id string) *Call {
+		return &Call{Method: "CreateContainer", Container: name,
+			Request:  json.RawMessage(`{"config":{"metadata":{"name":"` + name + `"}}}`),
+			Response: json.RawMessage(`{"container_id":"` + id + `"}`)}
+	}
+	calls := []*Call{create("app", "id-app"), create("proxy", "id-proxy")}
+	n := newNormaliser(calls)
+	for _, tc := range []struct{ step, id, want string }{
+		{"app", "id-proxy", "proxy"},
+		{"", "id-app", "app"},
+		{"app", "id-unknown", "app"},
+	} {
+		c := &Call{Method: "StopContainer", Container: tc.step, Request: json.RawMessage(`{"container_id":"` + tc.id + `"}`)}
+		n.attribute(c)
+		if c.Container != tc.want {
+			t.Errorf("StopContainer of %s in a step of %q: container %q, want %q", tc.id, tc.step, c.Container, tc.want)
+		}
 	}
 }
