@@ -2,8 +2,8 @@ package diff
 
 import (
 	"bytes"
-	"encoding/json"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
