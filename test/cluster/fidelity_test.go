@@ -446,6 +446,11 @@ func fidelityJudge(d *fidelityDiff, restarts bool) (problems, notes []string) {
 			}
 		case "~":
 			if c.CodeA != c.CodeB && c.CodeA != "" && c.CodeB != "" {
+				if fidelityCallKinds[c.Method] != "" && (c.CodeA == "NotFound" || c.CodeB == "NotFound") {
+					// A status read racing the removal of what it reads.
+					note("polling")
+					continue
+				}
 				problems = append(problems, fmt.Sprintf("%s: gRPC code %s (kubelet) / %s (podstep)", c.Method, c.CodeA, c.CodeB))
 			}
 		field:
