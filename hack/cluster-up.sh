@@ -297,7 +297,7 @@ for n in "${NODES[@]}"; do
 		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
 		psock=$nd/cri-proxy.sock
 		recdir=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/$name
-		mkdir -p -m 0700 "$recdir"
+		mkdir -p "$recdir" && chmod 0700 "$recdir"
 		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json --record-dir "$recdir")
 		[ -z "${PODSTEP_CLUSTER_PROXY_POD:-}" ] || pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD")
 		if [ -n "${PODSTEP_CLUSTER_PROXY_ARGS:-}" ]; then

@@ -361,7 +361,8 @@ cluster_phase() {
 	CLUSTER_UP=1 # from here on, tear down whatever came up, even half of it
 	start=$SECONDS
 	local proxy=()
-	[ "${PODSTEP_TEST_CLUSTER_PROXY:-1}" = 0 ] || proxy=(PODSTEP_CLUSTER_PROXY="$TMP/podstep")
+	# (--kubeconfig: the proxies read each pod's spec, for TestProxyKnowsThePod)
+	[ "${PODSTEP_TEST_CLUSTER_PROXY:-1}" = 0 ] || proxy=(PODSTEP_CLUSTER_PROXY="$TMP/podstep" PODSTEP_CLUSTER_PROXY_ARGS="--kubeconfig ADMIN")
 	cluster cluster-up.sh "${proxy[@]}" | tee "$cluster_out"
 	up=$?
 	cluster_value() { sed -n "s/^$1=//p" "$cluster_out" | tail -n 1; }

@@ -61,7 +61,7 @@ func safeName(s string) string {
 	}
 	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+		if !nameByte(c) {
 			b[i] = '-'
 		}
 	}
@@ -69,4 +69,9 @@ func safeName(s string) string {
 		return s
 	}
 	return "-"
+}
+
+// nameByte says whether c may be in a name part as it is.
+func nameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.'
 }

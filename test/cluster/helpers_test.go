@@ -221,7 +221,7 @@ func (c *Cluster) newNamespace(t *testing.T, prefix string) string {
 func labelValue(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'; !ok {
 			b[i] = '_'
 		}
 	}
