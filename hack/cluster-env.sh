@@ -16,8 +16,10 @@
 #   PODSTEP_CLUSTER_WAIT        seconds to wait for each readiness step (default 120)
 #   PODSTEP_CLUSTER_PROXY       a podstep binary: run `podstep proxy` between each kubelet and its
 #                               runtime (default: none, the kubelets talk to containerd directly)
-#   PODSTEP_CLUSTER_PROXY_POD   with it, NS/NAME: the proxies follow and record that pod into
-#   PODSTEP_CLUSTER_RECORD_DIR  (default $PODSTEP_CLUSTER_DIR/recordings, removed by down)/NODE.rec.gz
+#   PODSTEP_CLUSTER_PROXY_POD   with it, NS/NAME: the proxies follow and record that pod only
+#   PODSTEP_CLUSTER_RECORD_DIR  with it, where each proxy records every pod it follows: DIR/NODE/
+#                               NAMESPACE_NAME_UID.rec.gz (default $PODSTEP_CLUSTER_DIR/recordings,
+#                               removed by down)
 #
 # Sets: CLUSTER_DIR, PORT_BASE, ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, CM_PORT,
 # SCHED_PORT, NODES (16 2), and per node N in NODES: NODE_NAME_N, ENDPOINT_N, KUBELET_PORT_N,

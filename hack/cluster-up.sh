@@ -287,22 +287,21 @@ for n in "${NODES[@]}"; do
 	done < <(cgroup_dirs "$cg")
 	kubeconfig "$nd/kubelet.kubeconfig" "node-$name"
 	# PODSTEP_CLUSTER_PROXY=PODSTEP_BINARY: `podstep proxy` between this kubelet and its runtime,
-	# every CRI call forwarded and shown as the pod's steps (-o json lines in logs/proxy-NODE.log);
-	# with PODSTEP_CLUSTER_PROXY_POD=NS/NAME it follows that pod only and records it into
-	# ${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/NODE.rec.gz (podstep proxy records one
-	# pod; the recording is complete once the proxy stops: cluster-down). PODSTEP_CLUSTER_PROXY_ARGS are
-	# more flags for it, split on spaces; "--kubeconfig ADMIN" is replaced by the cluster's admin
-	# kubeconfig (e.g. PODSTEP_CLUSTER_PROXY_ARGS="--kubeconfig ADMIN": the proxy reads each pod's spec).
+	# every CRI call forwarded and shown as the pod's steps (-o json lines in logs/proxy-NODE.log),
+	# every pod recorded into ${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/NODE/
+	# NAMESPACE_NAME_UID.rec.gz (--record-dir: each appears whole once the kubelet removed the pod's
+	# sandbox, or when the proxy stops). With PODSTEP_CLUSTER_PROXY_POD=NS/NAME it follows that pod
+	# only. PODSTEP_CLUSTER_PROXY_ARGS are more flags for it, split on spaces; "--kubeconfig ADMIN" is
+	# replaced by the cluster's admin kubeconfig (e.g. PODSTEP_CLUSTER_PROXY_ARGS="--kubeconfig ADMIN":
+	# the proxy reads each pod's spec).
 	kubelet_ep=$(node_var "$n" ENDPOINT)
 	if [ -n "${PODSTEP_CLUSTER_PROXY:-}" ]; then
 		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
 		psock=$nd/cri-proxy.sock
-		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json)
-		if [ -n "${PODSTEP_CLUSTER_PROXY_POD:-}" ]; then
-			recdir=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}
-			mkdir -p "$recdir"
-			pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD" --record "$recdir/$name.rec.gz")
-		fi
+		recdir=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/$name
+		mkdir -p "$recdir" && chmod 0700 "$recdir"
+		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json --record-dir "$recdir")
+		[ -z "${PODSTEP_CLUSTER_PROXY_POD:-}" ] || pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD")
 		if [ -n "${PODSTEP_CLUSTER_PROXY_ARGS:-}" ]; then
 			read -r -a extra <<<"$PODSTEP_CLUSTER_PROXY_ARGS"
 			for a in "${extra[@]}"; do
@@ -386,5 +385,6 @@ for n in "${NODES[@]}"; do
 	log "NODE_IP_$n=${NODE_IP[$n]}"
 	log "ENDPOINT_$n=$(node_var "$n" ENDPOINT)"
 	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "KUBELET_ENDPOINT_$n=unix://$(node_dir "$n")/cri-proxy.sock"
+	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "RECORD_DIR_$n=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/$(node_var "$n" NODE_NAME)"
 done
 log "KUBECONFIG=$KUBECONFIG_ADMIN"

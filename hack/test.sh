@@ -329,7 +329,10 @@ done
 # A real Kubernetes v1.37.0 cluster on this machine, two nodes: a kubelet on each runtime's harness
 # (started again here, the suites' own are down). Builds (etcd 3.6.16, the control plane, the
 # kubelet) are cached in ~/.cache/podstep; cold, they take many minutes (hack/README.md, "Cluster").
-# PODSTEP_TEST_CLUSTER=0 leaves the phase out (a failure under CI=true).
+# PODSTEP_TEST_CLUSTER=0 leaves the phase out (a failure under CI=true). Each kubelet runs behind
+# `podstep proxy --record-dir` (cluster-up.sh's PODSTEP_CLUSTER_PROXY), which TestFidelity's
+# comparison with a real kubelet needs; PODSTEP_TEST_CLUSTER_PROXY=0 runs the kubelets without it
+# (TestFidelity then fails under CI=true).
 cluster_phase() {
 	local rt out up start rc env=() n
 	section "cluster: both harnesses up"
@@ -357,7 +360,10 @@ cluster_phase() {
 	local cluster_out=$TMP/cluster-up.out # cluster_value reads it after $out has moved on
 	CLUSTER_UP=1 # from here on, tear down whatever came up, even half of it
 	start=$SECONDS
-	cluster cluster-up.sh | tee "$cluster_out"
+	local proxy=()
+	# (--kubeconfig: the proxies read each pod's spec, for TestProxyKnowsThePod)
+	[ "${PODSTEP_TEST_CLUSTER_PROXY:-1}" = 0 ] || proxy=(PODSTEP_CLUSTER_PROXY="$TMP/podstep" PODSTEP_CLUSTER_PROXY_ARGS="--kubeconfig ADMIN")
+	cluster cluster-up.sh "${proxy[@]}" | tee "$cluster_out"
 	up=$?
 	cluster_value() { sed -n "s/^$1=//p" "$cluster_out" | tail -n 1; }
 	local kubeconfig
@@ -406,6 +412,8 @@ cluster_phase() {
 	env "${env[@]}" KUBECONFIG="$kubeconfig" PODSTEP_BIN="$TMP/podstep" \
 		PODSTEP_NODE_16="$(cluster_value NODE_16)" PODSTEP_NODE_2="$(cluster_value NODE_2)" \
 		PODSTEP_ENDPOINT_16="$(cluster_value ENDPOINT_16)" PODSTEP_ENDPOINT_2="$(cluster_value ENDPOINT_2)" \
+		PODSTEP_KUBELET_ENDPOINT_16="$(cluster_value KUBELET_ENDPOINT_16)" PODSTEP_KUBELET_ENDPOINT_2="$(cluster_value KUBELET_ENDPOINT_2)" \
+		PODSTEP_RECORD_DIR_16="$(cluster_value RECORD_DIR_16)" PODSTEP_RECORD_DIR_2="$(cluster_value RECORD_DIR_2)" \
 		go test -count=1 -timeout 20m -tags cluster ./test/cluster/ -v
 	rc=$?
 	record "cluster suite on 2 nodes (containerd 1.6, containerd 2) ($((SECONDS - start)) s)" $rc

@@ -3,6 +3,7 @@ package diff
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -254,7 +255,7 @@ func TestReadBad(t *testing.T) {
 // TestFields: requests are flattened by their CRI message type: enum
 // names, bytes as text, map keys sorted, set empty messages kept.
 func TestFields(t *testing.T) {
-	got := Fields("CreateContainer", []byte(`{"config":{"metadata":{"name":"a"},"envs":[{"key":"K","value":"dmFs"}],"labels":{"b":"2","a":"1"},"linux":{"security_context":{"namespace_options":{"pid":"CONTAINER"},"run_as_user":{}}}}}`))
+	got := Fields("CreateContainer", []byte(`{"config":{"metadata":{"name":"a"},"envs":[{"key":"K","value":"val"},{"key":"P","value":"443"},{"key":"R","value":"/w==","value_encoding":"base64"}],"labels":{"b":"2","a":"1"},"linux":{"security_context":{"namespace_options":{"pid":"CONTAINER"},"run_as_user":{}}}}}`))
 	var b strings.Builder
 	for _, f := range got {
 		b.WriteString(f.Path + " = " + f.Value + "\n")
@@ -262,6 +263,10 @@ func TestFields(t *testing.T) {
 	want := `config.metadata.name = "a"
 config.envs["K"].key = "K"
 config.envs["K"].value = "val"
+config.envs["P"].key = "P"
+config.envs["P"].value = "443"
+config.envs["R"].key = "R"
+config.envs["R"].value = "base64:/w=="
 config.labels["a"] = "1"
 config.labels["b"] = "2"
 config.linux.security_context.namespace_options.pid = CONTAINER
@@ -455,5 +460,30 @@ func TestTraceLineTooLong(t *testing.T) {
 	_, err := ReadTrace("big.calls.txt", strings.NewReader(data))
 	if err == nil || !strings.Contains(err.Error(), "big.calls.txt: line 3: longer than 4 MiB") {
 		t.Errorf("got %v, want the line named", err)
+	}
+}
+
+// TestAttributeByID: a call that names a container ID is that container's,
+// whatever its step says (a proxy's teardown step of "app" holds the
+// sidecar's StopContainer too), so the alignment pairs the same
+// containers' calls.
+func TestAttributeByID(t *testing.T) {
+	create := func(name, id string) *Call {
+		return &Call{Method: "CreateContainer", Container: name,
+			Request:  json.RawMessage(`{"config":{"metadata":{"name":"` + name + `"}}}`),
+			Response: json.RawMessage(`{"container_id":"` + id + `"}`)}
+	}
+	calls := []*Call{create("app", "id-app"), create("proxy", "id-proxy")}
+	n := newNormaliser(calls)
+	for _, tc := range []struct{ step, id, want string }{
+		{"app", "id-proxy", "proxy"},
+		{"", "id-app", "app"},
+		{"app", "id-unknown", "app"},
+	} {
+		c := &Call{Method: "StopContainer", Container: tc.step, Request: json.RawMessage(`{"container_id":"` + tc.id + `"}`)}
+		n.attribute(c)
+		if c.Container != tc.want {
+			t.Errorf("StopContainer of %s in a step of %q: container %q, want %q", tc.id, tc.step, c.Container, tc.want)
+		}
 	}
 }

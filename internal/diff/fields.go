@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -37,7 +38,7 @@ func Fields(method string, raw json.RawMessage) []Field {
 	mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName("runtime.v1." + method + "Request"))
 	if err == nil {
 		m := mt.New().Interface()
-		if protojson.Unmarshal(raw, m) == nil {
+		if protojson.Unmarshal(envValuesAsBase64(raw), m) == nil {
 			walkMessage("", m.ProtoReflect(), &out)
 			return out
 		}
@@ -166,4 +167,53 @@ func listKey(fd protoreflect.FieldDescriptor, v protoreflect.Value, i int) strin
 		}
 	}
 	return strconv.Itoa(i)
+}
+
+// envValuesAsBase64 undoes what recordings do to env values for people to
+// read (render's envValuesAsText): ContainerConfig.envs[].value is proto
+// bytes, which protojson reads as base64 only, so each text value is
+// encoded back (one kept as base64, "value_encoding": "base64", is left as
+// it is). Without it a request with env vars would not decode as its CRI
+// message and would be compared as plain JSON, unlike the same request
+// without env vars. raw is returned as it is when it holds no "envs".
+func envValuesAsBase64(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"envs"`)) {
+		return raw
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for k, y := range x {
+				if envs, ok := y.([]any); ok && k == "envs" {
+					for _, e := range envs {
+						kv, ok := e.(map[string]any)
+						if !ok {
+							continue
+						}
+						if s, ok := kv["value"].(string); ok && kv["value_encoding"] != "base64" {
+							kv["value"] = base64.StdEncoding.EncodeToString([]byte(s))
+						}
+						delete(kv, "value_encoding")
+					}
+					continue
+				}
+				walk(y)
+			}
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		}
+	}
+	walk(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
 }

@@ -145,14 +145,16 @@ func newNormaliser(calls []*Call) *normaliser {
 // attribute gives calls without a container the one their request names
 // (StopContainer in teardown, the relist's ContainerStatus).
 func (n *normaliser) attribute(c *Call) {
-	if c.Container != "" {
-		return
-	}
 	var req struct {
 		ID string `json:"container_id"`
 	}
 	if json.Unmarshal(c.Request, &req) == nil && req.ID != "" {
-		c.Container = n.containerOf[req.ID]
+		// The container the request names wins over its step's: a
+		// teardown or relist step of one container holds calls for the
+		// others too (a proxy's steps above all).
+		if name := n.containerOf[req.ID]; name != "" {
+			c.Container = name
+		}
 	}
 }
 

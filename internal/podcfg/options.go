@@ -47,6 +47,10 @@ type Options struct {
 	ResolvConf    string            // host resolv.conf path, default /etc/resolv.conf
 	ExtraLabels   map[string]string // added to sandbox and container labels (podstep adds "podstep.dev/managed": "true")
 	Seen          time.Time         // kubernetes.io/config.seen; the zero time means now
+	// Source is the kubelet's config source the pod came from
+	// (kubernetes.io/config.source): "" or SourceFile for a manifest (a
+	// static pod's), SourceAPI for a pod read from the API server (--pod).
+	Source string
 	// UserNamespace is the pod's user namespace (mode POD and its uid/gid
 	// mappings) for a pod with hostUsers: false, as the kubelet's userns
 	// manager allocated it; the caller allocates it (FirstFreeUserNamespace).

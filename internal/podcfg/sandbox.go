@@ -185,10 +185,19 @@ func podLabels(pod *corev1.Pod, o Options) map[string]string {
 	return l
 }
 
+// The kubelet's config sources (kubetypes.FileSource, ApiserverSource,
+// pkg/kubelet/types/pod_update.go), as kubernetes.io/config.source says them.
+const (
+	SourceFile = "file"
+	SourceAPI  = "api"
+)
+
 // PodAnnotations are the pod's annotations as the kubelet holds them: the
-// manifest's plus what its file config source adds to a static pod
-// (config.hash, the UID; config.seen; config.source "file"). The sandbox
-// config, the downward API and the image manager's ImageSpec carry them.
+// manifest's plus what its config source adds (pkg/kubelet/config): every
+// source config.seen and config.source; the file source of a static pod
+// also config.hash, the UID (applyDefaults, config/common.go), which the
+// API server source does not set (o.Source SourceAPI). The sandbox config,
+// the downward API and the image manager's ImageSpec carry them.
 func PodAnnotations(pod *corev1.Pod, o Options) map[string]string {
 	a := map[string]string{}
 	for k, v := range pod.Annotations {
@@ -198,9 +207,13 @@ func PodAnnotations(pod *corev1.Pod, o Options) map[string]string {
 	if seen.IsZero() {
 		seen = time.Now()
 	}
-	a[AnnotationConfigHash] = string(pod.UID)
 	a[AnnotationConfigSeen] = seen.UTC().Format(time.RFC3339Nano)
-	a[AnnotationConfigSource] = "file"
+	if o.Source == SourceAPI {
+		a[AnnotationConfigSource] = SourceAPI
+		return a
+	}
+	a[AnnotationConfigHash] = string(pod.UID)
+	a[AnnotationConfigSource] = SourceFile
 	return a
 }
 

@@ -2,8 +2,10 @@ package podcfg
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -505,4 +507,24 @@ func TestSandboxLabelsAndLogDir(t *testing.T) {
 	eq(t, "annotation kept", sb.Annotations["note"], "n")
 	eq(t, "log dir", SandboxLogDir(pod, o), "/logs/ns_p_1234-abcd")
 	eq(t, "log_directory", sb.LogDirectory, "/logs/ns_p_1234-abcd")
+}
+
+// TestPodAnnotationsBySource: a pod from the API server (run --pod) carries
+// config.source "api" and no config.hash, as the kubelet's API server
+// source gives it; a manifest's is a static pod's, file with the hash.
+func TestPodAnnotationsBySource(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u1", Annotations: map[string]string{"a": "b"}}}
+	seen := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		source string
+		want   map[string]string
+	}{
+		{"", map[string]string{"a": "b", AnnotationConfigSeen: "2026-01-02T03:04:05Z", AnnotationConfigSource: "file", AnnotationConfigHash: "u1"}},
+		{SourceFile, map[string]string{"a": "b", AnnotationConfigSeen: "2026-01-02T03:04:05Z", AnnotationConfigSource: "file", AnnotationConfigHash: "u1"}},
+		{SourceAPI, map[string]string{"a": "b", AnnotationConfigSeen: "2026-01-02T03:04:05Z", AnnotationConfigSource: "api"}},
+	} {
+		if got := PodAnnotations(pod, Options{Seen: seen, Source: tc.source}); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("source %q: %v, want %v", tc.source, got, tc.want)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -168,6 +169,7 @@ func (o *Options) clusterEngine(eo *steps.Options) {
 	eo.Tokens = o.Cluster.Resolved.Tokens
 	if cp := o.Cluster.Resolved.ClusterPod; cp != nil {
 		eo.Config.ExtraLabels = map[string]string{cluster.ReplayLabel: string(cp.UID)}
+		eo.Config.Source = podcfg.SourceAPI // as the kubelet's API server source: no config.hash
 	}
 }
 

@@ -54,7 +54,8 @@ func (e *Engine) created() []instance {
 
 // stopContainersStep mirrors KillPod → killContainersWithSyncResult
 // (pkg/kubelet/kuberuntime/kuberuntime_container.go): all containers are
-// stopped in parallel, each with the grace period.
+// stopped in parallel, each with the grace period; sidecars after the
+// regular containers, the last declared first (stopOrder).
 type stopContainersStep struct{}
 
 func (stopContainersStep) mirrors() string {
@@ -62,13 +63,16 @@ func (stopContainersStep) mirrors() string {
 }
 
 func (stopContainersStep) explain() string {
-	return "When a pod is deleted the kubelet stops all its containers in parallel: StopContainer makes the runtime send the stop signal (SIGTERM, unless the image's STOPSIGNAL or, with ContainerStopSignals, lifecycle.stopSignal says otherwise), then SIGKILL once the grace period (terminationGracePeriodSeconds, at least 2 s) is over. A process that ignores SIGTERM, like `sleep` as PID 1, takes the whole grace period."
+	return "When a pod is deleted the kubelet stops all its containers in parallel: StopContainer makes the runtime send the stop signal (SIGTERM, unless the image's STOPSIGNAL or, with ContainerStopSignals, lifecycle.stopSignal says otherwise), then SIGKILL once the grace period (terminationGracePeriodSeconds, at least 2 s) is over. A process that ignores SIGTERM, like `sleep` as PID 1, takes the whole grace period. Sidecars (init containers with restartPolicy Always) are stopped after the regular containers, the last declared first, each with what is left of the grace period."
 }
 
 func (stopContainersStep) requests(e *Engine) []Request {
 	var out []Request
 	for _, in := range e.createdLocked() {
-		out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: e.gracePeriod()}})
+		if in.id == in.c.id {
+			out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: e.gracePeriod()},
+				Note: in.c.spec.Name + ", if it runs"})
+		}
 	}
 	return out
 }
@@ -95,30 +99,48 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 	}
 	grace := e.gracePeriod()
 	running := runningContainers(e.tracker.Snapshot())
-	var wg sync.WaitGroup
 	errs := make([]error, len(cs))
-	for i, in := range cs {
-		// Every container podstep made is stopped (stopping one that exited
-		// does nothing), but only a running one is killed as the kubelet
-		// kills: its killPod gets the pod from ConvertPodStatusToRunningPod
-		// (pkg/kubelet/container/helpers.go), which keeps the running
-		// containers only, and killContainer records Killing for each.
-		if in.id == in.c.id && running[in.c.spec.Name] {
-			e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "Stopping container "+in.c.spec.Name)
+	stopped := 0
+	began := time.Now()
+	for n, group := range e.stopOrder(cs) {
+		// A sidecar's grace period loses the whole seconds it waited for
+		// its turn, but not below the minimum (killContainer).
+		g := grace
+		if n > 0 && g > 0 {
+			g = max(g-int64(time.Since(began).Seconds()), minimumGracePeriod)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := e.client.StopContainer(ctx, in.id, grace); err != nil && !notFound(err) {
-				errs[i] = fmt.Errorf("stop container %q: %w", in.c.spec.Name, err)
+		var wg sync.WaitGroup
+		for _, i := range group {
+			in := cs[i]
+			// Only a running container is stopped, and killed, as the
+			// kubelet does: its killPod gets the pod from
+			// ConvertPodStatusToRunningPod (pkg/kubelet/container/helpers.go),
+			// which keeps the running containers only, and killContainer
+			// records Killing for each. An exited one (an earlier attempt, an
+			// init container, a finished job) is left to StopPodSandbox and
+			// RemoveContainer.
+			if in.id != in.c.id || !running[in.c.spec.Name] {
+				continue
 			}
-		}()
+			stopped++
+			e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "Stopping container "+in.c.spec.Name)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := e.client.StopContainer(ctx, in.id, g); err != nil && !notFound(err) {
+					errs[i] = fmt.Errorf("stop container %q: %w", in.c.spec.Name, err)
+				}
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fail(reason.ErrKillContainer, err, "some containers did not stop")
 	}
-	r := ok(fmt.Sprintf("stopped %s, grace period %ds", plural(len(cs), "container", "containers"), grace))
+	if stopped == 0 {
+		return ok("no running containers to stop")
+	}
+	r := ok(fmt.Sprintf("stopped %s, grace period %ds", plural(stopped, "container", "containers"), grace))
 	for _, in := range cs {
 		if in.id != in.c.id || in.c.config == nil {
 			continue
@@ -128,6 +150,42 @@ func (stopContainersStep) run(ctx context.Context, e *Engine) Result {
 		}
 	}
 	return r
+}
+
+// stopOrder groups cs (indexes) in the order the kubelet stops them: a pod
+// without sidecars all at once; with sidecars (restartable init
+// containers) the regular containers (and the init containers that are not
+// sidecars) at once, then each sidecar in the reverse order of its
+// declaration, once the ones after it are stopped (killContainersWithSyncResult
+// with a terminationOrdering, pkg/kubelet/kuberuntime/kuberuntime_termination_order.go:
+// a sidecar's killContainer waits for the main containers and the sidecars
+// declared after it).
+func (e *Engine) stopOrder(cs []instance) [][]int {
+	var sidecars []string
+	for i := range e.pod.Spec.InitContainers {
+		if c := &e.pod.Spec.InitContainers[i]; isSidecar(c) {
+			sidecars = append(sidecars, c.Name)
+		}
+	}
+	groups := make([][]int, 1+len(sidecars))
+	for i, in := range cs {
+		g := 0
+		if in.c.init {
+			for j, name := range sidecars {
+				if name == in.c.spec.Name {
+					g = len(sidecars) - j // the last declared first
+				}
+			}
+		}
+		groups[g] = append(groups[g], i)
+	}
+	out := groups[:0]
+	for _, g := range groups {
+		if len(g) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // runningContainers names the containers the pod's status shows running.

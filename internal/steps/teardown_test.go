@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
@@ -193,5 +195,92 @@ func TestLeftBehindWhileRunning(t *testing.T) {
 		default:
 			_ = e.LeftBehind().String()
 		}
+	}
+}
+
+// TestSidecarsStopLast: a pod with sidecars is torn down as the kubelet's
+// terminationOrdering does it: the regular containers first, then the
+// sidecars, the last declared first, each StopContainer only once the ones
+// before it answered.
+func TestSidecarsStopLast(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	b := load(t, repoFile("testdata/scenarios/sidecar-init.yaml"))
+	always := corev1.ContainerRestartPolicyAlways
+	second := *b.Pod.Spec.InitContainers[0].DeepCopy()
+	second.Name, second.RestartPolicy = "logs", &always
+	b.Pod.Spec.InitContainers = append(b.Pod.Spec.InitContainers, second)
+	e := runAll(t, b, c, testOptions(t))
+	if _, failed := e.Failed(); failed {
+		t.Fatal("the sidecar pod failed")
+	}
+	ids := map[string]string{}
+	for _, in := range e.created() {
+		ids[in.id] = in.c.spec.Name
+	}
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	var prevEnd time.Time
+	for _, s := range e.Steps() {
+		if s.Name != "stop-containers" {
+			continue
+		}
+		calls := append([]cri.Call(nil), s.Calls...)
+		sort.Slice(calls, func(i, j int) bool { return calls[i].Start.Before(calls[j].Start) })
+		for _, call := range calls {
+			name := ids[call.Request.(*runtimeapi.StopContainerRequest).GetContainerId()]
+			order = append(order, name)
+			if name != "app" && call.Start.Before(prevEnd) {
+				t.Errorf("StopContainer %s sent before the one before it answered", name)
+			}
+			prevEnd = call.Start.Add(call.Duration)
+		}
+	}
+	if got := strings.Join(order, ","); got != "app,logs,proxy" {
+		t.Errorf("StopContainer order %s, want app,logs,proxy (regular containers, then sidecars last declared first)", got)
+	}
+}
+
+// TestExitedContainersNotStopped: at teardown only running containers get
+// StopContainer, as the kubelet's killPod (ConvertPodStatusToRunningPod
+// keeps the running ones): a completed job's container is left to
+// StopPodSandbox and RemoveContainer.
+func TestExitedContainersNotStopped(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	e := runAll(t, load(t, repoFile("testdata/scenarios/completed.yaml")), c, testOptions(t))
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var methods []string
+	for _, s := range e.Steps() {
+		if s.Stage == StageTeardown {
+			for _, call := range s.Calls {
+				methods = append(methods, call.Method)
+			}
+		}
+	}
+	if got := strings.Join(methods, ","); got != "StopPodSandbox,RemoveContainer,RemovePodSandbox" {
+		t.Errorf("teardown of a completed pod: %s, want StopPodSandbox,RemoveContainer,RemovePodSandbox (no StopContainer for an exited container)", got)
 	}
 }

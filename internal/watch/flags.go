@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -31,6 +32,7 @@ type Flags struct {
 	Quiet          bool
 	Pod            string
 	Record         string
+	RecordDir      string
 	Hold           bool
 	HoldStages     []string
 	RequestTimeout time.Duration
@@ -61,6 +63,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "one line per step: -o short")
 	f.StringVar(&o.Pod, "pod", "", "follow only this pod (NAMESPACE/NAME); the others pass untouched and unshown")
 	f.StringVar(&o.Record, "record", "", "record the followed pod (--pod; else the first pod seen) into this file for podstep replay (FILE.gz: compressed)")
+	f.StringVar(&o.RecordDir, "record-dir", "", "record every followed pod into its own file in this folder (NAMESPACE_NAME_UID.rec.gz, mode 0600), written whole when the kubelet removes the pod's sandbox or the proxy stops")
 	f.BoolVar(&o.Hold, "hold", false, "hold each call of the followed pod before it goes to the runtime, until released (TUI: n; --auto: a line on stdin, c to continue)")
 	f.StringSliceVar(&o.HoldStages, "hold-stage", nil, "with --hold, hold only the calls of these stages (e.g. sandbox,init)")
 	f.DurationVar(&o.RequestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
@@ -108,6 +111,14 @@ func (o *Flags) Validate() error {
 	}
 	if !o.Auto && o.Pod == "" {
 		return session.Usagef("the TUI follows one pod: give --pod NAMESPACE/NAME, or --auto")
+	}
+	if o.Record != "" && o.RecordDir != "" {
+		return session.Usagef("--record FILE records one pod, --record-dir DIR every followed pod: give one of them")
+	}
+	if o.RecordDir != "" {
+		if fi, err := os.Stat(o.RecordDir); err != nil || !fi.IsDir() {
+			return session.Usagef("--record-dir %s: expected an existing folder", o.RecordDir)
+		}
 	}
 	if o.MaxPods < 1 || o.MaxPods > 100000 {
 		return session.Usagef("--max-pods %d: expected 1 to 100000 (removed pods remembered)", o.MaxPods)
@@ -159,11 +170,11 @@ func (o *Flags) NewSession(ctx context.Context, upstream, why, podstep string, f
 	so := SessionOptions{Follow: o.Pod, Auto: o.Auto, Output: o.Output, Hold: o.Hold,
 		HoldStages: session.ParseStages(o.HoldStages), RequestTimeout: o.RequestTimeout,
 		Runtime:    render.Runtime{Endpoint: upstream, Why: "a kubelet's calls through podstep proxy at " + o.Listen + "; upstream from " + why},
-		RecordPath: o.Record, Stdout: stdout, Stderr: stderr, MaxPods: o.MaxPods, Specs: o.specs, Page: o.Page}
+		RecordPath: o.Record, RecordDir: o.RecordDir, Stdout: stdout, Stderr: stderr, MaxPods: o.MaxPods, Specs: o.specs, Page: o.Page}
 	if o.specs != nil {
 		fmt.Fprintf(stderr, "podstep: each followed pod's spec from %s (one read per pod)\n", o.specs)
 	}
-	if o.Record != "" || o.Page != nil {
+	if o.Record != "" || o.RecordDir != "" || o.Page != nil {
 		// The runtime as it answers Version, for the recording's header.
 		rt := record.Runtime{Endpoint: so.Runtime.Endpoint, Why: so.Runtime.Why}
 		rt.Name, rt.Version, rt.APIVersion = record.RuntimeVersion(ctx, upstream)

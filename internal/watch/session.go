@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -39,9 +40,14 @@ type SessionOptions struct {
 	Header     record.Header
 	// Page, when not nil, is the live page (--serve): it shows the first
 	// followed pod, as Recorder records it.
-	Page   session.Teed
-	Stdout io.Writer
-	Stderr io.Writer
+	Page session.Teed
+	// RecordDir, when set, records every followed pod into its own file
+	// in this folder (record.FileName), which appears once the pod's
+	// sandbox is removed, the pod is forgotten, or the session closes
+	// (record.CreateAtomic); Header is each one's header too.
+	RecordDir string
+	Stdout    io.Writer
+	Stderr    io.Writer
 	// MaxPods is the watcher's Options.MaxPods (--max-pods).
 	MaxPods int
 	// Specs is the watcher's Options.Specs (--kubeconfig, --manifest).
@@ -60,16 +66,17 @@ type Session struct {
 	printers map[*Pod]*report.Printer
 	recPod   *Pod
 	pagePod  *Pod
+	recs     map[*Pod]*record.Recorder // --record-dir's, until finished
 }
 
 // NewSession makes the session and its watcher.
 func NewSession(o SessionOptions) *Session {
-	s := &Session{o: o, printers: map[*Pod]*report.Printer{}, Pods: make(chan *Pod, 1)}
+	s := &Session{o: o, printers: map[*Pod]*report.Printer{}, recs: map[*Pod]*record.Recorder{}, Pods: make(chan *Pod, 1)}
 	if o.Hold {
 		s.Hold = NewHold(HoldOptions{Stages: o.HoldStages, RequestTimeout: o.RequestTimeout,
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
-	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget,
+	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget, OnRemoved: s.onRemoved,
 		Specs: o.Specs, OnSpec: s.onSpec})
 	return s
 }
@@ -116,6 +123,51 @@ func (s *Session) onPod(p *Pod) {
 		}
 		p.Subscribe(s.o.Recorder.Observe)
 	}
+	if s.o.RecordDir != "" {
+		s.startRecording(p)
+	}
+}
+
+// startRecording starts p's own recording in --record-dir (s.mu held).
+func (s *Session) startRecording(p *Pod) {
+	path := filepath.Join(s.o.RecordDir, record.FileName(p.Namespace, p.Name, p.UID))
+	r, err := record.CreateAtomic(path)
+	if err == nil {
+		h := s.o.Header
+		h.Manifest = record.Manifest{File: "(a kubelet's pod, seen through podstep proxy)", Pod: p.Pod()}
+		err = r.Start(h, p, s.o.Runtime, p.Key())
+	}
+	if err != nil {
+		fmt.Fprintf(s.o.Stderr, "podstep: --record-dir: %s: %v\n", p.Key(), err)
+		if r != nil {
+			r.Close()
+		}
+		return
+	}
+	s.recs[p] = r
+	p.Subscribe(r.Observe)
+}
+
+// endRecording finishes p's recording in --record-dir, if any (s.mu held):
+// it appears in the folder now.
+func (s *Session) endRecording(p *Pod, sum report.Summary) {
+	r := s.recs[p]
+	if r == nil {
+		return
+	}
+	delete(s.recs, p)
+	if err := r.Finish(sum); err != nil {
+		fmt.Fprintf(s.o.Stderr, "podstep: --record-dir: %s: %v\n", p.Key(), err)
+	}
+}
+
+// onRemoved ends a removed pod's recording in --record-dir.
+func (s *Session) onRemoved(p *Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recs[p] != nil {
+		s.endRecording(p, p.Summary())
+	}
 }
 
 // onSpec says where a followed pod's spec came from, or warns, once per
@@ -151,6 +203,7 @@ func (s *Session) onForget(p *Pod) {
 	if p == s.pagePod {
 		_ = s.o.Page.Finish(sum)
 	}
+	s.endRecording(p, sum)
 	if p == s.recPod {
 		if err := s.o.Recorder.Finish(sum); err != nil {
 			_, _ = fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
@@ -184,6 +237,7 @@ func (s *Session) finish() {
 		if p == s.pagePod {
 			_ = s.o.Page.Finish(sum)
 		}
+		s.endRecording(p, sum)
 		if p == s.recPod {
 			if err := s.o.Recorder.Finish(sum); err != nil {
 				fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)

@@ -56,6 +56,10 @@ type Options struct {
 	// events: a frontend ends what it holds of the pod (a summary, a
 	// recording).
 	OnForget func(*Pod)
+	// OnRemoved is called for each followed pod whose sandbox was removed
+	// (RemovePodSandbox answered), after the events of that step: its
+	// creation and teardown are over.
+	OnRemoved func(*Pod)
 	// Specs, when set, is where each followed pod's desired spec is read
 	// (--kubeconfig, --manifest): once per pod UID, in the background; its
 	// init containers are then staged "init" from their first call. Nil:
@@ -93,6 +97,7 @@ type Watcher struct {
 	newPods     []*Pod               // followed pods not announced yet
 	removed     []*Pod               // removed pods still remembered, oldest first
 	forgotten   []*Pod               // forgotten pods OnForget has not seen
+	gone        []*Pod               // removed pods OnRemoved has not seen
 	specNotes   []specQueued         // spec answers OnSpec has not seen
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
@@ -322,10 +327,10 @@ func (w *Watcher) deliver() {
 	defer w.deliverMu.Unlock()
 	for {
 		w.mu.Lock()
-		q, np, gone, notes := w.queue, w.newPods, w.forgotten, w.specNotes
-		w.queue, w.newPods, w.forgotten, w.specNotes = nil, nil, nil, nil
+		q, np, removed, gone, notes := w.queue, w.newPods, w.gone, w.forgotten, w.specNotes
+		w.queue, w.newPods, w.gone, w.forgotten, w.specNotes = nil, nil, nil, nil, nil
 		w.mu.Unlock()
-		if len(q) == 0 && len(np) == 0 && len(gone) == 0 && len(notes) == 0 {
+		if len(q) == 0 && len(np) == 0 && len(removed) == 0 && len(gone) == 0 && len(notes) == 0 {
 			return
 		}
 		for _, p := range np {
@@ -343,6 +348,11 @@ func (w *Watcher) deliver() {
 			e.pod.poke()
 		}
 		// After their last events.
+		for _, p := range removed {
+			if w.opts.OnRemoved != nil {
+				w.opts.OnRemoved(p)
+			}
+		}
 		for _, p := range gone {
 			if w.opts.OnForget != nil {
 				w.opts.OnForget(p)
@@ -545,6 +555,9 @@ func (w *Watcher) runtimeName() string {
 // pods past MaxPods (w.mu held).
 func (w *Watcher) finished(p *Pod) {
 	w.removed = append(w.removed, p)
+	if p.followed {
+		w.gone = append(w.gone, p)
+	}
 	for len(w.removed) > w.opts.MaxPods {
 		w.forget(w.removed[0])
 		w.removed[0] = nil

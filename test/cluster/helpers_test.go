@@ -190,7 +190,7 @@ func (c *Cluster) newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
 	name := fmt.Sprintf("podstep-%s-%05d", prefix, rand.IntN(100000))
 	ns, err := c.Client.CoreV1().Namespaces().Create(ctx(t), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"podstep.dev/test": t.Name()}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"podstep.dev/test": labelValue(t.Name())}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
@@ -214,6 +214,21 @@ func (c *Cluster) newNamespace(t *testing.T, prefix string) string {
 		return err == nil, err
 	})
 	return name
+}
+
+// labelValue is s as a label value: a subtest's name ("TestX/a/b") has
+// characters a label value may not.
+func labelValue(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'; !ok {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 63 {
+		b = b[len(b)-63:]
+	}
+	return strings.Trim(string(b), "-_.")
 }
 
 // dumpNamespace logs every pod of ns (node, phase, container states) and the
