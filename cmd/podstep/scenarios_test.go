@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os/exec"
 	"strings"
@@ -70,5 +71,38 @@ func TestScenarioEmbedded(t *testing.T) {
 	cmd.Dir = dir
 	if out, err = cmd.Output(); err != nil || !strings.Contains(string(out), "SIGUSR1") {
 		t.Fatalf("plan --scenario stop-signal: %v, no SIGUSR1 in:\n%.2000s", err, out)
+	}
+}
+
+// TestPredict: run --predict and replay --predict read scripted answers
+// from stdin and say right or wrong, with the scenario's lesson and a score.
+func TestPredict(t *testing.T) {
+	root, logs := dirs(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"run", []string{"run", "--sim", "--predict", "--scenario", "out-of-cpu", "--root-dir", root, "--log-dir", logs}, []string{"? step 1 admit (admit): how does it end?", "your answer (a-d, q stops asking): ", "lesson (out-of-cpu): ", "predict: "}},
+		{"replay", []string{"replay", "--predict", "../../testdata/recordings/out-of-cpu.rec.gz"}, []string{"? step 1 admit (admit): how does it end?", "lesson (out-of-cpu): ", "predict: "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Execute(tc.args, strings.NewReader("a\n"), &out, &errb)
+			if code != ExitPodFailed && code != 0 {
+				t.Fatalf("exit %d; stderr: %s", code, errb.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("lacks %q:\n%s", w, out.String())
+				}
+			}
+			if !strings.Contains(out.String(), "✓ right: OutOfcpu") && !strings.Contains(out.String(), "✗ wrong: it was OutOfcpu") {
+				t.Errorf("no verdict:\n%s", out.String())
+			}
+		})
+	}
+	if code, _, errOut := run(t, "run", "--predict", "-o", "json", "--scenario", "crashloop", "-r", "unix:///nonexistent.sock"); code != ExitUsage || !strings.Contains(errOut, "--predict") {
+		t.Errorf("--predict -o json: exit %d, %s", code, errOut)
 	}
 }
