@@ -88,7 +88,7 @@ func Run(ctx context.Context, e Engine, q *Quiz, status func() string) error {
 	cancel := e.Subscribe(q.Observe)
 	defer cancel()
 	fin, hasFin := e.(interface{ Finished() bool })
-	for ctx.Err() == nil && !(hasFin && fin.Finished()) {
+	for ctx.Err() == nil && (!hasFin || !fin.Finished()) {
 		s, ok := e.NextStep()
 		if !ok {
 			break
