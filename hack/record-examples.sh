@@ -71,8 +71,8 @@ record() {
 restarts=(--max-restarts 2 --backoff-scale 0.01)
 record hello testdata/pods/hello.yaml
 record init testdata/pods/init.yaml
-record poststart-fails testdata/scenarios/poststart-fails.yaml "${restarts[@]}"
-record crashloop testdata/scenarios/crashloop.yaml "${restarts[@]}"
+record poststart-fails internal/scenario/data/poststart-fails.yaml "${restarts[@]}"
+record crashloop internal/scenario/data/crashloop.yaml "${restarts[@]}"
 record pull-401 "$tmp/pull-401.yaml"
-record out-of-cpu testdata/scenarios/out-of-cpu.yaml
-record sidecar-startup-probe testdata/scenarios/sidecar-startup-probe.yaml --wait-ready
+record out-of-cpu internal/scenario/data/out-of-cpu.yaml
+record sidecar-startup-probe internal/scenario/data/sidecar-startup-probe.yaml --wait-ready

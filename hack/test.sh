@@ -91,6 +91,11 @@ section "GOOS=darwin go build ./..."
 GOOS=darwin go build ./...
 record "GOOS=darwin go build ./... (replay runs on macOS)" $?
 
+# The release build (linux and darwin, amd64 and arm64, version stamped, checksums), not published.
+section "hack/release.sh --snapshot"
+bash hack/release.sh --snapshot
+record "release snapshot (hack/release.sh --snapshot: 4 platforms, checksums, stamped version)" $?
+
 section "gofmt -l"
 mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 unformatted=$(gofmt -l "${gofiles[@]}")

@@ -37,8 +37,8 @@ func TestRecordReplay(t *testing.T) {
 		{"testdata/pods/init.yaml", "json", true, 0},
 		{"testdata/pods/hooks.yaml", "text", false, 0},
 		{"testdata/pods/volumes.yaml", "text", true, 0},
-		{"testdata/scenarios/crashloop.yaml", "json", true, ExitPodFailed},
-		{"testdata/scenarios/out-of-cpu.yaml", "text", false, ExitPodFailed},
+		{"internal/scenario/data/crashloop.yaml", "json", true, ExitPodFailed},
+		{"internal/scenario/data/out-of-cpu.yaml", "text", false, ExitPodFailed},
 	} {
 		t.Run(filepath.Base(tc.file)+"-"+tc.format, func(t *testing.T) {
 			root, logs := dirs(t)

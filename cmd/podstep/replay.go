@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/live"
+	"github.com/podstep/podstep/internal/predict"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
@@ -18,6 +20,8 @@ type replayOptions struct {
 	output string
 	html   string     // --html: write the timeline page here instead
 	serve  live.Flags // --serve: the live page of the recording
+	// predict is --predict: ask before each step (internal/predict).
+	predict bool
 }
 
 func newReplayCmd() *cobra.Command {
@@ -56,6 +60,7 @@ first, then where and why it stopped).`,
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&o.predict, "predict", false, "before each step, ask what comes next (answers from stdin), then say right or wrong and why; a score at the end (implies --auto)")
 	f.BoolVar(&o.auto, "auto", false, "print every step without stopping, as run --auto did")
 	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text, short (one line per step) or json")
 	o.serve.AddFlags(f)
@@ -77,6 +82,12 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 		return o.serve.Replay(ctx, path, cmd.ErrOrStderr())
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if o.predict {
+		if o.output == report.JSON {
+			return session.Usagef("--predict asks on stdout: it goes with -o text or short")
+		}
+		o.auto = true
+	}
 	switch {
 	case !o.auto && isTerminal(stdout):
 		return replayInteractive(cmd, path)
@@ -96,6 +107,16 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 		return session.Usagef("replay %s: %v", path, err)
 	}
 	fmt.Fprintln(stderr, rd.Header().Banner(path))
+	if o.predict {
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return session.Usagef("replay %s: %v", path, err)
+		}
+		qo := predict.Options{In: cmd.InOrStdin(), Out: stdout, Echo: !isTerminalIn(cmd.InOrStdin())}
+		if err := predict.Replay(cmd.Context(), f, report.New(stdout, o.output), qo); err != nil {
+			return session.Usagef("replay %s: %v", path, err)
+		}
+		return nil
+	}
 	if err := rd.Print(report.New(stdout, o.output)); err != nil {
 		return session.Usagef("replay %s: %v", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/live"
+	"github.com/podstep/podstep/internal/predict"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
@@ -29,6 +30,10 @@ type runOptions struct {
 	quiet  bool
 	record string
 	serve  live.Flags // --serve: the live page (internal/live)
+	// predict is --predict: ask before each step (internal/predict); quiz
+	// asks, set by runPod.
+	predict bool
+	quiz    *predict.Quiz
 
 	// trace is --otlp-endpoint and --otlp-protocol (internal/trace); tracing
 	// is the run's export, set by runPod (nil: no tracing).
@@ -62,6 +67,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
 	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text (each step, what it changed in the pod, its kubelet events), short (one line per step) or json")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "one line per step, without what it changed or its events: -o short")
+	f.BoolVar(&o.predict, "predict", false, "before each step, ask what comes next (multiple choice, answers from stdin), then say right or wrong and why; a score at the end (implies --auto)")
 	f.StringVar(&o.record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
 	o.trace.AddFlags(f)
 	o.serve.AddFlags(f)
@@ -79,6 +85,12 @@ func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	if err := session.CheckOutput(o.output, report.Text, report.Short, report.JSON); err != nil {
 		return err
 	}
+	if o.predict {
+		if o.output == report.JSON || o.File == "-" {
+			return session.Usagef("--predict reads answers from stdin and asks on stdout: it goes with -o text or short and a manifest that is not stdin")
+		}
+		o.auto = true
+	}
 	if o.quiet {
 		if o.output == report.JSON {
 			return session.Usagef("--quiet is -o short, the short text form: it does not go with -o json")
@@ -91,6 +103,12 @@ func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := safe.Raw(w).(*os.File)
 	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// isTerminalIn reports whether r is a terminal (a typed answer is echoed by it).
+func isTerminalIn(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // runPod is `podstep run`: the flags' checks, the manifest, the recording
@@ -154,6 +172,9 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(sig.Stdout(stdout), o.output)
 	eng.Subscribe(printer.Observe)
+	if o.predict {
+		o.quiz = predict.New(predict.Options{In: cmd.InOrStdin(), Out: sig.Stdout(stdout), Echo: !isTerminalIn(cmd.InOrStdin()), Scenario: scenarioOf(o.Scenario)})
+	}
 	printer.Start(c.Runtime, session.PodName(eng))
 	rec.Start(ctx, c, bundle, eng, begin)
 	return runAuto(ctx, cmd.Context(), eng, c, sig, o, printer, rec, stderr)
@@ -163,6 +184,11 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 func runAuto(ctx, parent context.Context, eng *steps.Engine, c *session.Conn, sig *session.Interrupts, o *runOptions,
 	printer *report.Printer, rec *session.Recording, stderr io.Writer) error {
 	start := time.Now()
+	if o.predict {
+		if err := predict.Run(ctx, eng, o.quiz, func() string { return eng.PodState().Display }); err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
 	for !eng.Finished() && ctx.Err() == nil {
 		if err := eng.Continue(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			return err

@@ -18,13 +18,13 @@ func TestAutoTransitionsGolden(t *testing.T) {
 		name, file string
 		events     []string // lines the text must hold (a golden -update would lose them unseen)
 	}{
-		{"crashloop", "testdata/scenarios/crashloop.yaml", []string{
+		{"crashloop", "internal/scenario/data/crashloop.yaml", []string{
 			"pod: STATUS Running → Error · READY 1/1 → 0/1",
 			"pod: RESTARTS 0 → 1 · app: restarts 0 → 1",
 			"pod: STATUS Error → CrashLoopBackOff · app: terminated Error (exit 2) → waiting CrashLoopBackOff",
 			"Warning   BackOff   pod/crashloop   Back-off restarting failed container app",
 		}},
-		{"poststart-fails", "testdata/scenarios/poststart-fails.yaml", []string{
+		{"poststart-fails", "internal/scenario/data/poststart-fails.yaml", []string{
 			"pod: STATUS Running → PostStartHookError · READY 1/1 → 0/1",
 			"Warning   FailedPostStartHook   pod/poststart-fails   PostStartHook failed\n" +
 				"       Normal    Killing               pod/poststart-fails   FailedPostStartHook\n",

@@ -2,14 +2,38 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version is set at build time with -ldflags "-X main.version=..."
+// (hack/release.sh); a `go install .../cmd/podstep@vX.Y.Z` build takes its
+// module's tag instead (installedVersion).
+// (-X takes only a variable initialised to a constant.)
+var version = devVersion
+
+const devVersion = "0.1.0-dev"
+
+func init() {
+	if version == devVersion {
+		version = installedVersion(devVersion)
+	}
+}
+
+// installedVersion is the main module's version when it is a release tag
+// (go install of a tagged version), else dev: a pseudo-version or a dirty
+// tree is not a release.
+func installedVersion(dev string) string {
+	if bi, ok := debug.ReadBuildInfo(); ok && releaseTag.MatchString(bi.Main.Version) {
+		return bi.Main.Version
+	}
+	return dev
+}
+
+var releaseTag = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
 
 // kubeletVersion is the kubelet whose path podstep mirrors.
 const kubeletVersion = "v1.33 (seeds) / v1.37 (reference traces)"

@@ -16,7 +16,7 @@ import (
 // seedFiles adds every manifest of the repository's testdata to f's corpus.
 func seedFiles(f *testing.F) [][]byte {
 	var seeds [][]byte
-	for _, pattern := range []string{"testdata/bad/*.yaml", "testdata/pods/*.yaml", "testdata/scenarios/*.yaml", "testdata/nodes/*.yaml"} {
+	for _, pattern := range []string{"testdata/bad/*.yaml", "testdata/pods/*.yaml", "internal/scenario/data/*.yaml", "testdata/nodes/*.yaml"} {
 		files, err := filepath.Glob(filepath.Join(repoRoot, pattern))
 		if err != nil {
 			f.Fatal(err)

@@ -9,7 +9,7 @@ import (
 )
 
 // TestProcMountScenarios: the container configs of the two procMount
-// scenarios (testdata/scenarios) carry what determineEffectiveSecurityContext
+// scenarios (internal/scenario/data) carry what determineEffectiveSecurityContext
 // gives them: Default the kubelet's default lists, in order; Unmasked (in
 // a hostUsers: false pod) both lists empty, not absent, as
 // ConvertToRuntimeMaskedPaths/ReadonlyPaths return them (on the wire both
@@ -29,7 +29,7 @@ func TestProcMountScenarios(t *testing.T) {
 		{"procmount-unmasked.yaml", []string{cpu0}, []string{}, []string{}},
 	} {
 		t.Run(fmt.Sprintf("%s, %d thermal_throttle", strings.TrimSuffix(tc.file, ".yaml"), len(tc.thermal)), func(t *testing.T) {
-			pod := loadPod(t, filepath.Join("..", "..", "..", "testdata", "scenarios", tc.file))
+			pod := loadPod(t, filepath.Join("..", "..", "..", "internal", "scenario", "data", tc.file))
 			o := Options{Node: testNode("n"), ThermalThrottlePaths: tc.thermal}
 			if OwnUserNamespace(pod) {
 				o.UserNamespace = NewUserNamespace(65536).CRI()

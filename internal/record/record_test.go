@@ -116,7 +116,7 @@ func TestRoundTrip(t *testing.T) {
 		{"testdata/pods/hello.yaml", false},
 		{"testdata/pods/init.yaml", true},
 		{"testdata/pods/hooks.yaml", false},
-		{"testdata/scenarios/crashloop.yaml", true},
+		{"internal/scenario/data/crashloop.yaml", true},
 	} {
 		t.Run(filepath.Base(tc.file), func(t *testing.T) {
 			rec, out, eng := recordRun(t, repoFile(tc.file), tc.compress)
@@ -164,7 +164,7 @@ func TestRoundTrip(t *testing.T) {
 // TestPlanLines: applying the plan lines in order gives the engine's final
 // plan (names, titles, skipped steps), through restarts and teardown.
 func TestPlanLines(t *testing.T) {
-	for _, file := range []string{"testdata/scenarios/crashloop.yaml", "testdata/scenarios/init-fails-never.yaml", "testdata/pods/hello.yaml"} {
+	for _, file := range []string{"internal/scenario/data/crashloop.yaml", "internal/scenario/data/init-fails-never.yaml", "testdata/pods/hello.yaml"} {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			rec, _, eng := recordRun(t, repoFile(file), false)
 			_, evs, err := readAll(t, rec)
@@ -205,7 +205,7 @@ func TestPlanLines(t *testing.T) {
 
 // TestLogLines: the container's log lines are recorded, per attempt.
 func TestLogLines(t *testing.T) {
-	rec, _, _ := recordRun(t, repoFile("testdata/scenarios/crashloop.yaml"), false)
+	rec, _, _ := recordRun(t, repoFile("internal/scenario/data/crashloop.yaml"), false)
 	_, evs, err := readAll(t, rec)
 	if err != nil {
 		t.Fatal(err)

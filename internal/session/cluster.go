@@ -39,7 +39,7 @@ func (o *Options) validateCluster() error {
 	case o.Pod != "" && o.File != "":
 		return Usagef("--pod and -f/--filename both given: the pod comes from the API server (--pod NAMESPACE/NAME) or from a manifest (-f), not both")
 	case o.Pod == "" && o.File == "":
-		return Usagef("-f/--filename is required: the pod manifest (run and plan also take --pod NAMESPACE/NAME, a pod of the cluster)")
+		return Usagef("-f/--filename is required: the pod manifest (or --scenario NAME, a built-in one: podstep scenarios; run and plan also take --pod NAMESPACE/NAME, a pod of the cluster)")
 	case o.Pod != "":
 		ns, name, _ := splitPod(o.Pod)
 		if name == "" || strings.Count(o.Pod, "/") > 1 || (strings.Contains(o.Pod, "/") && ns == "") {

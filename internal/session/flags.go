@@ -13,6 +13,7 @@ import (
 // --settle's default (bench's is 0: the relist is not creation).
 func (o *Options) AddPodFlags(f *pflag.FlagSet, settle time.Duration) {
 	f.StringVarP(&o.File, "filename", "f", "", "pod manifest (multi-document YAML: one Pod plus its Secrets/ConfigMaps/Node); - reads stdin")
+	f.StringVar(&o.Scenario, "scenario", "", "a built-in scenario instead of -f: its manifest, and its feature gates unless --feature-gates is given (podstep scenarios lists them)")
 	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "kubelet --cluster-dns: DNS server IPs for ClusterFirst pods (none: the host's resolv.conf, as the kubelet falls back)")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "kubelet --cluster-domain")
 	f.StringVar(&o.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroup driver when the runtime does not report one (cgroupfs or systemd)")

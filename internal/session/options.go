@@ -21,9 +21,13 @@ import (
 // `bench` share (cmd binds them), checked by Validate. New settings
 // (a cluster's, a fleet's) are new fields here.
 type Options struct {
-	File    string // -f: the manifest ("-": stdin)
-	RootDir string // --root-dir, absolute
-	LogDir  string // --log-dir, absolute
+	File string // -f: the manifest ("-": stdin)
+	// Scenario is --scenario NAME: a built-in scenario's manifest
+	// (internal/scenario) instead of -f; its feature gates apply unless
+	// --feature-gates is given.
+	Scenario string
+	RootDir  string // --root-dir, absolute
+	LogDir   string // --log-dir, absolute
 	// RootDirGiven, LogDirGiven: the flag was given (else, on the simulated
 	// runtime, the run's own sim dir holds them: UseRuntime).
 	RootDirGiven, LogDirGiven bool
@@ -80,6 +84,9 @@ type Options struct {
 // the same for every command that runs or plans a pod, and parses
 // --feature-gates into Gates.
 func (o *Options) Validate() error {
+	if err := o.validateScenario(); err != nil {
+		return err
+	}
 	if err := o.validateCluster(); err != nil {
 		return err
 	}
@@ -141,6 +148,8 @@ func (o *Options) LoadManifest(stdin io.Reader) (*manifest.Bundle, error) {
 	)
 	switch {
 	case o.Pod != "":
+	case o.Scenario != "":
+		b, err = o.scenarioBundle()
 	case o.File == "-":
 		b, err = manifest.Read(manifest.StdinName, stdin)
 	default:

@@ -15,9 +15,11 @@ import (
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/node"
+	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/scenario"
 )
 
-// scenarioExpect is a testdata/scenarios/NAME.expect file: where the pod
+// scenarioExpect is a internal/scenario/data/NAME.expect file: where the pod
 // fails (nothing for a pod that runs), the kubelet's reason, and the pod
 // afterwards.
 type scenarioExpect struct {
@@ -52,10 +54,10 @@ type scenarioExpect struct {
 }
 
 // TestScenarios runs every scenario of the catalogue of classic failures
-// (testdata/scenarios) on the simulated runtime and checks where it fails,
+// (internal/scenario/data) on the simulated runtime and checks where it fails,
 // the kubelet's reason, the pod's STATUS and phase, and the CLI exit code.
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob(repoFile("testdata/scenarios/*.yaml"))
+	files, err := filepath.Glob(repoFile("internal/scenario/data/*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
@@ -116,6 +118,7 @@ func TestScenarios(t *testing.T) {
 			if want.Restarts != nil {
 				check("restarts", st.Restarts, *want.Restarts)
 			}
+			checkLesson(t, name, st)
 			if want.Stage == string(StageAdmit) {
 				if n := len(e.Client().Calls()); n != 0 {
 					t.Errorf("%d CRI calls for a rejected pod, want none", n)
@@ -135,10 +138,30 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// checkLesson checks that the events the scenario's lesson says
+// `kubectl describe pod` would show are events the run recorded (a
+// message may be the beginning of the recorded one).
+func checkLesson(t *testing.T, name string, st podstate.Snapshot) {
+	t.Helper()
+	sc, err := scenario.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range sc.Lesson.Describe.Events {
+		found := false
+		for _, ev := range st.Events {
+			found = found || (ev.Type == want.Type && ev.Reason == want.Reason && strings.HasPrefix(ev.Message, want.Message))
+		}
+		if !found {
+			t.Errorf("%s.lesson: no %s %s event %q in the run's: %+v", name, want.Type, want.Reason, want.Message, st.Events)
+		}
+	}
+}
+
 // TestAdmitDetails checks the admit step shows each check with its figures,
 // in the kubelet's order.
 func TestAdmitDetails(t *testing.T) {
-	b := load(t, repoFile("testdata/scenarios/out-of-cpu.yaml"))
+	b := load(t, repoFile("internal/scenario/data/out-of-cpu.yaml"))
 	o := testOptions(t)
 	o.Node = manifestNode(t, b)
 	e := New(b, nil, o)

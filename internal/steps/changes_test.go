@@ -33,7 +33,7 @@ func TestStepChanges(t *testing.T) {
 			{"stop-containers", podstate.Change{}, []string{"Killing"}},
 			{"wait/setup", podstate.Change{Field: "status.initContainerStatuses[setup].state", From: "running", To: "terminated Completed (exit 0)"}, nil},
 		}},
-		{"testdata/scenarios/crashloop.yaml", []stepWant{
+		{"internal/scenario/data/crashloop.yaml", []stepWant{
 			{"relist", podstate.Change{Field: "status", From: "Running", To: "Error"}, []string{}},
 			{"relist", podstate.Change{Field: "status.containerStatuses[app].state", From: "running", To: "terminated Error (exit 2)"}, nil},
 			{"create/app", podstate.Change{Field: "restarts", From: "0", To: "1"}, []string{"Created"}},
@@ -41,7 +41,7 @@ func TestStepChanges(t *testing.T) {
 			// Nothing runs at the end: no Killing.
 			{"stop-containers", podstate.Change{}, []string{}},
 		}},
-		{"testdata/scenarios/poststart-fails.yaml", []stepWant{
+		{"internal/scenario/data/poststart-fails.yaml", []stepWant{
 			{"post-start/app", podstate.Change{Field: "status", From: "Running", To: "PostStartHookError"}, []string{"FailedPostStartHook", "Killing"}},
 		}},
 	}

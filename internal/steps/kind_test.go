@@ -35,7 +35,7 @@ func TestKinds(t *testing.T) {
 	o := testOptions(t)
 	o.WaitReady = true
 	planned := map[Kind]bool{}
-	for _, file := range []string{"testdata/pods/init.yaml", "testdata/pods/hooks.yaml", "testdata/scenarios/sidecar-startup-probe.yaml", "testdata/scenarios/crashloop.yaml", "testdata/pods/image-volume.yaml", "testdata/scenarios/restart-all-containers.yaml"} {
+	for _, file := range []string{"testdata/pods/init.yaml", "testdata/pods/hooks.yaml", "internal/scenario/data/sidecar-startup-probe.yaml", "internal/scenario/data/crashloop.yaml", "testdata/pods/image-volume.yaml", "internal/scenario/data/restart-all-containers.yaml"} {
 		e := New(load(t, repoFile(file)), newSim(t), o)
 		if strings.Contains(file, "crashloop") || strings.Contains(file, "restart-all") {
 			for !e.Finished() {

@@ -136,7 +136,7 @@ spec:
 // TestSidecarStartupProbe checks the next init container waits for the
 // sidecar's startup probe, as computeInitContainerActions does.
 func TestSidecarStartupProbe(t *testing.T) {
-	e := runAll(t, load(t, repoFile("testdata/scenarios/sidecar-startup-probe.yaml")), newSim(t), testOptions(t))
+	e := runAll(t, load(t, repoFile("internal/scenario/data/sidecar-startup-probe.yaml")), newSim(t), testOptions(t))
 	defer teardown(t, e)
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)

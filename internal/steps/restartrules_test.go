@@ -32,7 +32,7 @@ func TestRestartRulesGate(t *testing.T) {
 		t.Run(tc.file+"/"+tc.g.String(), func(t *testing.T) {
 			o := testOptions(t)
 			o.Config.Gates = tc.g
-			e := runAll(t, load(t, repoFile("testdata/scenarios/"+tc.file+".yaml")), newSim(t), o)
+			e := runAll(t, load(t, repoFile("internal/scenario/data/"+tc.file+".yaml")), newSim(t), o)
 			defer teardown(t, e)
 			s, failed := e.Failed()
 			if !failed || s.Result.Reason != tc.reason {
@@ -58,7 +58,7 @@ func TestRestartRulesGate(t *testing.T) {
 // then both containers are created again with attempt+1; after
 // --max-restarts resets podstep gives up.
 func TestRestartAllContainers(t *testing.T) {
-	b := load(t, repoFile("testdata/scenarios/restart-all-containers.yaml"))
+	b := load(t, repoFile("internal/scenario/data/restart-all-containers.yaml"))
 	e := New(b, newSim(t), testOptions(t))
 	cond := func() *corev1.PodCondition {
 		for _, c := range e.PodState().Status.Conditions {

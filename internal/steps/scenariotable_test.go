@@ -22,7 +22,7 @@ var runtimeColumns = []struct{ key, header string }{
 const scenarioTable = "docs/scenarios.md"
 
 // TestScenarioTableMatchesExpect checks the scenario table of docs/scenarios.md against
-// testdata/scenarios: a row per scenario and a scenario per row, and in each
+// internal/scenario/data: a row per scenario and a scenario per row, and in each
 // runtime column the verdict the .expect file gives that runtime (pass
 // unless its runtimes block says refused or n.a.), which is what
 // TestScenariosOnContainerd asserts and logs on that runtime.
@@ -48,7 +48,7 @@ func TestScenarioTableMatchesExpect(t *testing.T) {
 		}
 		rows[strings.Trim(strings.TrimSpace(cells[0]), "`")] = cells
 	}
-	files, _ := filepath.Glob(repoFile("testdata/scenarios/*.expect"))
+	files, _ := filepath.Glob(repoFile("internal/scenario/data/*.expect"))
 	sort.Strings(files)
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".expect")
@@ -97,6 +97,6 @@ func TestScenarioTableMatchesExpect(t *testing.T) {
 		}
 	}
 	for name := range rows {
-		t.Errorf("%s row %s names no testdata/scenarios/%s.yaml", scenarioTable, name, name)
+		t.Errorf("%s row %s names no internal/scenario/data/%s.yaml", scenarioTable, name, name)
 	}
 }

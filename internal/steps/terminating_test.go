@@ -28,7 +28,7 @@ func TestTerminalPodStopsSandbox(t *testing.T) {
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			c := newSim(t)
-			e := runAll(t, load(t, repoFile("testdata/scenarios/"+tc.scenario+".yaml")), c, testOptions(t))
+			e := runAll(t, load(t, repoFile("internal/scenario/data/"+tc.scenario+".yaml")), c, testOptions(t))
 			var stops []string
 			for _, s := range e.Steps() {
 				for i, call := range s.Calls {

@@ -17,7 +17,7 @@ import (
 // benchRecording is a recording of 1,000 steps or more: the file named by
 // PODSTEP_BENCH_RECORDING (e.g. a crash loop recorded on the simulator:
 // podstep run --auto --sim --max-restarts 250 --backoff-scale 0.00001
-// -f testdata/scenarios/crashloop.yaml --record big.rec.gz), else the
+// -f internal/scenario/data/crashloop.yaml --record big.rec.gz), else the
 // checked-in crash loop with its restart cycle repeated to 1,000 steps.
 func benchRecording(b *testing.B) []byte {
 	b.Helper()

@@ -1,6 +1,6 @@
 //go:build cluster
 
-// Fidelity at scale (issue 21, item 5): every scenario of testdata/scenarios
+// Fidelity at scale (issue 21, item 5): every scenario of internal/scenario/data
 // that a real kubelet can run here is created as a real pod through the API
 // server on each node (containerd 1.6 and 2), its kubelet behind `podstep
 // proxy --record-dir` (hack/cluster-up.sh with PODSTEP_CLUSTER_PROXY), then
@@ -148,7 +148,7 @@ func TestFidelity(t *testing.T) {
 	if len(missing) > 0 {
 		notRun(t, strings.Join(missing, ", ")+" not set")
 	}
-	files, err := filepath.Glob("../../testdata/scenarios/*.yaml")
+	files, err := filepath.Glob("../../internal/scenario/data/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}

@@ -168,7 +168,7 @@ func TestSupplementalGroupsPolicyOnContainerd(t *testing.T) {
 	e := setup(t)
 	t.Run("strict", func(t *testing.T) {
 		d := newDirs(t)
-		r := e.run(t, d, filepath.Join(e.repo, "testdata", "scenarios", "supplemental-groups-strict.yaml"))
+		r := e.run(t, d, filepath.Join(e.repo, "internal", "scenario", "data", "supplemental-groups-strict.yaml"))
 		admit := r.step("admit")
 		if admit == nil || len(admit.Calls) != 1 || admit.Calls[0].Method != "Status" {
 			t.Fatalf("admit should send exactly one Status call\n%s", r)
@@ -208,7 +208,7 @@ func TestSupplementalGroupsPolicyOnContainerd(t *testing.T) {
 		}
 	})
 	t.Run("merge", func(t *testing.T) {
-		data, err := os.ReadFile(filepath.Join(e.repo, "testdata", "scenarios", "supplemental-groups-strict.yaml"))
+		data, err := os.ReadFile(filepath.Join(e.repo, "internal", "scenario", "data", "supplemental-groups-strict.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// scenarioExpect is a testdata/scenarios/NAME.expect file, as the engine's
+// scenarioExpect is a internal/scenario/data/NAME.expect file, as the engine's
 // TestScenarios reads it (kept separate: this suite checks the files, not
 // the code that reads them).
 type scenarioExpect struct {
@@ -117,14 +117,14 @@ type scenarioSummary struct {
 }
 
 // TestScenariosOnContainerd runs the catalogue of classic failures
-// (testdata/scenarios) against the real containerd, through the binary, and
+// (internal/scenario/data) against the real containerd, through the binary, and
 // checks each ends where the .expect file says: stage, step, reason, STATUS,
 // phase, restarts and exit code. The simulated runtime's fault annotations
 // are ignored by containerd, so every scenario's manifest also makes the
 // fault real (a command that exits 1, a hook that fails, an absent image).
 func TestScenariosOnContainerd(t *testing.T) {
 	e := setup(t)
-	files, err := filepath.Glob(filepath.Join(e.repo, "testdata", "scenarios", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(e.repo, "internal", "scenario", "data", "*.yaml"))
 	if err != nil || len(files) < 10 {
 		t.Fatalf("want at least 10 scenarios, found %d (%v)", len(files), err)
 	}

@@ -30,7 +30,7 @@ func TestTimelinePageInChromium(t *testing.T) {
 	}
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "crashloop.rec.gz")
-	r := e.run(t, d, filepath.Join(e.repo, "testdata", "scenarios", "crashloop.yaml"),
+	r := e.run(t, d, filepath.Join(e.repo, "internal", "scenario", "data", "crashloop.yaml"),
 		"--max-restarts", "2", "--backoff-scale", "0.001", "--record", rec)
 	if r.code != 1 || r.summary.Failure == nil {
 		t.Fatalf("the crash loop: exit %d, want 1 with a failure\n%s", r.code, r)

@@ -47,7 +47,7 @@ type stepTransition struct {
 // and a postStart hook that fails (FailedPostStartHook, Killing).
 func TestTransitionsOnContainerd(t *testing.T) {
 	e := setup(t)
-	scenario := func(name string) string { return filepath.Join(e.repo, "testdata", "scenarios", name+".yaml") }
+	scenario := func(name string) string { return filepath.Join(e.repo, "internal", "scenario", "data", name+".yaml") }
 	// The pods are renamed transitions-<name>, so that other runs on a
 	// shared runtime (the same manifests, kept or running) do not collide.
 	cases := []struct {

@@ -1,0 +1,231 @@
+// Package predict is podstep's predict mode (run --predict, replay
+// --predict): before a step runs it asks what comes next (the first CRI
+// call, the pod's STATUS after it, or how the step ends) as multiple choice,
+// reads the answer, lets the step run, then says right or wrong with the
+// step's explanation (what the kubelet does, the function it mirrors, and a
+// scenario's lesson at the step the scenario is about). A score ends it.
+//
+// It is a frontend: it reads a step before it runs (NextStep) and grades on
+// the engine's StepDone event (Observe), for a live engine or a recording's
+// player alike.
+package predict
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/podstep/podstep/internal/scenario"
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// Engine is what predict mode drives: *steps.Engine and a replay.Player.
+type Engine interface {
+	NextStep() (steps.Step, bool)
+	Next(ctx context.Context) (steps.Step, error)
+	Subscribe(fn func(steps.Event)) (cancel func())
+}
+
+// What a question asks.
+const (
+	AskCall   = "call"   // the first CRI call the step sends
+	AskStatus = "status" // the pod's STATUS column after the step
+	AskEnd    = "end"    // how the step ends: succeeds, or the kubelet's reason
+)
+
+// Succeeds is the choice of a step that does not fail; NoCall that of a
+// step that sends no CRI call.
+const (
+	Succeeds = "it succeeds"
+	NoCall   = "no CRI call"
+)
+
+// Options configure a Quiz.
+type Options struct {
+	In  io.Reader // the answers, one a line
+	Out io.Writer // questions and verdicts
+	// Echo writes each answer after the prompt, for answers that do not
+	// come from a terminal (which echoes them itself).
+	Echo bool
+	// Scenario, when the pod is a built-in scenario, adds its outcome to
+	// the choices and its lesson to the explanation of the step it is about.
+	Scenario *scenario.Scenario
+}
+
+// Question is one multiple-choice question about the step about to run.
+type Question struct {
+	Step    steps.Step
+	Asks    string // AskCall, AskStatus or AskEnd
+	Prompt  string
+	Choices []string
+	Picked  int // the index answered, -1 for none
+}
+
+// Quiz asks, reads and grades; its zero value is not usable (New).
+type Quiz struct {
+	o       Options
+	in      *bufio.Reader
+	pending *Question
+	stopped bool // q or the end of the answers: the run goes on without questions
+	// Asked counts graded questions, Right the right answers; Unknowable
+	// those whose answer was none of the choices (not counted).
+	Asked, Right, Unknowable int
+}
+
+// New is a Quiz reading answers from o.In.
+func New(o Options) *Quiz {
+	return &Quiz{o: o, in: bufio.NewReader(o.In)}
+}
+
+// Run drives e one step at a time to its end (or ctx's): asks about each
+// step, runs it, grades the answer. It subscribes q for as long as it runs;
+// a frontend printing steps subscribes before, so the verdict follows the
+// step's line.
+func Run(ctx context.Context, e Engine, q *Quiz, status func() string) error {
+	cancel := e.Subscribe(q.Observe)
+	defer cancel()
+	fin, hasFin := e.(interface{ Finished() bool })
+	for ctx.Err() == nil && (!hasFin || !fin.Finished()) {
+		s, ok := e.NextStep()
+		if !ok {
+			break
+		}
+		q.Ask(s, status())
+		if _, err := e.Next(ctx); err != nil {
+			if errors.Is(err, steps.ErrNoStep) {
+				break
+			}
+			return err
+		}
+	}
+	q.WriteScore()
+	return nil
+}
+
+// Ask prints the question about s, the step about to run (status is the
+// pod's STATUS now) and reads the answer; nothing once the answers ended.
+func (q *Quiz) Ask(s steps.Step, status string) {
+	if q.stopped || s.Stage == steps.StageTeardown {
+		q.pending = nil
+		return
+	}
+	qu := q.question(s, status)
+	q.pending = qu
+	fmt.Fprintf(q.o.Out, "\n? step %d %s (%s): %s\n", s.ID, s.Name, s.Stage, qu.Prompt)
+	for i, c := range qu.Choices {
+		fmt.Fprintf(q.o.Out, "    %c) %s\n", 'a'+i, c)
+	}
+	for tries := 0; tries < 3; tries++ {
+		fmt.Fprintf(q.o.Out, "  your answer (a-%c, q stops asking): ", 'a'+len(qu.Choices)-1)
+		line, err := q.in.ReadString('\n')
+		ans := strings.ToLower(strings.TrimSpace(line))
+		if q.o.Echo && ans != "" {
+			fmt.Fprintln(q.o.Out, ans)
+		}
+		switch {
+		case ans == "q" || (err != nil && ans == ""):
+			fmt.Fprintln(q.o.Out)
+			fmt.Fprintln(q.o.Out, "  (no more questions: the run goes on)")
+			q.stopped, q.pending = true, nil
+			return
+		case len(ans) == 1 && ans[0] >= 'a' && int(ans[0]-'a') < len(qu.Choices):
+			qu.Picked = int(ans[0] - 'a')
+			return
+		case len(ans) == 1 && ans[0] >= '1' && int(ans[0]-'1') < len(qu.Choices):
+			qu.Picked = int(ans[0] - '1')
+			return
+		}
+		fmt.Fprintf(q.o.Out, "  %q is not a choice\n", ans)
+	}
+	qu.Picked = -1
+}
+
+// Observe grades the pending question when its step is done (subscribe it
+// to the engine).
+func (q *Quiz) Observe(ev steps.Event) {
+	qu := q.pending
+	if ev.Kind != steps.StepDone || qu == nil || ev.Step.ID != qu.Step.ID {
+		return
+	}
+	q.pending = nil
+	got := answer(qu.Asks, ev)
+	w := q.o.Out
+	idx := -1
+	for i, c := range qu.Choices {
+		if c == got {
+			idx = i
+		}
+	}
+	switch {
+	case idx < 0:
+		q.Unknowable++
+		fmt.Fprintf(w, "  ~ none of the choices: it was %s (the plan could not tell)\n", got)
+	case qu.Picked == idx:
+		q.Asked++
+		q.Right++
+		fmt.Fprintf(w, "  ✓ right: %s\n", got)
+	default:
+		q.Asked++
+		you := "no answer"
+		if qu.Picked >= 0 {
+			you = qu.Choices[qu.Picked]
+		}
+		fmt.Fprintf(w, "  ✗ wrong: it was %s (you said %s)\n", got, you)
+	}
+	if ev.Step.Explain != "" {
+		fmt.Fprintf(w, "  why: %s\n", ev.Step.Explain)
+	}
+	if ev.Step.Mirrors != "" {
+		fmt.Fprintf(w, "  kubelet: %s\n", ev.Step.Mirrors)
+	}
+	if sc := q.o.Scenario; sc != nil && sc.Expect.Step == ev.Step.Name && ev.Step.State == steps.Failed && ev.Step.Result.Reason == sc.Expect.Reason {
+		l := sc.Lesson
+		fmt.Fprintf(w, "  lesson (%s): %s\n  decided by %s\n  fix: %s\n", sc.Name, l.Wrong, l.Kubelet, l.Fix)
+	}
+}
+
+// WriteScore prints the score.
+func (q *Quiz) WriteScore() {
+	if q.Asked+q.Unknowable == 0 {
+		return
+	}
+	fmt.Fprintf(q.o.Out, "\npredict: %d of %d right", q.Right, q.Asked)
+	if q.Unknowable > 0 {
+		fmt.Fprintf(q.o.Out, " (%d more the plan could not tell)", q.Unknowable)
+	}
+	fmt.Fprintln(q.o.Out)
+}
+
+// answer is what a question asked turned out to be, after the step.
+func answer(asks string, ev steps.Event) string {
+	switch asks {
+	case AskCall:
+		if len(ev.Step.Calls) == 0 {
+			return NoCall
+		}
+		return short(ev.Step.Calls[0].Method)
+	case AskStatus:
+		if ev.Pod != nil {
+			return ev.Pod.Display
+		}
+		if ev.Step.Pod != nil {
+			return ev.Step.Pod.Display
+		}
+		return "?"
+	}
+	if ev.Step.State == steps.Failed && ev.Step.Result.Reason != "" {
+		return ev.Step.Result.Reason
+	}
+	return Succeeds
+}
+
+// short is a CRI method's name without its service: "/runtime.v1.RuntimeService/RunPodSandbox" → "RunPodSandbox".
+func short(method string) string {
+	if i := strings.LastIndexByte(method, '/'); i >= 0 {
+		return method[i+1:]
+	}
+	return method
+}

@@ -1,0 +1,93 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Outcome is the expectation in a few words: "CrashLoopBackOff at
+// containers/backoff/app" or "runs (Running)".
+func (e Expect) Outcome() string {
+	if e.Reason == "" {
+		return "runs (" + e.Display + ")"
+	}
+	return e.Reason + " at " + e.Stage + "/" + e.Step
+}
+
+// RunCommand is the command line that runs s, with its lesson's flags.
+func (s Scenario) RunCommand(extra ...string) string {
+	args := append([]string{"podstep", "run"}, extra...)
+	args = append(args, "--scenario", s.Name)
+	return strings.Join(append(args, s.Lesson.Flags...), " ")
+}
+
+// WriteList prints the catalogue: a table (text) or a JSON array.
+func WriteList(w io.Writer, all []Scenario, format string) error {
+	if format == "json" {
+		type item struct {
+			Name    string `json:"name"`
+			Story   string `json:"story"`
+			Outcome Expect `json:"expect"`
+			Run     string `json:"run"`
+		}
+		items := make([]item, 0, len(all))
+		for _, s := range all {
+			items = append(items, item{s.Name, s.Lesson.Story, s.Expect, s.RunCommand()})
+		}
+		return writeJSON(w, items)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tOUTCOME\tSTORY")
+	for _, s := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Expect.Outcome(), s.Lesson.Story)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\n%d scenarios. podstep scenarios show NAME: the manifest and what to watch for; podstep run --scenario NAME runs one (add --predict to guess each step first).\n", len(all))
+	return err
+}
+
+// WriteShow prints one scenario: its lesson, how to run it and its
+// manifest (text), or all of it as one JSON object.
+func WriteShow(w io.Writer, s Scenario, format string) error {
+	if format == "json" {
+		return writeJSON(w, struct {
+			Scenario
+			Manifest string `json:"manifest"`
+			Run      string `json:"run"`
+		}{s, string(s.Manifest), s.RunCommand()})
+	}
+	l, e := s.Lesson, s.Expect
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n\n", s.Name, l.Story)
+	if e.Reason == "" {
+		fmt.Fprintf(&b, "Expected: the pod runs: STATUS %s, phase %s, podstep exits %d\n", e.Display, e.Phase, e.ExitCode)
+	} else {
+		fmt.Fprintf(&b, "Expected: fails at stage %s, step %s: %s; STATUS %s, phase %s, podstep exits %d\n", e.Stage, e.Step, e.Reason, e.Display, e.Phase, e.ExitCode)
+	}
+	fmt.Fprintf(&b, "\nWhat goes wrong:\n  %s\n", l.Wrong)
+	fmt.Fprintf(&b, "\nDecided by (kubelet v1.37):\n  %s\n", l.Kubelet)
+	fmt.Fprintf(&b, "\nWatch for:\n")
+	for _, x := range l.Watch {
+		fmt.Fprintf(&b, "  - %s\n", x)
+	}
+	fmt.Fprintf(&b, "\nkubectl describe pod would show:\n  STATUS: %s\n  Events:\n", l.Describe.Status)
+	for _, ev := range l.Describe.Events {
+		fmt.Fprintf(&b, "    %-8s %-24s %s\n", ev.Type, ev.Reason, ev.Message)
+	}
+	fmt.Fprintf(&b, "\nFix:\n  %s\n", l.Fix)
+	fmt.Fprintf(&b, "\nRun it:\n  %s\n  %s\n", s.RunCommand(), s.RunCommand("--auto", "--predict"))
+	fmt.Fprintf(&b, "\nManifest (%s):\n%s", File(s.Name), s.Manifest)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
