@@ -267,7 +267,9 @@ start kube-scheduler "--kubeconfig=$CLUSTER_DIR/scheduler.kubeconfig" "$K8S_BIN/
 # As test/integration's kubelet (failCgroupV1: false, failSwapOn: false, cgroupfs), but registered
 # with the API server, serving TLS on the node's IP with client-certificate authentication and
 # webhook authorization (the API server's /nodes/NAME/proxy/configz goes through it), its own
-# cgroupRoot (two kubelets on one host each manage their own kubepods tree), root dir, pod logs dir
+# cgroupRoot (two kubelets on one host each manage their own kubepods tree), root dir, pod logs dir,
+# the cluster DNS a real cluster's kubelets have (the .10 of the service range; no DNS server answers there:
+# pods only get it in their resolv.conf, and podstep run --pod reads it from configz)
 # and volume plugin dir. Image GC and the disk eviction thresholds are relaxed so that a full disk
 # never makes a kubelet delete the harness's images (the harness and other tests use them).
 for n in "${NODES[@]}"; do
@@ -340,6 +342,7 @@ cgroupsPerQOS: true
 cgroupRoot: $cg
 podLogsDir: $nd/pod-logs
 volumePluginDir: $nd/volume-plugins
+clusterDNS: [${CLUSTER_DNS:-10.96.0.10}]
 clusterDomain: cluster.local
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99

@@ -70,7 +70,11 @@ func newFakeAPI() *fakeAPI {
 		"/api/v1/nodes/node-a": &corev1.Node{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 			ObjectMeta: metav1.ObjectMeta{Name: "node-a", ResourceVersion: "99"},
 			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"),
-				corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")}}},
+				corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}},
+		// the node's kubelet configuration, as a v1.37 kubelet's configz gives it (trimmed)
+		"/api/v1/nodes/node-a/proxy/configz": `{"kubeletconfig":{"clusterDNS":["10.96.0.10"],"clusterDomain":"cluster.example",` +
+			`"cgroupDriver":"cgroupfs","cgroupsPerQOS":true,"cgroupRoot":"/node-a","podLogsDir":"/var/log/pods"}}`,
 		"/api/v1/pods": &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []corev1.Pod{*pod}},
 		"/api/v1/namespaces/app/events": &corev1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: []corev1.Event{{
 			ObjectMeta:     metav1.ObjectMeta{Name: "e1", Namespace: "app"},
@@ -112,6 +116,10 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tr.Status.Token = apiToken
 		w.WriteHeader(201)
 		_ = json.NewEncoder(w).Encode(tr)
+		return
+	}
+	if raw, ok := f.objs[r.URL.Path].(string); ok && r.Method == http.MethodGet {
+		_, _ = io.WriteString(w, raw) // a body as is (configz)
 		return
 	}
 	if o, ok := f.objs[r.URL.Path]; ok && r.Method == http.MethodGet {
@@ -254,6 +262,59 @@ func TestRunPodDenied(t *testing.T) {
 			}
 			if _, err := os.Stat(root); !os.IsNotExist(err) {
 				t.Errorf("the root dir %s was made: %v", root, err)
+			}
+		})
+	}
+}
+
+// TestRunPodNodeConfigz: run --pod takes cluster DNS, cluster domain,
+// cgroup driver and cgroup root from the pod's node's kubelet (configz
+// through the API server): the sandbox's DNS config is the node's, with no
+// MissingClusterDNS, and the step says where each value came from; a flag
+// given wins; configz denied (nodes/proxy) is one warning and podstep's
+// defaults (the host's resolv.conf, MissingClusterDNS as a kubelet without
+// clusterDNS gives).
+func TestRunPodNodeConfigz(t *testing.T) {
+	for _, tt := range []struct {
+		name, deny string
+		flags      []string
+		want, not  []string
+	}{
+		{name: "configz", want: []string{`"servers":["10.96.0.10"]`, `cluster.example`, `{"key":"cluster DNS","value":"10.96.0.10 from configz of node node-a"}`,
+			`{"key":"cgroup root","value":"/node-a from configz of node node-a"}`, "clusterDNS 10.96.0.10, clusterDomain cluster.example"},
+			not: []string{"MissingClusterDNS", "warning"}},
+		{name: "flag wins", flags: []string{"--cluster-dns", "10.0.0.53"},
+			want: []string{`"servers":["10.0.0.53"]`, `{"key":"cluster DNS","value":"10.0.0.53 from --cluster-dns"}`, "clusterDNS from --cluster-dns (the node's: 10.96.0.10)"},
+			not:  []string{"MissingClusterDNS", `"servers":["10.96.0.10"]`}},
+		{name: "denied", deny: "/api/v1/nodes/node-a/proxy",
+			want: []string{"MissingClusterDNS", `podstep: warning: the kubelet configuration of node node-a (configz): API server`, `denied "get" on "nodes/proxy"`},
+			not:  []string{"10.96.0.10", "from configz"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			api := newFakeAPI()
+			api.deny = tt.deny
+			srv := httptest.NewServer(api)
+			defer srv.Close()
+			root, logs := dirs(t)
+			args := append([]string{"run", "--auto", "--sim", "--no-color", "-o", "json", "--grace-period", "0", "--settle", "0",
+				"--kubeconfig", kubeconfigFor(t, srv.URL), "--pod", "app/web-1", "--root-dir", root, "--log-dir", logs}, tt.flags...)
+			code, stdout, stderr := run(t, args...)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stderr, stdout)
+			}
+			all := stdout + stderr
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q\nstderr: %s", w, stderr)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(all, n) {
+					t.Errorf("output has %q\nstderr: %s", n, stderr)
+				}
+			}
+			if n := strings.Count(stderr, "warning"); n > 1 {
+				t.Errorf("%d warnings, want at most one: %s", n, stderr)
 			}
 		})
 	}

@@ -29,7 +29,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
   crictl create <POD-ID> DIR/<name>-container-config.json DIR/pod-config.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
+			o.CgroupDriverSet, o.Changed = cmd.Flags().Changed("cgroup-driver"), cmd.Flags().Changed
 			o.RootDir, o.LogDir = g.rootDir, g.logDir
 			o.NoTokens, o.Stderr = true, cmd.ErrOrStderr()
 			if err := o.Validate(); err != nil {

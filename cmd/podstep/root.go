@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
@@ -74,7 +73,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if err := session.CheckFlagBounds(cmd.Flags()); err != nil {
 				return err
 			}
-			return g.absDirs()
+			return session.AbsDirs(&g.rootDir, &g.logDir)
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.Usagef("%v", err) })
@@ -93,24 +92,6 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g))
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
-}
-
-// absDirs makes --root-dir and --log-dir absolute: the runtime mounts
-// paths under them into containers (runc refuses relative mount sources),
-// and `podstep cleanup`, run from another directory, finds them recorded
-// on the sandbox.
-func (g *globalOptions) absDirs() error {
-	for _, d := range []struct {
-		flag string
-		dir  *string
-	}{{"--root-dir", &g.rootDir}, {"--log-dir", &g.logDir}} {
-		abs, err := filepath.Abs(*d.dir)
-		if err != nil {
-			return session.Usagef("%s %q: %v", d.flag, *d.dir, err)
-		}
-		*d.dir = abs
-	}
-	return nil
 }
 
 // forceFlag is --force: an output may replace what is not a regular file.

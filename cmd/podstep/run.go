@@ -67,7 +67,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 
 // validate checks flags before anything is read or sent.
 func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
-	o.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
+	o.CgroupDriverSet, o.Changed = cmd.Flags().Changed("cgroup-driver"), cmd.Flags().Changed
 	o.RootDir, o.LogDir = g.rootDir, g.logDir
 	o.Stderr = cmd.ErrOrStderr()
 	if err := o.Validate(); err != nil { // the embedded session.Options

@@ -15,6 +15,8 @@ package cluster
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,10 @@ type Options struct {
 	// Context is --context: a context of the kubeconfig other than its
 	// current-context.
 	Context string
+	// InCluster is --in-cluster: the config of the pod podstep runs in (its
+	// service account's token and CA, KUBERNETES_SERVICE_HOST/PORT), and no
+	// kubeconfig file: a fleet runner's.
+	InCluster bool
 	// Timeout bounds each request (0: 10 s).
 	Timeout time.Duration
 }
@@ -63,10 +69,27 @@ type Request struct {
 	Status int    // HTTP status; 0 when no answer came
 }
 
-// Connect loads the kubeconfig as kubectl does and makes a client. It sends
-// nothing. A kubeconfig that cannot be loaded, or a context that is not
-// there, is an error for exit 2.
-func Connect(o Options) (*Client, error) {
+// Loaded is a kubeconfig loaded as kubectl loads it.
+type Loaded struct {
+	// Config is the client config of the context (or the in-cluster one).
+	Config *rest.Config
+	// Context is the context used ("" in-cluster).
+	Context string
+	// Namespace is the context's namespace ("default" when it sets none;
+	// in a pod, the pod's namespace).
+	Namespace string
+}
+
+// Load loads the kubeconfig as kubectl does (o.Kubeconfig alone, else the
+// files of $KUBECONFIG merged, else ~/.kube/config, else the in-cluster
+// config; o.Context over the current-context), with client-go's clientcmd
+// deferred loading rules. It sends nothing. The one loader of podstep:
+// run/plan --pod (Connect) and fleet use it. A kubeconfig that cannot be
+// loaded, or a context that is not there, is an error for exit 2.
+func Load(o Options) (*Loaded, error) {
+	if o.InCluster {
+		return inCluster()
+	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if len(rules.Precedence) == 1 && rules.Precedence[0] == clientcmd.RecommendedHomeFile {
 		rules.Precedence = []string{homeFile} // no $KUBECONFIG
@@ -91,7 +114,34 @@ func Connect(o Options) (*Client, error) {
 			ctxName = raw.CurrentContext
 		}
 	}
-	return newClient(cfg, ctxName, ns, o.Timeout)
+	return &Loaded{Config: cfg, Context: ctxName, Namespace: ns}, nil
+}
+
+// saDir is where a pod's service account token, CA and namespace are
+// mounted (rest.InClusterConfig reads the first two from there).
+const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// inCluster is the config of the pod podstep runs in, as clientcmd's
+// in-cluster fallback makes it (rest.InClusterConfig, the namespace file).
+func inCluster() (*Loaded, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--in-cluster: %w", err)
+	}
+	ns := "default"
+	if b, err := os.ReadFile(saDir + "/namespace"); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		ns = strings.TrimSpace(string(b))
+	}
+	return &Loaded{Config: cfg, Namespace: ns}, nil
+}
+
+// Connect loads the kubeconfig (Load) and makes a client. It sends nothing.
+func Connect(o Options) (*Client, error) {
+	l, err := Load(o)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(l.Config, l.Context, l.Namespace, o.Timeout)
 }
 
 func newClient(cfg *rest.Config, ctxName, ns string, timeout time.Duration) (*Client, error) {

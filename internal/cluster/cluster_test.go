@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -406,5 +409,33 @@ func TestView(t *testing.T) {
 	}
 	if sel != "involvedObject.uid="+string(pod.UID) {
 		t.Errorf("events listed with field selector %q", sel)
+	}
+}
+
+// TestOneKubeconfigLoader: Load is podstep's only kubeconfig loader: no other
+// package of podstep (internal/, cmd/) imports clientcmd outside its tests,
+// so run --pod and fleet find the same cluster the same way.
+func TestOneKubeconfigLoader(t *testing.T) {
+	fset := token.NewFileSet()
+	for _, root := range []string{"../../internal", "../../cmd"} {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") ||
+				filepath.Dir(p) == filepath.Clean("../../internal/cluster") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			for _, imp := range f.Imports {
+				if strings.Trim(imp.Path.Value, `"`) == "k8s.io/client-go/tools/clientcmd" {
+					t.Errorf("%s imports clientcmd: load kubeconfigs with cluster.Load", p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

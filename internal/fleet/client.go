@@ -10,14 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podstep/podstep/internal/cluster"
 )
 
 // Client is the fleet's API client: a clientset that counts its requests
 // by second (the bar of ≤ 3 requests per node per second).
-//
-// Connect loads the kubeconfig with client-go's clientcmd directly; it
-// stands in for internal/cluster's (same rules) until the two are one.
 type Client struct {
 	CS     kubernetes.Interface
 	Server string
@@ -29,25 +27,15 @@ type Client struct {
 	bySec map[int64]int
 }
 
-// Connect loads the kubeconfig as kubectl does (--kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config, else in-cluster) and makes a client.
-// It sends nothing.
+// Connect loads the kubeconfig with internal/cluster's loader, as kubectl
+// does (--kubeconfig, else $KUBECONFIG, else ~/.kube/config, else
+// in-cluster; --context), and makes a client. It sends nothing.
 func Connect(kubeconfig, context string) (*Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
-	cfg, err := cc.ClientConfig()
+	l, err := cluster.Load(cluster.Options{Kubeconfig: kubeconfig, Context: context})
 	if err != nil {
-		if clientcmd.IsEmptyConfig(err) {
-			return nil, fmt.Errorf("no kubeconfig: give --kubeconfig, set KUBECONFIG, or write ~/.kube/config")
-		}
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: namespace: %w", err)
-	}
-	return NewClient(cfg, ns)
+	return NewClient(l.Config, l.Namespace)
 }
 
 // NewClient makes a client for cfg.

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/render"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	Endpoint string
 	// RunArgs are extra `podstep run` flags for every runner.
 	RunArgs []string
+	// APIServer is the API server URL the runners reach ("": the
+	// in-cluster kubernetes Service); see Runner.APIServer.
+	APIServer string
 	// Timeout is how long a runner may take to start (scheduled, pulled,
 	// running) before its node is reported "runner not started".
 	Timeout time.Duration
@@ -248,15 +252,12 @@ func nodeReady(n *corev1.Node) (corev1.ConditionStatus, string) {
 	return "", ""
 }
 
-// configz reads the node's kubelet configuration through the API server.
-func (f *fleet) configz(ctx context.Context, node string) (*NodeConfig, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	body, err := f.c.CS.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
-	if err != nil {
-		return nil, f.c.classify(err, "get", "nodes/proxy", "")
-	}
-	return ParseConfigz(body)
+// configz reads the node's kubelet configuration through the API server
+// (cluster.ReadConfigz, as run --pod does).
+func (f *fleet) configz(ctx context.Context, node string) (*cluster.NodeConfig, error) {
+	return cluster.ReadConfigz(ctx, f.c.CS, node, func(err error) error {
+		return f.c.classify(err, "get", "nodes/proxy", "")
+	})
 }
 
 func (f *fleet) warnOnce(key, msg string) {
@@ -305,7 +306,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	r.Runtime = Clean(node.Status.NodeInfo.ContainerRuntimeVersion)
 	run := &Runner{Fleet: f.id, Parent: f.parent, Namespace: f.o.Namespace, Node: node, Pod: f.o.Pod, ConfigMaps: f.o.ConfigMaps,
 		Image: f.o.Image, PullPolicy: f.o.PullPolicy, ServiceAccount: f.o.ServiceAccount, HostDir: f.o.HostDir,
-		Endpoint: f.o.Endpoint, RunArgs: f.o.RunArgs}
+		Endpoint: f.o.Endpoint, RunArgs: f.o.RunArgs, APIServer: f.o.APIServer}
 	replay, err := ReplayEndpoint(node)
 	if err != nil {
 		f.fail(ctx, r, err)

@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/podstep/podstep/internal/gate"
+	"github.com/podstep/podstep/internal/cluster"
 )
 
 // Labels and annotations on every object a fleet makes.
@@ -78,36 +78,6 @@ const (
 	DefaultEndpoint = "unix:///run/containerd/containerd.sock"
 )
 
-// NodeConfig is what the runner needs of a node's kubelet configuration
-// (its configz, KubeletConfiguration v1beta1 field names).
-type NodeConfig struct {
-	ContainerRuntimeEndpoint string          `json:"containerRuntimeEndpoint"`
-	ImageServiceEndpoint     string          `json:"imageServiceEndpoint"`
-	CgroupDriver             string          `json:"cgroupDriver"`
-	ClusterDNS               []string        `json:"clusterDNS"`
-	ClusterDomain            string          `json:"clusterDomain"`
-	MaxPods                  int64           `json:"maxPods"`
-	AllowedUnsafeSysctls     []string        `json:"allowedUnsafeSysctls"`
-	FeatureGates             map[string]bool `json:"featureGates"`
-	CgroupsPerQOS            *bool           `json:"cgroupsPerQOS"`
-	CgroupRoot               string          `json:"cgroupRoot"`
-}
-
-// ParseConfigz reads the body of /api/v1/nodes/NAME/proxy/configz: the
-// kubelet's {"kubeletconfig": {...}}.
-func ParseConfigz(body []byte) (*NodeConfig, error) {
-	var z struct {
-		KubeletConfig *NodeConfig `json:"kubeletconfig"`
-	}
-	if err := yaml.Unmarshal(body, &z); err != nil {
-		return nil, fmt.Errorf("configz: %w", err)
-	}
-	if z.KubeletConfig == nil {
-		return nil, fmt.Errorf("configz: no kubeletconfig object in the answer")
-	}
-	return z.KubeletConfig, nil
-}
-
 // Runner describes one node's runner: what Objects makes.
 type Runner struct {
 	// Fleet is the fleet's id; Parent the parent ConfigMap (its name and
@@ -118,7 +88,7 @@ type Runner struct {
 	Node      *corev1.Node
 	// Config is the node's kubelet configuration (nil: configz did not
 	// answer; the defaults and the fleet's flags are used).
-	Config *NodeConfig
+	Config *cluster.NodeConfig
 	// Pod is the pod to replay (Secrets never included; see Manifest).
 	Pod *corev1.Pod
 	// ConfigMaps the manifest carries along (never Secrets).
@@ -134,6 +104,10 @@ type Runner struct {
 	ReplayEndpoint string
 	// RunArgs are extra flags for `podstep run` (after the fleet's own).
 	RunArgs []string
+	// APIServer is the API server URL the runner reads the pod's Secrets,
+	// ConfigMaps and tokens from ("": the in-cluster kubernetes Service,
+	// KUBERNETES_SERVICE_HOST/PORT as the kubelet sets them).
+	APIServer string
 }
 
 // names of a node's objects: the fleet id and a hash of the node name
@@ -260,7 +234,11 @@ func (r *Runner) Manifest() (*corev1.ConfigMap, error) {
 func (r *Runner) Args() []string {
 	dir := r.hostDir()
 	ep, _ := r.endpoint()
-	args := []string{"run", "--auto", "-o", "json", "--no-color",
+	// --in-cluster: the runner reads what the pod references (Secrets,
+	// ConfigMaps, tokens) from the API server with its own service account,
+	// as the node's kubelet would with its node's credentials; none of it is
+	// in the manifest ConfigMap.
+	args := []string{"run", "--auto", "-o", "json", "--no-color", "--in-cluster",
 		"-f", path.Join(manifestMount, podFile), "--node", path.Join(manifestMount, nodeFile),
 		"-r", ep,
 		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs")}
@@ -283,31 +261,22 @@ func (r *Runner) Args() []string {
 		if len(c.AllowedUnsafeSysctls) > 0 {
 			args = append(args, "--allowed-unsafe-sysctls", strings.Join(c.AllowedUnsafeSysctls, ","))
 		}
-		if g := knownGates(c.FeatureGates); g != "" {
+		if g := c.KnownGates(); g != "" {
 			args = append(args, "--feature-gates", g)
+		}
+		if c.CgroupRoot != "" {
+			args = append(args, "--cgroup-root", c.CgroupRoot)
+		}
+		// The kubelet's pod cgroup (cgroupRoot/kubepods/<qos>/pod<UID>) only
+		// on the kubelet's own runtime: there the kubelet sends exactly that
+		// cgroup parent. Beside a replay runtime the pod would be an orphan
+		// in the kubelet's kubepods tree, whose processes its housekeeping
+		// kills (cleanupOrphanedPodCgroups, pkg/kubelet/kubelet_pods.go).
+		if _, from := r.endpoint(); c.CgroupsPerQOS != nil && *c.CgroupsPerQOS && (from == FromConfigz || from == FromDefault) {
+			args = append(args, "--cgroups-per-qos")
 		}
 	}
 	return append(args, r.RunArgs...)
-}
-
-// knownGates are the node's feature gates that podstep honours, as
-// --feature-gates: the others do not change what podstep replays.
-func knownGates(g map[string]bool) string {
-	known := map[string]bool{}
-	for _, n := range gate.Names() {
-		known[n] = true
-	}
-	var out []string
-	for n, v := range g {
-		kv := n + "=" + strconv.FormatBool(v)
-		// a gate podstep knows, set to a value it accepts (a locked gate
-		// set to its locked value only)
-		if _, err := gate.Parse(kv); known[n] && err == nil {
-			out = append(out, kv)
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, ",")
 }
 
 // socketPath is the host path of a unix:// endpoint ("" for others).
@@ -380,6 +349,7 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 			DNSPolicy:                     corev1.DNSClusterFirstWithHostNet,
 			TerminationGracePeriodSeconds: &grace,
 			EnableServiceLinks:            new(bool),
+			AutomountServiceAccountToken:  &t,
 			Volumes:                       vols,
 			Containers: []corev1.Container{{
 				Name:            "podstep",
@@ -387,6 +357,7 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 				ImagePullPolicy: pullPolicy,
 				Command:         []string{"/usr/local/bin/podstep"},
 				Args:            r.Args(),
+				Env:             serverEnv(r.APIServer),
 				VolumeMounts:    mounts,
 				SecurityContext: &corev1.SecurityContext{Privileged: &t, RunAsUser: &zero},
 				// Only the last message on failure: the log says the rest.
@@ -394,4 +365,34 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// serverEnv points the runner's in-cluster config at server (an https URL
+// checked by CheckAPIServer): KUBERNETES_SERVICE_HOST and _PORT, which
+// rest.InClusterConfig reads; a container's own env wins over the
+// kubelet's service variables (makeEnvironmentVariables, kubelet_pods.go).
+// nil for "": the kubernetes Service's, as the kubelet sets them.
+func serverEnv(server string) []corev1.EnvVar {
+	u, err := url.Parse(server)
+	if server == "" || err != nil {
+		return nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = "443"
+	}
+	return []corev1.EnvVar{{Name: "KUBERNETES_SERVICE_HOST", Value: u.Hostname()}, {Name: "KUBERNETES_SERVICE_PORT", Value: port}}
+}
+
+// CheckAPIServer checks --runner-server: "" or https://HOST[:PORT], which
+// is what an in-cluster config can reach.
+func CheckAPIServer(server string) error {
+	if server == "" {
+		return nil
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
+		return fmt.Errorf("--runner-server %q: expected https://HOST[:PORT], the API server as the runners on the nodes reach it", server)
+	}
+	return nil
 }

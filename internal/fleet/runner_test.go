@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/diff"
 	"github.com/podstep/podstep/internal/manifest"
 )
@@ -24,7 +25,7 @@ const configz = `{"kubeletconfig":{"enableServer":true,"staticPodPath":"","podLo
 
 func testRunner(t *testing.T, node string) *Runner {
 	t.Helper()
-	cfg, err := ParseConfigz([]byte(configz))
+	cfg, err := cluster.ParseConfigz([]byte(configz))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,8 +92,59 @@ func TestRunnerPod(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
+	// the node's cgroup root and per-QOS cgroups, on the kubelet's runtime;
+	// beside a replay runtime the cgroup root only (the kubelet would kill an
+	// unknown pod cgroup in its kubepods tree)
+	if !strings.Contains(args, "--cgroup-root /c-n2") || !strings.Contains(args, "--cgroups-per-qos") {
+		t.Errorf("args %q: want the node's --cgroup-root /c-n2 and --cgroups-per-qos", args)
+	}
+	r.ReplayEndpoint = "unix:///var/lib/replay/containerd.sock"
+	if replay := strings.Join(r.Args(), " "); !strings.Contains(replay, "--cgroup-root /c-n2") || strings.Contains(replay, "--cgroups-per-qos") {
+		t.Errorf("args on a replay runtime %q: want --cgroup-root, not --cgroups-per-qos", replay)
+	}
 	if strings.Contains(args, "SomeGateUnknownToPodstep") {
 		t.Errorf("args %q pass a gate podstep does not know (run would refuse it)", args)
+	}
+}
+
+// The runner reads the pod's Secrets from the API server itself
+// (--in-cluster, its service account's token mounted), at --runner-server
+// when given; the manifest ConfigMap names the Secret and holds no value.
+func TestRunnerReadsSecretsInCluster(t *testing.T) {
+	r := testRunner(t, "podstep-node-2")
+	r.Pod.Spec.Containers[0].Env = append(r.Pod.Spec.Containers[0].Env, corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}})
+	r.APIServer = "https://127.0.0.1:17030"
+	cm, err := r.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.RunnerPod(cm)
+	c := p.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--in-cluster") {
+		t.Errorf("args %q: no --in-cluster", c.Args)
+	}
+	if a := p.Spec.AutomountServiceAccountToken; a == nil || !*a {
+		t.Error("the runner's service account token is not mounted")
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if env["KUBERNETES_SERVICE_HOST"] != "127.0.0.1" || env["KUBERNETES_SERVICE_PORT"] != "17030" {
+		t.Errorf("env %v: want the --runner-server's host and port", env)
+	}
+	if !strings.Contains(cm.Data[podFile], "name: db") || strings.Contains(cm.Data[podFile], "kind: Secret") {
+		t.Errorf("the manifest should reference Secret db and hold none:\n%s", cm.Data[podFile])
+	}
+	r.APIServer = ""
+	if e := r.RunnerPod(cm).Spec.Containers[0].Env; len(e) != 0 {
+		t.Errorf("env %v without --runner-server: want the kubelet's service variables", e)
+	}
+	for _, bad := range []string{"http://127.0.0.1:1", "127.0.0.1:6443", "https://h/api", "https://u:p@h"} {
+		if CheckAPIServer(bad) == nil {
+			t.Errorf("CheckAPIServer(%q) = nil", bad)
+		}
 	}
 }
 

@@ -149,6 +149,10 @@ var (
 	changeCol = color.New(color.FgYellow, color.Bold)
 )
 
+// SpecVsSent is the detail of a proxied create step that compares the
+// pod's spec with what the kubelet sent: the text output shows it too.
+const SpecVsSent = "spec vs sent"
+
 func (p *Printer) stepText(s StepJSON) {
 	mark := okMark
 	if s.State == steps.Failed {
@@ -177,6 +181,14 @@ func (p *Printer) stepText(s StepJSON) {
 	if s.State == steps.Failed || s.Stage == steps.StagePostStart {
 		for _, d := range s.Details {
 			fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
+		}
+	} else if !p.short {
+		// podstep proxy with the pod's spec (internal/watch): how what the
+		// kubelet sent differs from it, on its create steps.
+		for _, d := range s.Details {
+			if d.Key == SpecVsSent {
+				fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
+			}
 		}
 	}
 	if !p.short {

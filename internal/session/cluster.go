@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
@@ -25,12 +27,14 @@ type ClusterRun struct {
 
 // usesCluster says whether the pod's objects come from an API server.
 func (o *Options) usesCluster() bool {
-	return o.Pod != "" || o.Kubeconfig != "" || o.Context != ""
+	return o.Pod != "" || o.Kubeconfig != "" || o.Context != "" || o.InCluster
 }
 
 // validateCluster checks --pod against -f (one of them).
 func (o *Options) validateCluster() error {
 	switch {
+	case o.InCluster && (o.Kubeconfig != "" || o.Context != ""):
+		return Usagef("--in-cluster and --kubeconfig/--context both given: --in-cluster uses the service account of the pod podstep runs in, no kubeconfig")
 	case o.Pod != "" && o.File != "":
 		return Usagef("--pod and -f/--filename both given: the pod comes from the API server (--pod NAMESPACE/NAME) or from a manifest (-f), not both")
 	case o.Pod == "" && o.File == "":
@@ -57,7 +61,7 @@ func splitPod(s string) (ns, name string, hasNS bool) {
 // contacted: an *AccessError or NotFound is exit 2, an unreachable API
 // server exit 3. b is the manifest (nil with --pod).
 func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io.Writer) (*manifest.Bundle, error) {
-	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context})
+	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, InCluster: o.InCluster})
 	if err != nil {
 		return nil, Usagef("%v", err)
 	}
@@ -94,6 +98,10 @@ func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io
 	o.Cluster = run
 	if stderr != nil {
 		_, _ = fmt.Fprintln(stderr, "podstep: "+fetchedLine(c, res))
+	}
+	// The node's own kubelet settings, when the node is the cluster's.
+	if res.Node != nil {
+		o.nodeSettings(ctx, c, res.Node.Object.Name, nodeReady(res.Node.Object), stderr)
 	}
 	return res.Bundle, nil
 }
@@ -193,4 +201,15 @@ func (o *Options) ClusterSource(eng *steps.Engine) func(context.Context) (*repor
 		return nil
 	}
 	return func(ctx context.Context) (*report.ClusterView, error) { return o.ClusterView(ctx, eng) }
+}
+
+// nodeReady says whether the node's Ready condition is True: only then
+// does a kubelet answer for it.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

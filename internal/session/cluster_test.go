@@ -21,6 +21,8 @@ func TestValidateCluster(t *testing.T) {
 		{Options{Pod: "/web"}, `--pod "/web": expected NAMESPACE/NAME or NAME`},
 		{Options{Pod: "shop/"}, `--pod "shop/": expected`},
 		{Options{Pod: "a/b/c"}, `--pod "a/b/c": expected`},
+		{Options{File: "pod.yaml", InCluster: true}, ""},
+		{Options{File: "pod.yaml", InCluster: true, Kubeconfig: "k"}, "--in-cluster and --kubeconfig/--context both given"},
 	} {
 		err := tt.o.validateCluster()
 		switch {

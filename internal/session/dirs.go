@@ -32,3 +32,21 @@ func stateHome() string {
 	}
 	return filepath.Join(home, ".local", "state")
 }
+
+// AbsDirs makes --root-dir and --log-dir absolute: the runtime mounts
+// paths under them into containers (runc refuses relative mount sources),
+// and `podstep cleanup`, run from another directory, finds them recorded
+// on the sandbox.
+func AbsDirs(rootDir, logDir *string) error {
+	for _, d := range []struct {
+		flag string
+		dir  *string
+	}{{"--root-dir", rootDir}, {"--log-dir", logDir}} {
+		abs, err := filepath.Abs(*d.dir)
+		if err != nil {
+			return Usagef("%s %q: %v", d.flag, *d.dir, err)
+		}
+		*d.dir = abs
+	}
+	return nil
+}

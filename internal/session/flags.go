@@ -23,6 +23,7 @@ func (o *Options) AddPodFlags(f *pflag.FlagSet, settle time.Duration) {
 	f.BoolVar(&o.WaitReady, "wait-ready", false, "add the ready stage: run startup and readiness probes until the pod is Ready (or --ready-timeout)")
 	f.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet --feature-gates: Name=true|false pairs, comma-separated, over v1.37's defaults ("+strings.Join(gate.Names(), ", ")+")")
 	f.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
+	f.StringVar(&o.CgroupRoot, "cgroup-root", "", "kubelet --cgroup-root: the cgroup the kubepods tree is under, with --cgroups-per-qos (default: /)")
 }
 
 // AddClusterFlags binds the flags that read the pod, or what a manifest
@@ -31,6 +32,7 @@ func (o *Options) AddClusterFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Pod, "pod", "", "[NAMESPACE/]NAME of a pod in the cluster: read it and what the kubelet fetches for it (ConfigMaps, Secrets, tokens, its Node) from the API server")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: $KUBECONFIG, else ~/.kube/config, else in-cluster); with -f, the manifest's references come from that cluster")
 	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context)")
+	f.BoolVar(&o.InCluster, "in-cluster", false, "read the pod's references from the API server of the pod podstep runs in, with its service account (a podstep fleet runner; no kubeconfig)")
 }
 
 // AddRunFlags binds the settings only `podstep run` has flags for (bench

@@ -30,6 +30,7 @@ type Options struct {
 	CgroupDriver  string
 	// CgroupDriverSet: --cgroup-driver was given (else it is the default).
 	CgroupDriverSet bool
+	CgroupRoot      string     // --cgroup-root (the kubelet's; with --cgroups-per-qos)
 	FeatureGates    string     // --feature-gates as given
 	Gates           gate.Gates // parsed by Validate
 	CgroupsPerQOS   bool
@@ -49,8 +50,18 @@ type Options struct {
 	// Kubeconfig and Context are --kubeconfig and --context (kubectl's):
 	// with -f, the manifest's references are read from that cluster.
 	Kubeconfig, Context string
+	// InCluster is --in-cluster: the API server and credentials of the pod
+	// podstep runs in (a fleet runner's service account).
+	InCluster bool
 	// NoTokens leaves the TokenRequests out (podstep plan mints nothing).
 	NoTokens bool
+	// Changed says whether a flag was given (cobra's Flags().Changed): a
+	// node setting read from the node's kubelet (configz) does not
+	// override a flag given. nil: none was.
+	Changed func(flag string) bool
+	// From says where each node setting came from (steps.Options.From);
+	// LoadManifest fills it from the node's configz with --pod.
+	From map[string]string
 
 	// Node is the node chosen for admission (LoadManifest sets it).
 	Node *node.Node
@@ -183,11 +194,11 @@ func (o *Options) Engine(simulated bool) steps.Options {
 	eo := steps.Options{Config: podcfg.Options{
 		RootDir: o.RootDir, LogDir: o.LogDir, HugePageSizes: node.HugePageSizes(), Swap: node.SwapController(),
 		ThermalThrottlePaths: node.ThermalThrottlePaths(),
-		CgroupDriver:         o.CgroupDriver, CgroupsPerQOS: o.CgroupsPerQOS,
+		CgroupDriver:         o.CgroupDriver, CgroupsPerQOS: o.CgroupsPerQOS, CgroupRoot: o.CgroupRoot,
 		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain, Gates: o.Gates,
 	}, PollInterval: o.PollInterval, InitTimeout: o.InitTimeout, Node: o.Node,
 		MaxRestarts: o.MaxRestarts, BackoffScale: o.BackoffScale, Settle: o.Settle, WaitReady: o.WaitReady,
-		ReadyTimeout: o.ReadyTimeout, CgroupDriverSet: o.CgroupDriverSet, Simulated: simulated}
+		ReadyTimeout: o.ReadyTimeout, CgroupDriverSet: o.CgroupDriverSet, Simulated: simulated, From: o.From}
 	if o.GracePeriod >= 0 {
 		gp := o.GracePeriod
 		eo.GracePeriod = &gp

@@ -53,12 +53,12 @@ func (e *Engine) cgroupDriver(ctx context.Context) ([]Detail, []string, *Result)
 		set(driver)
 		var warnings []string
 		if e.opts.CgroupDriverSet && flag != driver {
-			warnings = append(warnings, fmt.Sprintf("--cgroup-driver=%s is not used: the runtime reports the %s cgroup driver (RuntimeConfig), and the kubelet takes the runtime's answer over its own cgroupDriver setting (getCgroupDriverFromCRI, cmd/kubelet/app/server.go)", flag, driver))
+			warnings = append(warnings, fmt.Sprintf("%s is not used: the runtime reports the %s cgroup driver (RuntimeConfig), and the kubelet takes the runtime's answer over its own cgroupDriver setting (getCgroupDriverFromCRI, cmd/kubelet/app/server.go)", e.driverSetting(flag), driver))
 		}
 		return []Detail{kv("cgroup driver", driver+" from RuntimeConfig")}, warnings, nil
 	}
 	set(flag)
-	src := "--cgroup-driver"
+	src := e.from(SettingCgroupDriver, "--cgroup-driver")
 	if err != nil {
 		src += " (RuntimeConfig: " + unwrapMsg(err) + ")"
 	}
@@ -130,4 +130,13 @@ func configCgroupDriver(info map[string]string, handler string) (driver, where s
 		driver = "systemd"
 	}
 	return driver, fmt.Sprintf("handler %q: SystemdCgroup = %t", name, systemd), true
+}
+
+// driverSetting names the cgroup driver setting podstep was given:
+// "--cgroup-driver=X", or "cgroupDriver X (configz of node N)".
+func (e *Engine) driverSetting(driver string) string {
+	if f := e.opts.From[SettingCgroupDriver]; f != "" && f != "--cgroup-driver" {
+		return "cgroupDriver " + driver + " (" + f + ")"
+	}
+	return "--cgroup-driver=" + driver
 }

@@ -50,6 +50,11 @@ type Options struct {
 	CgroupDriverSet bool
 	// ReadyTimeout bounds the ready stage (0 = 2 minutes).
 	ReadyTimeout time.Duration
+	// From says where a node setting of Config came from, by its kubelet
+	// name (SettingClusterDNS, ...): "configz of node X", "--cluster-dns",
+	// "default". The steps that use a setting say it; a setting not in the
+	// map is its flag's.
+	From map[string]string
 	// Node is the node the pod runs on, chosen by the caller (podstep run:
 	// --node, else the manifest's Node, else this machine); nil means this
 	// machine (node.Local()). The admit step checks the pod against it, and
@@ -597,4 +602,22 @@ func containerObject(c *containerRuntime) string {
 		return fmt.Sprintf("spec.initContainers{%s}", c.spec.Name)
 	}
 	return fmt.Sprintf("spec.containers{%s}", c.spec.Name)
+}
+
+// The node settings Options.From names, by the kubelet's configuration
+// field names (KubeletConfiguration).
+const (
+	SettingClusterDNS    = "clusterDNS"
+	SettingClusterDomain = "clusterDomain"
+	SettingCgroupDriver  = "cgroupDriver"
+	SettingCgroupRoot    = "cgroupRoot"
+)
+
+// from says where a node setting came from; flag is its flag, the answer
+// when Options.From does not name it.
+func (e *Engine) from(setting, flag string) string {
+	if f := e.opts.From[setting]; f != "" {
+		return f
+	}
+	return flag
 }

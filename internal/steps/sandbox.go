@@ -236,7 +236,7 @@ func (runSandboxStep) run(ctx context.Context, e *Engine) Result {
 	e.rt.sandboxID = resp.PodSandboxId
 	e.mu.Unlock()
 	r := ok("sandbox "+shortID(resp.PodSandboxId)+" running",
-		append([]Detail{kv("sandbox", resp.PodSandboxId), kv("log dir", cfg.LogDirectory), kv("cgroup parent", orNone(cfg.GetLinux().GetCgroupParent()))}, usernsDetails...)...)
+		append(append([]Detail{kv("sandbox", resp.PodSandboxId), kv("log dir", cfg.LogDirectory), kv("cgroup parent", orNone(cfg.GetLinux().GetCgroupParent()))}, usernsDetails...), e.settingDetails()...)...)
 	r.Warnings = warnings
 	return r
 }
@@ -293,4 +293,25 @@ func (sandboxStatusStep) run(ctx context.Context, e *Engine) Result {
 	}
 	return ok(fmt.Sprintf("sandbox %s, IP %s", st.GetStatus().GetState(), ip),
 		kv("state", st.GetStatus().GetState().String()), kv("pod IP", ip))
+}
+
+// settingDetails say where the node settings the sandbox's config took
+// came from, when the caller said (Options.From: run --pod reads them from
+// the node's kubelet configuration).
+func (e *Engine) settingDetails() []Detail {
+	if len(e.opts.From) == 0 {
+		return nil
+	}
+	c := e.opts.Config
+	var out []Detail
+	for _, s := range []struct{ key, setting, value string }{
+		{"cluster DNS", SettingClusterDNS, strings.Join(c.ClusterDNS, ",")},
+		{"cluster domain", SettingClusterDomain, c.ClusterDomain},
+		{"cgroup root", SettingCgroupRoot, c.CgroupRoot},
+	} {
+		if f := e.opts.From[s.setting]; f != "" {
+			out = append(out, kv(s.key, orNone(s.value)+" from "+f))
+		}
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -368,6 +369,6 @@ func (p *Pod) specDetails(name string, det func(k, v string)) {
 		if d == "" {
 			d = "as the spec (image, command, args, workingDir, env names, mounts, ports)"
 		}
-		det("spec vs sent", d)
+		det(report.SpecVsSent, d)
 	}
 }

@@ -288,7 +288,15 @@ func TestSpecStages(t *testing.T) {
 			for _, s := range emitted {
 				pr.Step(sb.Step(steps.Event{Kind: steps.StepDone, Step: s}))
 			}
-			if tc.noteErr == "" && strings.Contains(b.String(), secretValue) {
+			var tb strings.Builder
+			tp := report.New(&tb, report.Text)
+			for _, s := range emitted {
+				tp.Step(sb.Step(steps.Event{Kind: steps.StepDone, Step: s}))
+			}
+			if tc.vsSent != "" && !strings.Contains(tb.String(), "spec vs sent: "+tc.vsSent) {
+				t.Errorf("the text output has no spec vs sent line for create/app:\n%s", tb.String())
+			}
+			if tc.noteErr == "" && strings.Contains(b.String()+tb.String(), secretValue) {
 				t.Errorf("the Secret-sourced env value (DB_PASSWORD, a secretKeyRef in the spec) shows in the JSON steps")
 			}
 			for _, s := range emitted {

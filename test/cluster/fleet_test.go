@@ -68,6 +68,10 @@ type fleetEnv struct {
 	endpoints  [2]string // the kubelets' runtimes
 	replays    [2]string // runtimes no kubelet watches, same versions
 	root       string    // the repo root
+	// server is the API server's URL as the runners reach it (--runner-server:
+	// this cluster has no kube-proxy for the kubernetes Service; its API
+	// server listens on the host's loopback, which the hostNetwork runners share).
+	server string
 }
 
 var (
@@ -100,6 +104,7 @@ func newFleetEnv(t testing.TB) *fleetEnv {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	e.server = cfg.Host
 	if e.cs, err = kubernetes.NewForConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +191,10 @@ func fleetApplyDeploy(t testing.TB, e *fleetEnv) {
 		case *corev1.ServiceAccount:
 			_, err = e.cs.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.ClusterRole:
-			_, err = e.cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+			// the file's rules, also over those of an earlier run
+			if _, err = e.cs.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{}); apierrors.IsAlreadyExists(err) {
+				_, err = e.cs.RbacV1().ClusterRoles().Update(ctx, o, metav1.UpdateOptions{})
+			}
 		case *rbacv1.ClusterRoleBinding:
 			_, err = e.cs.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.RoleBinding:
@@ -202,6 +210,7 @@ func fleetApplyDeploy(t testing.TB, e *fleetEnv) {
 
 // fleetReport is the part of `podstep fleet -o json` the tests read.
 type fleetReport struct {
+	raw   string // the whole output
 	Nodes []struct {
 		Node               string `json:"node"`
 		Status             string `json:"status"`
@@ -240,7 +249,7 @@ type fleetReport struct {
 // and the exit code.
 func (e *fleetEnv) run(t testing.TB, args ...string) (*fleetReport, string, int) {
 	t.Helper()
-	cmd := exec.Command(e.bin, append([]string{"fleet", "--kubeconfig", e.kubeconfig, "--image", e.image, "-o", "json"}, args...)...)
+	cmd := exec.Command(e.bin, append([]string{"fleet", "--kubeconfig", e.kubeconfig, "--image", e.image, "--runner-server", e.server, "-o", "json"}, args...)...)
 	cmd.Dir = e.root
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -251,7 +260,7 @@ func (e *fleetEnv) run(t testing.TB, args ...string) (*fleetReport, string, int)
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	var rep fleetReport
+	rep := fleetReport{raw: stdout.String()}
 	if stdout.Len() > 0 {
 		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 			t.Fatalf("fleet -o json: %v\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
@@ -538,7 +547,7 @@ func fleetGhostNodes(t testing.TB, e *fleetEnv, prefix string, n int) []string {
 // both runners started (their stderr lines).
 func (e *fleetEnv) startFleet(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(e.bin, append([]string{"fleet", "--kubeconfig", e.kubeconfig, "--image", e.image, "-o", "json"}, args...)...)
+	cmd := exec.Command(e.bin, append([]string{"fleet", "--kubeconfig", e.kubeconfig, "--image", e.image, "--runner-server", e.server, "-o", "json"}, args...)...)
 	cmd.Dir = e.root
 	var stdout bytes.Buffer
 	stderr := &syncBuffer{}
