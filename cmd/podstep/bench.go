@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/bench"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/session"
 )
 
@@ -63,7 +64,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 // validate checks the flags before anything is read or sent.
 func (o *benchOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	o.run.CgroupDriverSet = cmd.Flags().Changed("cgroup-driver")
-	o.run.RootDir, o.run.LogDir = g.rootDir, g.logDir
+	g.dirsInto(&o.run)
 	if err := o.run.Validate(); err != nil {
 		return err
 	}
@@ -107,11 +108,15 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 		return sig.NotStarted(err)
 	}
 	defer c.Stop()
+	if err := o.run.UseRuntime(c); err != nil {
+		return err
+	}
 
-	b := bench.NewRunner(ctx, bench.Config{Bundle: bundle, Engine: o.run.Engine(false), Conn: c,
+	b := bench.NewRunner(ctx, bench.Config{Bundle: bundle, Engine: o.run.Engine(render.Runtime{Endpoint: c.Runtime.Endpoint}), Conn: c,
 		N: o.n, Warmup: o.warmup, Levels: o.levels, Stderr: stderr})
 	sig.WatchMany(b.LeftBehind)
-	if c.Runtime.Simulated {
+	if c.Runtime.Simulated && o.output != "text" {
+		// The text report says it first; JSON has it as a field, so here once.
 		fmt.Fprintln(stderr, "podstep: "+bench.SimulatedNote)
 	}
 	res := b.Run()

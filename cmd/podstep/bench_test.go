@@ -106,6 +106,10 @@ func TestBenchScaleText(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// The simulated runtime's banner, once on the terminal (stdout and stderr).
+	if n := strings.Count(out+errOut, bench.SimulatedNote); n != 1 {
+		t.Errorf("the SIMULATED banner said %d times, want once:\n%s%s", n, errOut, out)
+	}
 }
 
 // TestBenchCompare: against a baseline whose figures are a hundredth of

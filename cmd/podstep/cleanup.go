@@ -1,11 +1,8 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/podstep/podstep/internal/cleanup"
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/session"
 )
@@ -18,34 +15,22 @@ func newCleanupCmd(g *globalOptions) *cobra.Command {
 		Long: `cleanup finds the sandboxes labelled podstep.dev/managed=true on the chosen runtime,
 stops and removes their containers, stops and removes the sandboxes, and removes the pod
 data and log directories recorded on them. Pods of a kubelet sharing the runtime are
-never touched.
+never touched. Then it removes the pod dirs under --root-dir and log dirs under --log-dir
+whose podstep run has ended and whose runtime no longer has the pod (or is gone), and
+what your runs on the simulated runtime left (a pod kept with --keep, a killed run).
+With no runtime answering it still does the latter.
+
+With --sim it only removes what your runs on the simulated runtime left, in the temp dir
+(` + session.SimDirPrefix + `*): the runtime itself ended with each run.
 
 A directory is removed only once the runtime removed the sandbox (its containers may
 use it until then), and only when podstep recorded making it: it holds podstep's
-` + mark.File + ` file naming the pod, and lies where podstep puts it. Anything left
-is listed, and the exit code is 4.`,
+` + mark.File + ` file naming the pod, and lies where podstep puts it. A directory a
+podstep run still going holds is left alone. Anything not removed is listed, and the
+exit code is 4.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.ep.Sim {
-				return session.Usagef("cleanup: the simulated runtime lives only while podstep runs; there is nothing to clean")
-			}
-			c, err := session.Connect(cmd.Context(), g.ep)
-			if err != nil {
-				return err
-			}
-			defer c.Stop()
-			if c.Runtime.Simulated {
-				return session.RuntimeErr(fmt.Errorf("cleanup: no runtime answered (%s); name one with -r", c.Runtime.Why))
-			}
-			done, err := cleanup.Run(cmd.Context(), c.Client, grace)
-			if err != nil {
-				return session.RuntimeErr(err)
-			}
-			left := cleanup.Write(cmd.OutOrStdout(), c.Runtime.Endpoint, done)
-			if left > 0 {
-				return &session.Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %d of %d pods not fully removed", left, len(done))}
-			}
-			return nil
+			return session.Cleanup(cmd.Context(), session.CleanupOptions{Endpoints: g.ep, RootDir: g.rootDir, LogDir: g.logDir, Grace: grace}, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().Int64Var(&grace, "grace-period", 2, "seconds StopContainer waits before SIGKILL")

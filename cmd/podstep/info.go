@@ -17,7 +17,8 @@ func newInfoCmd(g *globalOptions) *cobra.Command {
 		Use:   "info",
 		Short: "Show the runtime podstep would use: version, conditions, handlers, cgroup driver",
 		Long: `info shows which runtime podstep picks and what it says about itself (CRI Version,
-Status, RuntimeConfig). Exit code 0 when RuntimeReady and NetworkReady are true, 3 otherwise.
+Status, RuntimeConfig). Exit code 0 when RuntimeReady and NetworkReady are true, 3 otherwise,
+and 3 when no runtime answers (the simulated runtime only with --sim).
 --wait keeps asking until the runtime is ready or the time is up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -42,7 +43,9 @@ Status, RuntimeConfig). Exit code 0 when RuntimeReady and NetworkReady are true,
 func showInfo(cmd *cobra.Command, g *globalOptions) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
 	defer cancel()
-	c, err := session.Connect(ctx, g.ep)
+	ep := g.ep
+	ep.NoFallback = true
+	c, err := session.Connect(ctx, ep)
 	if err != nil {
 		return err
 	}

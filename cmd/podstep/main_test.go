@@ -297,9 +297,16 @@ func TestPlanCrictl(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// --crictl prints what it wrote, and only that.
+	if want := strings.Join([]string{filepath.Join(dir, "pod-config.json"), filepath.Join(dir, "setup-container-config.json"),
+		filepath.Join(dir, "app-container-config.json")}, "\n") + "\n"; out != want {
+		t.Errorf("stdout = %q, want the files written:\n%s", out, want)
+	}
+	// With -o, the plan too.
+	_, out, _ = run(t, "plan", "-f", "../../testdata/pods/init.yaml", "--crictl", dir, "-o", "yaml")
 	for _, want := range []string{"RunPodSandbox:", "CreateContainer:", "kubelet: kubeGenericRuntimeManager.startContainer"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("plan lacks %q", want)
+			t.Errorf("plan -o yaml --crictl lacks %q", want)
 		}
 	}
 	for _, f := range []string{"pod-config.json", "setup-container-config.json", "app-container-config.json"} {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/crictl"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
@@ -30,7 +32,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.CgroupDriverSet, o.Changed = cmd.Flags().Changed("cgroup-driver"), cmd.Flags().Changed
-			o.RootDir, o.LogDir = g.rootDir, g.logDir
+			g.dirsInto(o)
 			o.NoTokens, o.Stderr = true, cmd.ErrOrStderr()
 			if err := o.Validate(); err != nil {
 				return err
@@ -42,19 +44,23 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 			if err != nil {
 				return err
 			}
-			eng := steps.New(b, nil, o.Engine(false))
+			eng := steps.New(b, nil, o.Engine(render.Runtime{}))
 			if crictlDir != "" {
-				if err := crictl.Write(crictlDir, eng.Steps(), cmd.ErrOrStderr(), forceFlag(cmd)); err != nil {
+				wrote, err := crictl.Write(crictlDir, eng.Steps(), cmd.ErrOrStderr(), forceFlag(cmd))
+				if err != nil {
 					return session.OutputErr(fmt.Errorf("--crictl: %w", err))
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "wrote crictl configs to %s\n", crictlDir)
+				fmt.Fprintln(cmd.OutOrStdout(), strings.Join(wrote, "\n"))
+				if !cmd.Flags().Changed("output") {
+					return nil // what it wrote, and only that; -o also prints the plan
+				}
 			}
 			return report.WritePlan(cmd.OutOrStdout(), eng.Pod(), eng.Steps(), output)
 		},
 	}
 	o.AddPodFlags(cmd.Flags(), time.Second)
 	o.AddClusterFlags(cmd.Flags())
-	cmd.Flags().StringVar(&crictlDir, "crictl", "", "also write crictl-ready JSON configs into this directory")
+	cmd.Flags().StringVar(&crictlDir, "crictl", "", "write crictl-ready JSON configs into this directory and list them (with -o, print the plan too)")
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "yaml (readable, with comments) or json (one object per step)")
 	return cmd
 }

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/live"
 	"github.com/podstep/podstep/internal/record"
-	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/trace"
 	"github.com/podstep/podstep/internal/tui"
@@ -27,6 +25,7 @@ var (
 
 func newProxyCmd(g *globalOptions) *cobra.Command {
 	o := &watch.Flags{}
+	serve := &live.Flags{}
 	cmd := &cobra.Command{
 		Use:   "proxy --listen ENDPOINT [--upstream ENDPOINT]",
 		Short: "Watch a real kubelet: a CRI proxy that shows its calls as podstep's steps (and can hold them)",
@@ -39,22 +38,32 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
   podstep proxy --listen unix:///run/podstep/cri.sock --pod default/web --hold --hold-stage sandbox,init`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			page, err := serve.Start(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer page.Close()
+			if page != nil {
+				o.Page = page
+			}
 			return runProxy(cmd, g, o)
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	serve.AddFlags(cmd.Flags())
 	return cmd
 }
 
 // runProxy is `podstep proxy`: the flags, the upstream, the session
 // (watch.Session), the server, then the TUI or --auto until a signal.
 func runProxy(cmd *cobra.Command, g *globalOptions, o *watch.Flags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if !o.Auto && !isTerminal(stdout) { // as run does
+		fmt.Fprintln(stderr, "podstep: stdout is not a terminal: running as --auto")
+		o.Auto = true
+	}
 	if err := o.Validate(); err != nil {
 		return err
-	}
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f, ok := safe.Raw(stdout).(*os.File); !o.Auto && (!ok || !isatty.IsTerminal(f.Fd())) {
-		return session.Usagef("the TUI needs a terminal: use --auto")
 	}
 	ctx, cancel := session.SignalContext(cmd.Context())
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/live"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
@@ -15,7 +16,8 @@ import (
 type replayOptions struct {
 	auto   bool
 	output string
-	html   string // --html: write the timeline page here instead
+	html   string     // --html: write the timeline page here instead
+	serve  live.Flags // --serve: the live page of the recording
 }
 
 func newReplayCmd() *cobra.Command {
@@ -56,6 +58,7 @@ first, then where and why it stopped).`,
 	f := cmd.Flags()
 	f.BoolVar(&o.auto, "auto", false, "print every step without stopping, as run --auto did")
 	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text, short (one line per step) or json")
+	o.serve.AddFlags(f)
 	f.StringVar(&o.html, "html", "", "write the recording as one self-contained HTML timeline page to this file (prints nothing else)")
 	return cmd
 }
@@ -67,6 +70,11 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 	}
 	if o.html != "" {
 		return replayHTML(cmd, path, o.html)
+	}
+	if o.serve.Addr != "" {
+		ctx, cancel := session.SignalContext(cmd.Context())
+		defer cancel()
+		return o.serve.Replay(ctx, path, cmd.ErrOrStderr())
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	switch {

@@ -17,7 +17,9 @@ type globalOptions struct {
 	ep      session.Endpoints // -r, --image-endpoint, --sim, --timeout, --pull-timeout
 	rootDir string
 	logDir  string
-	noColor bool
+	// rootSet, logSet: --root-dir, --log-dir were given.
+	rootSet, logSet bool
+	noColor         bool
 }
 
 // Execute runs podstep with args and returns the process exit code.
@@ -73,10 +75,14 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 			if err := session.CheckFlagBounds(cmd.Flags()); err != nil {
 				return err
 			}
+			if err := g.ep.Check(); err != nil {
+				return err
+			}
+			g.rootSet, g.logSet = cmd.Flags().Changed("root-dir"), cmd.Flags().Changed("log-dir")
 			return session.AbsDirs(&g.rootDir, &g.logDir)
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return session.Usagef("%v", err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return session.FlagError(err, c.Flags()) })
 
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.ep.Runtime, "runtime-endpoint", "r", "", "CRI runtime endpoint (env CONTAINER_RUNTIME_ENDPOINT; default: the first well-known socket that answers, else the simulated runtime)")
@@ -90,8 +96,20 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.Bool("force", false, "write an output file (--record, --html, --crictl) even where its path is a symbolic link, FIFO or device")
 
 	root.AddCommand(newRunCmd(g), newPlanCmd(g), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), newBenchCmd(g), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g))
+	for _, c := range root.Commands() {
+		if c.Flags().Lookup("break") != nil { // the shell completes --break's stages
+			_ = c.RegisterFlagCompletionFunc("break", func(_ *cobra.Command, _ []string, s string) ([]string, cobra.ShellCompDirective) {
+				return session.BreakCompletion(s), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+			})
+		}
+	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
+}
+
+// dirsInto hands --root-dir and --log-dir to a run's options.
+func (g *globalOptions) dirsInto(o *session.Options) {
+	o.RootDir, o.LogDir, o.RootDirGiven, o.LogDirGiven = g.rootDir, g.logDir, g.rootSet, g.logSet
 }
 
 // forceFlag is --force: an output may replace what is not a regular file.

@@ -11,6 +11,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/live"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
@@ -27,6 +28,7 @@ type runOptions struct {
 	output string
 	quiet  bool
 	record string
+	serve  live.Flags // --serve: the live page (internal/live)
 
 	// trace is --otlp-endpoint and --otlp-protocol (internal/trace); tracing
 	// is the run's export, set by runPod (nil: no tracing).
@@ -62,13 +64,14 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "one line per step, without what it changed or its events: -o short")
 	f.StringVar(&o.record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
 	o.trace.AddFlags(f)
+	o.serve.AddFlags(f)
 	return cmd
 }
 
 // validate checks flags before anything is read or sent.
 func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 	o.CgroupDriverSet, o.Changed = cmd.Flags().Changed("cgroup-driver"), cmd.Flags().Changed
-	o.RootDir, o.LogDir = g.rootDir, g.logDir
+	g.dirsInto(&o.Options)
 	o.Stderr = cmd.ErrOrStderr()
 	if err := o.Validate(); err != nil { // the embedded session.Options
 		return err
@@ -108,6 +111,12 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return err
 	}
 	defer rec.Close()
+	page, err := o.serve.Start(cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	defer page.Close()
+	rec = rec.Tee(page)
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	interactive := !o.auto && isTerminal(stdout)
 	if !o.auto && !interactive {
@@ -130,7 +139,11 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		return sig.NotStarted(err)
 	}
 	defer c.Stop()
-	eng := steps.New(bundle, c.Client, o.Engine(c.Runtime.Simulated))
+	if err := o.UseRuntime(c); err != nil {
+		rec.Discard()
+		return err
+	}
+	eng := steps.New(bundle, c.Client, o.Engine(c.Runtime))
 	sig.Watch(eng)
 	o.tracing.Start(ctx, c, eng)
 	begin := session.Begin{Podstep: version, Interactive: interactive, Output: o.output, Flags: cmd.Flags(), Node: o.Node, Stderr: stderr}
@@ -155,8 +168,10 @@ func runAuto(ctx, parent context.Context, eng *steps.Engine, c *session.Conn, si
 			return err
 		}
 	}
-	wasInterrupted := sig.Interrupted()
-	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !wasInterrupted)
+	// A reader of stdout that went away (`| head`) stops the run, quietly:
+	// torn down, exit 0, as for a reader that read what it wanted.
+	wasInterrupted := sig.Interrupted() && !sig.StdoutGone()
+	sum := session.Summarize(eng, c.Client.Calls(), time.Since(start), o.keep && !sig.Interrupted())
 	code, msg := o.End(parent, eng, &sum, !sum.Kept, wasInterrupted, printer, rec, stderr)
 	if code == ExitPodFailed && o.output == report.JSON {
 		fmt.Fprintf(stderr, "error: stage %s, step %s: %s: %s\n", sum.Failed.Stage, sum.Failed.Step, sum.Failed.Reason, sum.Failed.Message)

@@ -144,6 +144,19 @@ func podstepDirs(sb *runtimeapi.PodSandbox) []podstepDir {
 	return out
 }
 
+// UIDs are the pod UIDs of the podstep sandboxes the runtime has.
+func UIDs(ctx context.Context, c *cri.Client) (map[string]bool, error) {
+	list, err := c.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{mark.ManagedLabel: "true"}})
+	if err != nil {
+		return nil, fmt.Errorf("list podstep sandboxes: %w", err)
+	}
+	out := map[string]bool{}
+	for _, sb := range list.Items {
+		out[sb.GetMetadata().GetUid()] = true
+	}
+	return out, nil
+}
+
 // notFound reports a NotFound answer: the object is already gone, which
 // cleanup counts as done. status.Code sees through cri.Error's wrapping.
 func notFound(err error) bool { return status.Code(err) == codes.NotFound }

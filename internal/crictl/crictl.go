@@ -26,11 +26,13 @@ import (
 // so enums are numbers and int64s plain numbers, unlike protojson). Each
 // file is written as outfile.Write does: refused over a link, FIFO or
 // device unless force, whole or not at all.
-func Write(dir string, all []steps.Step, warn io.Writer, force bool) error {
+func Write(dir string, all []steps.Step, warn io.Writer, force bool) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--crictl: %w", err)
+		return nil, fmt.Errorf("--crictl: %w", err)
 	}
+	var wrote []string
 	write := func(name string, v any) error {
+		wrote = append(wrote, filepath.Join(dir, name))
 		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return err
@@ -45,12 +47,12 @@ func Write(dir string, all []steps.Step, warn io.Writer, force bool) error {
 			switch m := r.Message.(type) {
 			case *runtimeapi.RunPodSandboxRequest:
 				if err := write("pod-config.json", m.Config); err != nil {
-					return err
+					return nil, err
 				}
 			case *runtimeapi.CreateContainerRequest:
 				name := m.Config.GetMetadata().GetName() + "-container-config.json"
 				if err := write(name, m.Config); err != nil {
-					return err
+					return nil, err
 				}
 				ctr := m.Config.GetMetadata().GetName()
 				for _, mt := range m.Config.GetMounts() {
@@ -83,5 +85,5 @@ func Write(dir string, all []steps.Step, warn io.Writer, force bool) error {
 			}
 		}
 	}
-	return nil
+	return wrote, nil
 }

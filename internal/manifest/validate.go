@@ -431,6 +431,9 @@ func validateResources(r *corev1.ResourceRequirements, f string) *fieldErr {
 		rl   corev1.ResourceList
 	}{{"limits", r.Limits}, {"requests", r.Requests}} {
 		for _, k := range slices.Sorted(maps.Keys(list.rl)) {
+			if msg := containerResourceName(string(k)); msg != "" {
+				return fe(fmt.Sprintf("%s.%s[%s]", f, list.name, k), "%s", msg)
+			}
 			if q := list.rl[k]; q.Sign() < 0 {
 				return fe(fmt.Sprintf("%s.%s[%s]", f, list.name, k), "invalid value %s; expected a quantity of 0 or more", q.String())
 			}
@@ -444,6 +447,32 @@ func validateResources(r *corev1.ResourceRequirements, f string) *fieldErr {
 		}
 	}
 	return nil
+}
+
+// containerResourceName mirrors the API server's
+// validateContainerResourceName (pkg/apis/core/validation/validation.go):
+// a name without a domain must be a standard container resource (cpu,
+// memory, ephemeral-storage, hugepages-<size>); one with a domain other
+// than kubernetes.io must be a valid extended resource name
+// (IsExtendedResourceName). It returns the problem, or "".
+func containerResourceName(name string) string {
+	const expected = `expected "cpu", "memory", "ephemeral-storage", "hugepages-<size>" or an extended resource with a domain, such as "example.com/gpu"`
+	if errs := validation.IsQualifiedName(name); len(errs) > 0 {
+		return fmt.Sprintf("invalid resource name %q: %s; %s", name, errs[0], expected)
+	}
+	domain, _, hasDomain := strings.Cut(name, "/")
+	switch {
+	case !hasDomain:
+		if name == "cpu" || name == "memory" || name == "ephemeral-storage" || strings.HasPrefix(name, "hugepages-") {
+			return ""
+		}
+		return fmt.Sprintf("unsupported resource name %q: it is not a standard resource for containers; %s", name, expected)
+	case domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io"):
+		return "" // native: the API server checks no further here
+	case strings.HasPrefix(name, "requests."), len(validation.IsQualifiedName("requests."+name)) > 0:
+		return fmt.Sprintf("invalid extended resource name %q; %s", name, expected)
+	}
+	return ""
 }
 
 func validateSecret(s *corev1.Secret) *fieldErr {

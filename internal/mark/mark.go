@@ -30,6 +30,7 @@ const File = ".podstep-made"
 type madeRecord struct {
 	UID string `json:"uid"`
 	Dir string `json:"dir"` // the directory's absolute path, symlinks resolved
+	Holder
 }
 
 // resolve returns dir as an absolute path with symlinks resolved.
@@ -41,13 +42,14 @@ func resolve(dir string) (string, error) {
 	return filepath.EvalSymlinks(abs)
 }
 
-// Dir records in dir that podstep made it for the pod with uid.
-func Dir(dir, uid string) error {
+// Dir records in dir that podstep made it for the pod with uid, and which
+// process holds it (h: Self).
+func Dir(dir, uid string, h Holder) error {
 	real, err := resolve(dir)
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(madeRecord{UID: uid, Dir: real})
+	data, err := json.Marshal(madeRecord{UID: uid, Dir: real, Holder: h})
 	if err != nil {
 		return err
 	}

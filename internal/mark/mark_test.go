@@ -31,7 +31,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"made by podstep", func(t *testing.T) (string, string, string) {
 			mk(t, podDir(uid))
-			if err := Dir(podDir(uid), uid); err != nil {
+			if err := Dir(podDir(uid), uid, Holder{}); err != nil {
 				t.Fatal(err)
 			}
 			return root, podDir(uid), uid
@@ -42,7 +42,7 @@ func TestCheck(t *testing.T) {
 		}, "holds no .podstep-made marker"},
 		{"marker of another pod", func(t *testing.T) (string, string, string) {
 			mk(t, podDir(uid))
-			if err := Dir(podDir(uid), "other"); err != nil {
+			if err := Dir(podDir(uid), "other", Holder{}); err != nil {
 				t.Fatal(err)
 			}
 			return root, podDir(uid), uid
@@ -50,7 +50,7 @@ func TestCheck(t *testing.T) {
 		{"marker copied from elsewhere", func(t *testing.T) (string, string, string) {
 			mk(t, podDir("a"))
 			mk(t, podDir(uid))
-			if err := Dir(podDir("a"), uid); err != nil {
+			if err := Dir(podDir("a"), uid, Holder{}); err != nil {
 				t.Fatal(err)
 			}
 			data, _ := os.ReadFile(filepath.Join(podDir("a"), File))
@@ -60,7 +60,7 @@ func TestCheck(t *testing.T) {
 		{"marker is a symlink", func(t *testing.T) (string, string, string) {
 			mk(t, podDir("a"))
 			mk(t, podDir(uid))
-			if err := Dir(podDir("a"), uid); err != nil {
+			if err := Dir(podDir("a"), uid, Holder{}); err != nil {
 				t.Fatal(err)
 			}
 			ok(t, os.Symlink(filepath.Join(podDir("a"), File), filepath.Join(podDir(uid), File)))
@@ -69,25 +69,25 @@ func TestCheck(t *testing.T) {
 		{"uid escapes the root", func(t *testing.T) (string, string, string) {
 			mk(t, outside)
 			mk(t, filepath.Join(root, "pods"))
-			ok(t, Dir(outside, "../../outside"))
+			ok(t, Dir(outside, "../../outside", Holder{}))
 			return root, filepath.Join(root, "pods", "..", "..", "outside"), "../../outside"
 		}, "not inside"},
 		{"the root itself", func(t *testing.T) (string, string, string) {
 			mk(t, root)
-			ok(t, Dir(root, "x"))
+			ok(t, Dir(root, "x", Holder{}))
 			return root, root, "x"
 		}, "not inside"},
 		{"pod dir is a symlink out of the root", func(t *testing.T) (string, string, string) {
 			mk(t, outside)
 			mk(t, filepath.Join(root, "pods"))
-			ok(t, Dir(outside, uid))
+			ok(t, Dir(outside, uid, Holder{}))
 			ok(t, os.Symlink(outside, podDir(uid)))
 			return root, podDir(uid), uid
 		}, "not inside"},
 		{"elsewhere inside the root", func(t *testing.T) (string, string, string) {
 			d := filepath.Join(root, "plugins", uid)
 			mk(t, d)
-			ok(t, Dir(d, uid))
+			ok(t, Dir(d, uid, Holder{}))
 			return root, d, uid
 		}, "not where podstep puts"},
 		{"relative paths", func(t *testing.T) (string, string, string) {

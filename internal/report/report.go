@@ -80,11 +80,14 @@ type Printer struct {
 	mu    sync.Mutex
 	pod   string // the pod's name, for the events' OBJECT column
 	steps StepBuilder
+	// cleanup is the command that removes what a run keeps or leaves:
+	// `podstep cleanup`, or `podstep cleanup --sim` on the simulated runtime.
+	cleanup string
 }
 
 // New returns a printer; format is Text, Short or JSON.
 func New(w io.Writer, format string) *Printer {
-	return &Printer{w: w, json: format == JSON, short: format == Short}
+	return &Printer{w: w, json: format == JSON, short: format == Short, cleanup: "podstep cleanup"}
 }
 
 // SetPod names the pod ("namespace/name" or "name") whose steps p prints:
@@ -100,6 +103,9 @@ func (p *Printer) Start(rt render.Runtime, pod string) {
 	p.SetPod(pod)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if rt.Simulated {
+		p.cleanup = "podstep cleanup --sim"
+	}
 	if p.json {
 		p.emit(map[string]any{"type": "start", "pod": pod, "runtime": rt})
 		return
@@ -286,12 +292,12 @@ func (p *Printer) Finish(s Summary) {
 		interrupted = color.New(color.FgYellow, color.Bold).Sprint("interrupted") + ", "
 	}
 	if s.Leftover != nil {
-		fmt.Fprintf(p.w, "; %s%s after %s, left: %s (remove with: podstep cleanup)\n", interrupted,
-			color.New(color.FgRed, color.Bold).Sprint("teardown incomplete"), render.Ms(s.Timing.TeardownMs), s.Leftover)
+		fmt.Fprintf(p.w, "; %s%s after %s, left: %s (remove with: %s)\n", interrupted,
+			color.New(color.FgRed, color.Bold).Sprint("teardown incomplete"), render.Ms(s.Timing.TeardownMs), s.Leftover, p.cleanup)
 	} else if interrupted != "" {
 		fmt.Fprintf(p.w, "; %storn down in %s\n", interrupted, render.Ms(s.Timing.TeardownMs))
 	} else if s.Kept {
-		fmt.Fprintf(p.w, "; kept (remove with: podstep cleanup)\n")
+		fmt.Fprintf(p.w, "; kept (remove with: %s)\n", p.cleanup)
 	} else {
 		fmt.Fprintf(p.w, "; torn down in %s\n", render.Ms(s.Timing.TeardownMs))
 	}

@@ -24,6 +24,21 @@ type Endpoints struct {
 	// the simulated runtime in a process of its own (bench: sim.StartProcess);
 	// else it runs in podstep's process.
 	SimExe func() (string, error)
+	// NoFallback: no runtime answering is exit 3, not the simulated runtime
+	// (podstep info: a health check must not pass on a node without one).
+	NoFallback bool
+}
+
+// Check refuses flags that contradict each other (exit 2): --sim is the
+// built-in runtime, so a runtime or image endpoint given with it would be
+// silently ignored.
+func (e Endpoints) Check() error {
+	for _, f := range []struct{ name, value string }{{"--runtime-endpoint", e.Runtime}, {"--image-endpoint", e.Image}} {
+		if e.Sim && f.value != "" {
+			return Usagef("--sim and %s %s conflict: --sim uses the built-in simulated runtime, %s names a real one; give one of them", f.name, f.value, f.name)
+		}
+	}
+	return nil
 }
 
 // Named is an endpoint a user named, and where it came from ("--upstream").
@@ -34,6 +49,9 @@ type Conn struct {
 	Client  *cri.Client
 	Runtime render.Runtime
 	Stop    func()
+	// Dir is the run's sim dir on the simulated runtime (SimDirPrefix),
+	// "" on a real one.
+	Dir string
 }
 
 // Choose is the one endpoint choice, as crictl's: the first of named that
@@ -108,6 +126,9 @@ func Connect(ctx context.Context, e Endpoints) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if endpoint == "" && e.NoFallback {
+		return nil, RuntimeErr(fmt.Errorf("no runtime reachable: none answered at %s (name one with -r or CONTAINER_RUNTIME_ENDPOINT; --sim for the simulated runtime)", WellKnown()))
+	}
 	if endpoint == "" {
 		return e.startSim(opts, "no runtime answered at "+WellKnown())
 	}
@@ -125,20 +146,28 @@ func Connect(ctx context.Context, e Endpoints) (*Conn, error) {
 // startSim starts the simulated runtime: in a process of its own with
 // SimExe, else in this one, on a socket in a new temp dir.
 func (e Endpoints) startSim(opts cri.Options, why string) (*Conn, error) {
-	endpoint, stop, err := e.simServer()
+	dir, err := newSimDir()
 	if err != nil {
+		return nil, RuntimeErr(err)
+	}
+	endpoint, stop, err := e.simServer(dir)
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, RuntimeErr(err)
 	}
 	c, err := cri.Dial(endpoint, "", opts)
 	if err != nil {
 		stop()
+		os.RemoveAll(dir)
 		return nil, RuntimeErr(err)
 	}
-	return &Conn{Client: c, Runtime: render.Runtime{Endpoint: endpoint, Simulated: true, Why: why},
-		Stop: func() { c.Close(); stop() }}, nil
+	return &Conn{Client: c, Runtime: render.Runtime{Endpoint: endpoint, Simulated: true, Why: why}, Dir: dir,
+		Stop: func() { c.Close(); stop(); endSimDir(dir) }}, nil
 }
 
-func (e Endpoints) simServer() (string, func(), error) {
+// simServer starts the runtime: with SimExe in a child (in a dir of its
+// own, which it removes), else in this process on dir/sim.sock.
+func (e Endpoints) simServer(dir string) (string, func(), error) {
 	if e.SimExe != nil {
 		exe, err := e.SimExe()
 		if err != nil {
@@ -150,14 +179,9 @@ func (e Endpoints) simServer() (string, func(), error) {
 		}
 		return p.Endpoint, p.Stop, nil
 	}
-	dir, err := os.MkdirTemp("", "podstep-sim-")
-	if err != nil {
-		return "", nil, fmt.Errorf("start simulated runtime: %w", err)
-	}
 	srv, err := sim.Start(dir)
 	if err != nil {
-		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("start simulated runtime: %w", err)
 	}
-	return srv.Endpoint(), func() { srv.Stop(); os.RemoveAll(dir) }, nil
+	return srv.Endpoint(), srv.Stop, nil
 }

@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -37,6 +40,8 @@ type Interrupts struct {
 	first  chan struct{} // closed by the first interrupt
 	once   sync.Once
 	done   chan struct{}
+
+	stdoutGone atomic.Bool // the reader of stdout went away (Stdout)
 
 	mu  sync.Mutex
 	eng *steps.Engine // what is left comes from it, once there is one
@@ -206,9 +211,49 @@ func (in *Interrupts) NotStarted(err error) error {
 	return err
 }
 
-// Stdout is stdout for a run: a reader of it that goes away (`| head`)
-// interrupts the run (stdoutWatch).
-func (in *Interrupts) Stdout(w io.Writer) io.Writer { return &stdoutWatch{w: w, gone: in.Interrupt} }
+// Stdout is stdout for a run: a reader of it that goes away (`| head`,
+// `| less` quit) interrupts the run (stdoutWatch), which tears the pod
+// down and ends quietly with exit 0 (StdoutGone), as a reader that has read
+// what it wanted is no failure. When stdout is a pipe, its reader going
+// away is noticed at once (watchPipe), not at the next write, which may
+// come only after a long step.
+func (in *Interrupts) Stdout(w io.Writer) io.Writer {
+	gone := func() {
+		in.stdoutGone.Store(true)
+		in.Interrupt()
+	}
+	if f, ok := safe.Raw(w).(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+			go watchPipe(int(f.Fd()), in.done, gone)
+		}
+	}
+	return &stdoutWatch{w: w, gone: gone}
+}
+
+// StdoutGone reports whether the run stopped because the reader of its
+// stdout went away.
+func (in *Interrupts) StdoutGone() bool { return in.stdoutGone.Load() }
+
+// watchPipe calls gone once the read end of the pipe fd goes away (poll
+// reports POLLERR on a pipe's write end then), until done closes.
+func watchPipe(fd int, done <-chan struct{}, gone func()) {
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		fds := []unix.PollFd{{Fd: int32(fd)}}
+		n, err := unix.Poll(fds, 200)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+		if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+			gone()
+			return
+		}
+	}
+}
 
 // stdoutWatch is stdout for a run: the first write that fails with EPIPE
 // (whoever read stdout went away: `podstep run … | head`) interrupts the

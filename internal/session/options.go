@@ -13,6 +13,7 @@ import (
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
+	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -20,14 +21,17 @@ import (
 // `bench` share (cmd binds them), checked by Validate. New settings
 // (a cluster's, a fleet's) are new fields here.
 type Options struct {
-	File          string // -f: the manifest ("-": stdin)
-	RootDir       string // --root-dir, absolute
-	LogDir        string // --log-dir, absolute
-	GracePeriod   int64  // -1: the pod's terminationGracePeriodSeconds
-	Breaks        []string
-	ClusterDNS    []string
-	ClusterDomain string
-	CgroupDriver  string
+	File    string // -f: the manifest ("-": stdin)
+	RootDir string // --root-dir, absolute
+	LogDir  string // --log-dir, absolute
+	// RootDirGiven, LogDirGiven: the flag was given (else, on the simulated
+	// runtime, the run's own sim dir holds them: UseRuntime).
+	RootDirGiven, LogDirGiven bool
+	GracePeriod               int64 // -1: the pod's terminationGracePeriodSeconds
+	Breaks                    []string
+	ClusterDNS                []string
+	ClusterDomain             string
+	CgroupDriver              string
 	// CgroupDriverSet: --cgroup-driver was given (else it is the default).
 	CgroupDriverSet bool
 	CgroupRoot      string     // --cgroup-root (the kubelet's; with --cgroups-per-qos)
@@ -189,8 +193,10 @@ func (o *Options) NodeFor(b *manifest.Bundle) (*node.Node, error) {
 	return n, nil
 }
 
-// Engine is the engine's options; simulated is the runtime's (Conn).
-func (o *Options) Engine(simulated bool) steps.Options {
+// Engine is the engine's options on the runtime rt (Conn.Runtime; zero:
+// none, as for plan).
+func (o *Options) Engine(rt render.Runtime) steps.Options {
+	endpoint, simulated := runtimeOf(rt)
 	eo := steps.Options{Config: podcfg.Options{
 		RootDir: o.RootDir, LogDir: o.LogDir, HugePageSizes: node.HugePageSizes(), Swap: node.SwapController(),
 		ThermalThrottlePaths: node.ThermalThrottlePaths(),
@@ -198,7 +204,7 @@ func (o *Options) Engine(simulated bool) steps.Options {
 		ClusterDNS: o.ClusterDNS, ClusterDomain: o.ClusterDomain, Gates: o.Gates,
 	}, PollInterval: o.PollInterval, InitTimeout: o.InitTimeout, Node: o.Node,
 		MaxRestarts: o.MaxRestarts, BackoffScale: o.BackoffScale, Settle: o.Settle, WaitReady: o.WaitReady,
-		ReadyTimeout: o.ReadyTimeout, CgroupDriverSet: o.CgroupDriverSet, Simulated: simulated, From: o.From}
+		ReadyTimeout: o.ReadyTimeout, CgroupDriverSet: o.CgroupDriverSet, Simulated: simulated, From: o.From, Runtime: endpoint}
 	if o.GracePeriod >= 0 {
 		gp := o.GracePeriod
 		eo.GracePeriod = &gp

@@ -2,9 +2,11 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/reason"
@@ -29,24 +31,29 @@ func (dirsStep) run(_ context.Context, e *Engine) Result {
 	for _, sub := range []string{"volumes", "plugins"} {
 		dirs = append(dirs, filepath.Join(e.rt.podDir, sub))
 	}
-	if _, err := os.Stat(e.rt.podDir); err == nil {
-		// The kubelet's MkdirAll would reuse it, but podstep creates a new
-		// pod: a pod dir with this UID belongs to a pod kept by an earlier
-		// run (or left behind), and its volumes must not be touched.
-		msg := fmt.Sprintf("%s already exists: a pod with uid %s was kept by an earlier podstep run (or left behind); remove it with `podstep cleanup`, or give this pod another name or uid", e.rt.podDir, e.pod.UID)
-		return fail(reason.PodAlreadyExists, fmt.Errorf("%s", msg), "the pod's data directory already exists")
+	// The kubelet's MkdirAll would reuse the dir, but podstep creates a
+	// new pod: a pod dir with this UID belongs to another run of the same
+	// pod (at once, or kept, or left behind), and its volumes must not be
+	// touched. Mkdir, not a Stat first: of two runs at once, one wins.
+	if err := os.MkdirAll(filepath.Dir(e.rt.podDir), 0o750); err != nil {
+		return fail(reason.FailedMakePodDataDirs, err, fmt.Sprintf("cannot make %s", filepath.Dir(e.rt.podDir)))
+	}
+	if err := os.Mkdir(e.rt.podDir, 0o750); errors.Is(err, os.ErrExist) {
+		return fail(reason.PodAlreadyExists, errors.New(heldBy(e.rt.podDir, string(e.pod.UID))), "the pod's data directory already exists")
+	} else if err != nil {
+		return fail(reason.FailedMakePodDataDirs, err, fmt.Sprintf("cannot make %s", e.rt.podDir))
 	}
 	e.mu.Lock()
 	e.rt.dirsCreated = true // from here teardown removes the pod dir
 	e.mu.Unlock()
-	for _, d := range dirs {
+	// The record that lets `podstep cleanup` remove this dir later.
+	if err := mark.Dir(e.rt.podDir, string(e.pod.UID), e.holder()); err != nil {
+		return fail(reason.FailedMakePodDataDirs, err, "cannot record the pod dir for podstep cleanup")
+	}
+	for _, d := range dirs[1:] {
 		if err := os.MkdirAll(d, 0o750); err != nil {
 			return fail(reason.FailedMakePodDataDirs, err, fmt.Sprintf("cannot make %s", d))
 		}
-	}
-	// The record that lets `podstep cleanup` remove this dir later.
-	if err := mark.Dir(e.rt.podDir, string(e.pod.UID)); err != nil {
-		return fail(reason.FailedMakePodDataDirs, err, "cannot record the pod dir for podstep cleanup")
 	}
 	return ok("made "+e.rt.podDir+"/{volumes,plugins}", kv("pod dir", e.rt.podDir))
 }
@@ -64,7 +71,55 @@ func (e *Engine) makeLogDir(dir string) error {
 		return err
 	}
 	if e.rt.logDir == dir {
-		return mark.Dir(dir, string(e.pod.UID))
+		return mark.Dir(dir, string(e.pod.UID), e.holder())
 	}
 	return nil
+}
+
+// holder is this process, recorded in the marker of each dir it makes.
+func (e *Engine) holder() mark.Holder { return mark.Self(e.opts.Runtime, e.opts.Simulated) }
+
+// heldBy says who holds the existing pod dir of the pod with uid: a podstep
+// process still running (two runs of one pod share its UID, hence its dir
+// and, on a runtime, its sandbox name), one that ended and left it, or
+// something podstep did not make.
+func heldBy(dir, uid string) string {
+	h, err := mark.ReadHolder(dir)
+	for i := 0; i < 5 && errors.Is(err, os.ErrNotExist); i++ {
+		time.Sleep(20 * time.Millisecond) // a run at once: its marker follows its Mkdir
+		h, err = mark.ReadHolder(dir)
+	}
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s already exists, and podstep did not record making it (%v): remove it yourself, or give this pod another name or uid", dir, err)
+	case h.Alive() && h.PID == os.Getpid():
+		return fmt.Sprintf("%s already exists: this podstep process runs another pod with uid %s; give this pod another name or uid", dir, uid)
+	case h.Alive():
+		return fmt.Sprintf("%s is in use by another podstep run of this pod (uid %s): %s; wait for it to end or stop it, give this pod another name or uid, or use another --root-dir", dir, uid, h)
+	case h.PID == 0:
+		return fmt.Sprintf("%s already exists: a pod with uid %s was kept by an earlier podstep run (or left behind); remove it with `podstep cleanup`, or give this pod another name or uid", dir, uid)
+	}
+	how := "`podstep cleanup`"
+	if h.Simulated {
+		how = "`podstep cleanup` (its simulated runtime ended with it)"
+	}
+	return fmt.Sprintf("%s already exists: it was left by podstep %s, which has ended (kept with --keep, or not torn down); remove it with %s, or give this pod another name or uid", dir, h, how)
+}
+
+// sandboxHolder says who holds a podstep sandbox of this pod already on
+// the runtime, from the marker of its pod dir under root (the sandbox's
+// root-dir annotation, which may be another --root-dir than this run's).
+func sandboxHolder(root, uid string) string {
+	const how = "remove it with `podstep cleanup`, or give this pod another name or uid"
+	if root == "" || !mark.ValidUID(uid) {
+		return "kept by an earlier podstep run (or left behind); " + how
+	}
+	h, err := mark.ReadHolder(filepath.Join(root, "pods", uid))
+	switch {
+	case err != nil || h.PID == 0:
+		return "kept by an earlier podstep run (or left behind); " + how
+	case h.Alive():
+		return "in use by another podstep run of this pod: " + h.String() + "; wait for it to end or stop it, or give this pod another name or uid"
+	}
+	return "left by podstep " + h.String() + ", which has ended; " + how
 }

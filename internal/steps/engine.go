@@ -65,6 +65,10 @@ type Options struct {
 	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
 	// the pod IP are not sent, and count as successes.
 	Simulated bool
+	// Runtime is the runtime's endpoint, recorded in the marker of each
+	// directory the engine makes (mark.Holder), so that `podstep cleanup`
+	// knows which runtime a left directory's pod ran on.
+	Runtime string
 	// Tokens mints service-account tokens for serviceAccountToken
 	// projections (internal/cluster: the API server's TokenRequest, as the
 	// kubelet's token manager); nil: podstep has no API server and such a

@@ -44,6 +44,9 @@ type Flags struct {
 	Kubeconfig, Context, Manifest string
 	// specs is what Validate made of them (nil: none).
 	specs SpecSource
+	// Page is the live page (--serve, bound by cmd with live.Flags; nil
+	// without): NewSession hands it to the Session.
+	Page session.Teed
 	// Force is the root's --force: --record may replace what is not a
 	// regular file (cmd sets it; AddFlags does not bind it).
 	Force bool
@@ -156,15 +159,17 @@ func (o *Flags) NewSession(ctx context.Context, upstream, why, podstep string, f
 	so := SessionOptions{Follow: o.Pod, Auto: o.Auto, Output: o.Output, Hold: o.Hold,
 		HoldStages: session.ParseStages(o.HoldStages), RequestTimeout: o.RequestTimeout,
 		Runtime:    render.Runtime{Endpoint: upstream, Why: "a kubelet's calls through podstep proxy at " + o.Listen + "; upstream from " + why},
-		RecordPath: o.Record, Stdout: stdout, Stderr: stderr, MaxPods: o.MaxPods, Specs: o.specs}
+		RecordPath: o.Record, Stdout: stdout, Stderr: stderr, MaxPods: o.MaxPods, Specs: o.specs, Page: o.Page}
 	if o.specs != nil {
 		fmt.Fprintf(stderr, "podstep: each followed pod's spec from %s (one read per pod)\n", o.specs)
 	}
-	if o.Record != "" {
+	if o.Record != "" || o.Page != nil {
 		// The runtime as it answers Version, for the recording's header.
 		rt := record.Runtime{Endpoint: so.Runtime.Endpoint, Why: so.Runtime.Why}
 		rt.Name, rt.Version, rt.APIVersion = record.RuntimeVersion(ctx, upstream)
 		so.Header = record.NewHeader(podstep, !o.Auto, o.Output, rt, flags)
+	}
+	if o.Record != "" {
 		var err error
 		if so.Recorder, err = record.Create(o.Record, o.Force); err != nil {
 			return nil, session.Usagef("--record %s: %v", o.Record, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -36,8 +37,11 @@ type SessionOptions struct {
 	Recorder   *record.Recorder
 	RecordPath string
 	Header     record.Header
-	Stdout     io.Writer
-	Stderr     io.Writer
+	// Page, when not nil, is the live page (--serve): it shows the first
+	// followed pod, as Recorder records it.
+	Page   session.Teed
+	Stdout io.Writer
+	Stderr io.Writer
 	// MaxPods is the watcher's Options.MaxPods (--max-pods).
 	MaxPods int
 	// Specs is the watcher's Options.Specs (--kubeconfig, --manifest).
@@ -55,6 +59,7 @@ type Session struct {
 	mu       sync.Mutex
 	printers map[*Pod]*report.Printer
 	recPod   *Pod
+	pagePod  *Pod
 }
 
 // NewSession makes the session and its watcher.
@@ -94,6 +99,13 @@ func (s *Session) onPod(p *Pod) {
 		pr.Start(s.o.Runtime, p.Key())
 		p.Subscribe(pr.Observe)
 		s.printers[p] = pr
+	}
+	if s.o.Page != nil && s.pagePod == nil {
+		s.pagePod = p
+		h := s.o.Header
+		h.Manifest = record.Manifest{File: "(a kubelet's pod, seen through podstep proxy)", Pod: p.Pod()}
+		_ = s.o.Page.Start(h, p, s.o.Runtime, p.Key())
+		p.Subscribe(s.o.Page.Observe)
 	}
 	if s.o.Recorder != nil && s.recPod == nil {
 		s.recPod = p
@@ -136,6 +148,9 @@ func (s *Session) onForget(p *Pod) {
 		pr.Finish(sum)
 		delete(s.printers, p)
 	}
+	if p == s.pagePod {
+		_ = s.o.Page.Finish(sum)
+	}
 	if p == s.recPod {
 		if err := s.o.Recorder.Finish(sum); err != nil {
 			_, _ = fmt.Fprintf(s.o.Stderr, "podstep: --record %s: %v\n", s.o.RecordPath, err)
@@ -165,6 +180,9 @@ func (s *Session) finish() {
 		sum := p.Summary()
 		if pr := s.printers[p]; pr != nil {
 			pr.Finish(sum)
+		}
+		if p == s.pagePod {
+			_ = s.o.Page.Finish(sum)
 		}
 		if p == s.recPod {
 			if err := s.o.Recorder.Finish(sum); err != nil {

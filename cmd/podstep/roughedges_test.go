@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/podstep/podstep/internal/cri"
+)
+
+// TestRoughEdges: what a new user meets (issue 23), each the way a user
+// expects: exit code and the message's words.
+func TestRoughEdges(t *testing.T) {
+	// No well-known socket answers here, whatever the machine runs.
+	saved := cri.WellKnownEndpoints
+	cri.WellKnownEndpoints = []string{"unix:///nonexistent/podstep-test-wellknown.sock"}
+	t.Cleanup(func() { cri.WellKnownEndpoints = saved })
+	t.Setenv("CONTAINER_RUNTIME_ENDPOINT", "")
+	hello := "../../testdata/pods/hello.yaml"
+	// A root dir that cannot be made (below a file: as root, permissions
+	// would not stop it), as a HOME a non-root user cannot write.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr []string
+		stdout []string
+	}{
+		{"info without a runtime", []string{"info"}, ExitRuntime, []string{"no runtime reachable", "--sim"}, nil},
+		{"info --sim", []string{"info", "--sim"}, 0, nil, []string{"SIMULATED"}},
+		{"--sim with -r", []string{"run", "--auto", "--sim", "-r", "unix:///nope.sock", "-f", hello}, ExitUsage,
+			[]string{"--sim and --runtime-endpoint unix:///nope.sock conflict"}, nil},
+		{"a misspelt flag", []string{"run", "--auot", "-f", hello}, ExitUsage, []string{"unknown flag: --auot", "Did you mean this?\n\t--auto"}, nil},
+		{"a misspelt global flag", []string{"run", "--root-dri", "x", "-f", hello}, ExitUsage, []string{"Did you mean this?\n\t--root-dir"}, nil},
+		{"--break completed", []string{"__complete", "run", "--break", "sandbox,c"}, 0, nil, []string{"sandbox,containers\n:6"}},
+		// proxy picks --auto when stdout is not a terminal, as run does: it
+		// goes on to the upstream (unreachable here: exit 3), not exit 2.
+		{"proxy -o json to a file", []string{"proxy", "-o", "json", "--listen", "unix:///nonexistent/podstep-l.sock", "--upstream", "unix:///nonexistent/podstep-u.sock"},
+			ExitRuntime, []string{"stdout is not a terminal: running as --auto", "runtime unreachable"}, nil},
+		{"an unwritable root dir", []string{"run", "--auto", "--sim", "-f", hello, "--root-dir", filepath.Join(file, "state")}, ExitUsage,
+			[]string{"--root-dir " + filepath.Join(file, "state") + ": cannot make it", "name a directory you can write with --root-dir"}, nil},
+		{"--sim with --image-endpoint", []string{"plan", "--sim", "--image-endpoint", "unix:///nope.sock", "-f", hello}, ExitUsage,
+			[]string{"--sim and --image-endpoint"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, tc.code, errOut)
+			}
+			for _, w := range tc.stderr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q lacks %q", errOut, w)
+				}
+			}
+			for _, w := range tc.stdout {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout %q lacks %q", out, w)
+				}
+			}
+		})
+	}
+}

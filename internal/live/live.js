@@ -1,0 +1,208 @@
+// podstep's live page: the run's recording lines, as server-sent events
+// (/events), drawn into the page. Every text from the run goes in with
+// textContent, never as HTML. Nothing is sent back: the page only reads.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const FOLD_MS = 1000; // a gap longer than this between steps is folded
+  const FOLD_AS = 150;  // ... and drawn as this many ms
+  let plan = [], done = {}, bars = [], events = [], finished = false;
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
+  function ms(v) {
+    if (v === undefined || v === null) return "";
+    if (v < 1) return v.toFixed(2) + "ms";
+    if (v < 1000) return Math.round(v) + "ms";
+    return (v / 1000).toFixed(v < 10000 ? 2 : 1) + "s";
+  }
+  const stageClass = (s) => "st-" + String(s || "").replace(/[^a-z-]/g, "");
+  const stateClass = (s) => String(s || "pending").replace(/[^a-z]/g, "");
+  const icon = { pending: "·", running: "▶", done: "✓", failed: "✗", skipped: "⊘" };
+
+  function reset() {
+    plan = []; done = {}; bars = []; events = []; finished = false;
+    ["steps", "events", "timeline", "containers", "podfacts"].forEach((id) => clear($(id)));
+    $("display").textContent = "—"; $("outcome").textContent = ""; $("outcome").className = "badge";
+    $("failure").hidden = true; $("lost").hidden = true; $("now").textContent = "";
+  }
+
+  function drawSteps() {
+    const ol = $("steps");
+    clear(ol);
+    let n = 0;
+    for (const p of plan) {
+      const s = done[p.id] || p;
+      ol.appendChild(stepRow(s, p));
+      if (done[p.id]) n++;
+    }
+    $("count").textContent = n + " / " + plan.length;
+    const cur = ol.querySelector("li.running") || ol.querySelector("li.pending");
+    if (cur) cur.scrollIntoView({ block: "nearest" });
+  }
+  function stepRow(s, p) {
+    const st = stateClass(s.state);
+    const li = el("li", stateClass(st) + " " + stageClass(s.stage || p.stage));
+    li.dataset.step = s.id; li.dataset.state = st;
+    li.appendChild(el("span", "icon", icon[st] || "·"));
+    li.appendChild(el("span", "id", s.id));
+    const name = el("span", "name", s.name || p.name);
+    name.title = s.title || p.title || "";
+    li.appendChild(name);
+    li.appendChild(el("span", "dur", s.duration_ms !== undefined ? ms(s.duration_ms) : ""));
+    if (st === "failed" && (s.reason || s.message)) li.appendChild(el("span", "why", (s.reason || "") + (s.message ? ": " + s.message : "")));
+    return li;
+  }
+
+  function onPlan(p) {
+    plan = plan.filter((s) => s.id < p.from).concat(p.steps || []);
+    drawSteps();
+  }
+  function onStarted(s) {
+    const p = plan.find((x) => x.id === s.id);
+    if (p) { p.state = "running"; drawSteps(); }
+    const now = $("now"); clear(now);
+    now.appendChild(el("span", "", "▶ step " + s.id + " "));
+    now.appendChild(el("span", "name", s.name));
+  }
+  function onStep(s) {
+    done[s.id] = s;
+    const p = plan.find((x) => x.id === s.id);
+    if (p) p.state = s.state; else plan.push(s);
+    drawSteps();
+    const now = $("now"); clear(now);
+    now.appendChild(el("span", "", (icon[s.state] || "") + " step " + s.id + " "));
+    now.appendChild(el("span", "name", s.name));
+    now.appendChild(el("span", "", " " + (s.summary || "")));
+    if (s.pod) drawPod(s.pod);
+    for (const e of s.events || []) events.push(e);
+    drawEvents();
+    addBar(s);
+  }
+
+  function drawPod(pod) {
+    $("display").textContent = pod.display || pod.phase || "—";
+    const dl = $("podfacts"); clear(dl);
+    const st = pod.status || {};
+    const facts = [["phase", pod.phase], ["ready", pod.ready], ["restarts", pod.restarts], ["IP", st.podIP]];
+    for (const c of st.conditions || []) facts.push([c.type, c.status]);
+    for (const [k, v] of facts) {
+      if (v === undefined || v === null || v === "") continue;
+      dl.appendChild(el("dt", "", k)); dl.appendChild(el("dd", "", v));
+    }
+    const ul = $("containers"); clear(ul);
+    const all = (st.initContainerStatuses || []).concat(st.containerStatuses || []);
+    for (const c of all) {
+      const li = el("li");
+      li.appendChild(el("span", "cname", c.name));
+      const s = c.state || {};
+      let what = "";
+      if (s.running) what = "running";
+      else if (s.waiting) what = "waiting: " + (s.waiting.reason || "");
+      else if (s.terminated) what = "terminated: " + (s.terminated.reason || "") + " (exit " + s.terminated.exitCode + ")";
+      li.appendChild(el("span", "", " " + what + (c.ready ? ", ready" : "") + (c.restartCount ? ", restarts " + c.restartCount : "")));
+      ul.appendChild(li);
+    }
+  }
+
+  function drawEvents() {
+    const ol = $("events"); clear(ol);
+    for (const e of events.slice(-40).reverse()) {
+      const li = el("li", e.type === "Warning" ? "Warning" : "Normal");
+      li.appendChild(el("span", "reason", e.reason));
+      li.appendChild(el("span", "", " " + (e.object ? e.object + ": " : "") + (e.message || "")));
+      ol.appendChild(li);
+    }
+  }
+
+  // The timeline: one bar per finished step, on a time axis where a gap
+  // between steps longer than FOLD_MS (a person thinking at a keypress, a
+  // back-off) is folded to FOLD_AS and marked.
+  function addBar(s) {
+    const start = Date.parse(s.started);
+    if (isNaN(start)) return;
+    const row = el("div", "row");
+    const bar = el("div", "bar " + stageClass(s.stage) + (s.state === "failed" ? " failed" : ""));
+    bar.dataset.step = s.id;
+    bar.dataset.end = String(start + (s.duration_ms || 0));
+    bar.title = s.id + " " + s.name + " " + ms(s.duration_ms);
+    row.appendChild(bar);
+    $("timeline").appendChild(row);
+    bars.push({ start: start, dur: s.duration_ms || 0, bar: bar, row: row, fold: null });
+    layout();
+  }
+  function layout() {
+    let x = 0, prevEnd = null, folded = 0;
+    const pos = [];
+    for (const b of bars) {
+      let gap = prevEnd === null ? 0 : Math.max(0, b.start - prevEnd);
+      const fold = gap > FOLD_MS;
+      if (fold) { folded += gap - FOLD_AS; gap = FOLD_AS; }
+      x += gap;
+      pos.push([x, fold]);
+      x += b.dur;
+      prevEnd = Math.max(prevEnd === null ? 0 : prevEnd, b.start + b.dur);
+    }
+    const span = Math.max(x, 1);
+    bars.forEach((b, i) => {
+      b.bar.style.left = (100 * pos[i][0] / span) + "%";
+      b.bar.style.width = (100 * b.dur / span) + "%";
+      if (pos[i][1] && !b.fold) { b.fold = el("div", "fold"); b.row.appendChild(b.fold); }
+      if (b.fold) b.fold.style.left = (100 * Math.max(0, pos[i][0] - FOLD_AS / 2) / span) + "%";
+    });
+    $("span").textContent = ms(x) + " shown" + (folded > 0 ? ", " + ms(folded) + " of idle time folded (▦)" : "");
+  }
+
+  function onStart(s) {
+    $("pod").textContent = s.pod || "";
+    const rt = s.runtime || {};
+    $("runtime").textContent = "runtime " + (rt.endpoint || "") + (rt.simulated ? " (SIMULATED)" : "") + (rt.why ? " — " + rt.why : "");
+    document.title = "podstep live: " + (s.pod || "");
+  }
+  function onSummary(s) {
+    finished = true;
+    const o = $("outcome");
+    o.textContent = (s.outcome || "") + " · exit " + s.exit_code;
+    o.className = "badge " + stateClass(s.outcome);
+    if (s.failure) {
+      const f = $("failure");
+      f.textContent = "✗ " + s.failure.stage + " / " + s.failure.step + ": " + s.failure.reason + ": " + s.failure.message;
+      f.hidden = false;
+    }
+    if (s.display) $("display").textContent = s.display;
+    $("now").textContent = "the run ended";
+  }
+
+  function onLine(e) {
+    let m;
+    try { m = JSON.parse(e.data); } catch (_) { return; }
+    switch (m.type) {
+      case "start": onStart(m); break;
+      case "plan": onPlan(m); break;
+      case "step-started": onStarted(m); break;
+      case "step": onStep(m); break;
+      case "summary": onSummary(m); break;
+    }
+  }
+
+  const conn = $("conn");
+  const es = new EventSource("/events");
+  es.addEventListener("hello", () => { reset(); conn.textContent = "live"; conn.className = "conn live"; });
+  es.addEventListener("lost", (e) => {
+    const l = $("lost"); l.hidden = false;
+    l.textContent = "This page joined late: " + JSON.parse(e.data).messages + " early messages were not kept.";
+  });
+  es.addEventListener("end", () => {
+    es.close(); conn.textContent = "ended"; conn.className = "conn";
+  });
+  es.onmessage = onLine;
+  es.onerror = () => {
+    if (es.readyState === EventSource.CLOSED || !finished) { conn.textContent = "reconnecting…"; conn.className = "conn lost"; }
+    if (finished && es.readyState !== EventSource.OPEN) { es.close(); conn.textContent = "ended"; conn.className = "conn"; }
+  };
+})();

@@ -1,0 +1,88 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/podstep/podstep/internal/cleanup"
+	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/mark"
+)
+
+// CleanupOptions are `podstep cleanup`'s settings.
+type CleanupOptions struct {
+	Endpoints
+	RootDir, LogDir string // --root-dir, --log-dir: where orphaned pod dirs are looked for
+	Grace           int64  // --grace-period
+}
+
+// Cleanup is `podstep cleanup`: with --sim, the leftovers of this user's
+// runs on the simulated runtime (cleanup.SimDirs); else the podstep pods
+// of the chosen runtime (cleanup.Run), then the pod and log dirs whose
+// runtime is gone (cleanup.Orphans: their run ended, and no runtime has
+// their pod) and the simulated runtime's leftovers. No runtime answering
+// is no error: what is on disk is still removed. Anything not removed is
+// ExitLeftBehind.
+func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
+	simDirs := cleanup.SimDirs(os.TempDir(), SimDirPrefix, SimOwnerFile)
+	if o.Sim {
+		if len(simDirs) == 0 {
+			fmt.Fprintln(w, "nothing to clean: no run on the simulated runtime left anything in "+os.TempDir())
+		}
+		return leftErr(0, 0, cleanup.WriteDirs(w, simDirs), len(simDirs))
+	}
+	endpoint, _, err := Choose(ctx, o.Named(), "", o.ProbeTimeout())
+	if err != nil {
+		return err
+	}
+	var (
+		left, pods int
+		uids       map[string]bool
+	)
+	if endpoint != "" {
+		c, err := cri.Dial(endpoint, "", cri.Options{Timeout: o.Timeout})
+		if err != nil {
+			return RuntimeErr(err)
+		}
+		defer c.Close()
+		done, err := cleanup.Run(ctx, c, o.Grace)
+		if err != nil {
+			return RuntimeErr(err)
+		}
+		pods = len(done)
+		left = cleanup.Write(w, endpoint, done)
+		if uids, err = cleanup.UIDs(ctx, c); err != nil {
+			return RuntimeErr(err)
+		}
+	}
+	present := func(h mark.Holder, uid string) bool {
+		if h.Runtime != "" && (endpoint == "" || !sameSocket(h.Runtime, endpoint)) {
+			// Another runtime: its pod is its own cleanup's, while it answers.
+			return cri.Probe(ctx, h.Runtime, o.ProbeTimeout()) == nil
+		}
+		return uids[uid]
+	}
+	dirs := append(cleanup.Orphans(o.RootDir, o.LogDir, present), simDirs...)
+	if endpoint == "" && len(dirs) == 0 {
+		fmt.Fprintf(w, "nothing to clean: no runtime answered at %s, and no pod dir under %s or %s is left by a run that ended\n", WellKnown(), o.RootDir, o.LogDir)
+	}
+	return leftErr(left, pods, cleanup.WriteDirs(w, dirs), len(dirs))
+}
+
+// leftErr is ExitLeftBehind when a pod or a dir was not removed.
+func leftErr(leftPods, pods, leftDirs, dirs int) error {
+	var parts []string
+	if leftPods > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d pods not fully removed", leftPods, pods))
+	}
+	if leftDirs > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d dirs kept", leftDirs, dirs))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %s", strings.Join(parts, ", "))}
+}

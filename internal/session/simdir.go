@@ -1,0 +1,90 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/podstep/podstep/internal/mark"
+	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/sim"
+)
+
+// SimDirPrefix names the dir of each run on the simulated runtime, in the
+// temp dir (TMPDIR): its socket, and, unless --root-dir and --log-dir say
+// otherwise, its pod dirs (root/) and pod log dirs (logs/). One per run, of
+// mode 0700: the runs of many users, and of one user at once, share nothing.
+const SimDirPrefix = "podstep-sim-"
+
+// SimOwnerFile, in a run's sim dir, records the podstep process it is
+// for (mark.Holder): `podstep cleanup --sim` removes the dirs of runs that
+// have ended (kept with --keep, or killed).
+const SimOwnerFile = "podstep-run.json"
+
+// newSimDir makes a run's sim dir and records its owner.
+func newSimDir() (string, error) {
+	dir, err := os.MkdirTemp("", SimDirPrefix)
+	if err != nil {
+		return "", fmt.Errorf("start simulated runtime: %w", err)
+	}
+	data, err := json.Marshal(mark.Self("", true))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, SimOwnerFile), append(data, '\n'), 0o600)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("start simulated runtime: %w", err)
+	}
+	return dir, nil
+}
+
+// endSimDir removes a run's sim dir at the end, unless it holds a pod kept
+// with --keep (a marked pod or log dir): that stays for `podstep cleanup --sim`.
+func endSimDir(dir string) {
+	os.Remove(filepath.Join(dir, sim.SocketName))
+	if len(SimKept(dir)) > 0 {
+		return
+	}
+	os.RemoveAll(dir)
+}
+
+// SimKept lists the marked pod and log dirs in a run's sim dir.
+func SimKept(dir string) []string {
+	var out []string
+	for _, pattern := range []string{filepath.Join(dir, "root", "pods", "*", mark.File), filepath.Join(dir, "logs", "*", mark.File)} {
+		m, _ := filepath.Glob(pattern)
+		for _, f := range m {
+			out = append(out, filepath.Dir(f))
+		}
+	}
+	return out
+}
+
+// UseRuntime settles the run's dirs once the runtime is chosen: on the
+// simulated runtime, the pod dirs and log dirs not given by --root-dir
+// and --log-dir go into the run's own sim dir. Then it checks that they
+// can be made, before any step runs: a non-root user whose HOME cannot
+// be written learns to name --root-dir, not a pod failure at stage dirs.
+func (o *Options) UseRuntime(c *Conn) error {
+	if c.Runtime.Simulated && c.Dir != "" {
+		if !o.RootDirGiven {
+			o.RootDir = filepath.Join(c.Dir, "root")
+		}
+		if !o.LogDirGiven {
+			o.LogDir = filepath.Join(c.Dir, "logs")
+		}
+	}
+	for _, d := range []struct{ flag, dir string }{{"--root-dir", o.RootDir}, {"--log-dir", o.LogDir}} {
+		if d.dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(d.dir, 0o750); err != nil {
+			return Usagef("%s %s: cannot make it (%v); name a directory you can write with %s", d.flag, d.dir, err, d.flag)
+		}
+	}
+	return nil
+}
+
+// runtimeOf is how the engine records its runtime (steps.Options).
+func runtimeOf(rt render.Runtime) (string, bool) { return rt.Endpoint, rt.Simulated }

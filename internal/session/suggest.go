@@ -1,0 +1,75 @@
+package session
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/podstep/podstep/internal/steps"
+)
+
+// FlagError is the usage error of a flag cobra could not parse: for an
+// unknown flag, with the flags of the command whose names are close, as
+// cobra suggests commands (SuggestionsMinimumDistance 2, or a prefix).
+func FlagError(err error, flags *pflag.FlagSet) error {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		return Usagef("%v", err)
+	}
+	var near []string
+	flags.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if d := distance(name, f.Name); d <= 2 || (len(name) >= 3 && strings.HasPrefix(f.Name, name)) {
+			near = append(near, "--"+f.Name)
+		}
+	})
+	if len(near) == 0 {
+		return Usagef("%v", err)
+	}
+	sort.Strings(near)
+	return Usagef("%v\n\nDid you mean this?\n\t%s", err, strings.Join(near, "\n\t"))
+}
+
+// distance is the Levenshtein distance of a and b, case-insensitive (as
+// cobra's ld).
+func distance(a, b string) int {
+	ra, rb := []rune(strings.ToLower(a)), []rune(strings.ToLower(b))
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)]
+}
+
+// BreakCompletion completes --break's value, a comma-separated list of
+// stages: the stages (teardown too) the last element could be, each after
+// the elements already given.
+func BreakCompletion(toComplete string) []string {
+	done, last := "", toComplete
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		done, last = toComplete[:i+1], toComplete[i+1:]
+	}
+	var out []string
+	for _, st := range append(steps.Stages, steps.StageTeardown) {
+		if strings.HasPrefix(string(st), last) && !strings.Contains(","+done, ","+string(st)+",") {
+			out = append(out, done+string(st))
+		}
+	}
+	return out
+}
