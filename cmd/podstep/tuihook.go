@@ -24,6 +24,7 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 	res, tuiErr := tui.Run(ctx, eng, tui.Options{
 		Runtime: c.Runtime, Breaks: o.BreakStages(), Keep: o.keep,
 		NoColor: g.noColor, In: cmd.InOrStdin(), Out: stdout,
+		Cluster: o.ClusterSource(eng),
 	})
 
 	// The TUI is gone: from here on, plain lines.

@@ -194,6 +194,17 @@ func (o *Options) ClusterView(ctx context.Context, eng *steps.Engine) (*report.C
 	return v, nil
 }
 
+// ClusterSource is ClusterView for the TUI, which reads it in the
+// background at the start, at the end of the run and on a key: nil
+// without a cluster pod (no cluster pane). The engine's pod UID and
+// redactor are safe to read while a step runs.
+func (o *Options) ClusterSource(eng *steps.Engine) func(context.Context) (*report.ClusterView, error) {
+	if o.Cluster == nil || o.Cluster.Resolved.ClusterPod == nil {
+		return nil
+	}
+	return func(ctx context.Context) (*report.ClusterView, error) { return o.ClusterView(ctx, eng) }
+}
+
 // nodeReady says whether the node's Ready condition is True: only then
 // does a kubelet answer for it.
 func nodeReady(n *corev1.Node) bool {

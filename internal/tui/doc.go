@@ -23,7 +23,8 @@
 // sub-model with its own state and a view(runView, w, h): plan (plan.go),
 // step (step.go), pod (pod.go), events and log (events.go), the run under
 // way and a Live engine's changes (live.go), the timeline (timeline.go),
-// the help screen (help.go) and the replay (replay.go, nil when live).
+// the help screen (help.go), the replay (replay.go, nil when live) and
+// the cluster's view of a --pod run (cluster.go, read in a command).
 // runView (runview.go) is what the panes read of the run, built once per
 // frame; the sub-models share a context (common: sizes, styles, key
 // maps, clock). Every key binding is in keys.go, every message type in

@@ -11,6 +11,7 @@ type keyMap struct {
 	Cancel   key.Binding
 	Tab      key.Binding
 	Timeline key.Binding
+	Cluster  key.Binding
 	Up       key.Binding
 	Down     key.Binding
 	PgUp     key.Binding
@@ -29,13 +30,15 @@ func newKeyMap() keyMap {
 		Cancel:   key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel the call")),
 		Tab:      key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "view")),
 		Timeline: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "timeline")),
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
-		PgUp:     key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll up")),
-		PgDown:   key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll down")),
-		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:     key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		ForceQ:   key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "tear down + quit")),
+		// K: k is up (vim); "K" for Kubernetes, the cluster's view.
+		Cluster: key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "cluster")),
+		Up:      key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:    key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PgUp:    key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll up")),
+		PgDown:  key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll down")),
+		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:    key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		ForceQ:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "tear down + quit")),
 	}
 }
 
@@ -60,6 +63,31 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PgUp, k.PgDown},
 		{long(k.Break, "toggle breakpoint"), long(k.Tab, "request/response/log"), long(k.Timeline, "timeline (toggle)"), k.Help, long(k.Quit, "quit (asks)"), k.ForceQ},
 	}
+}
+
+// clusterHelp is the help bar of a run whose pod is a cluster's (run
+// --pod, Options.Cluster): K as well.
+type clusterHelp struct{ k keyMap }
+
+// ShortHelp is the one-line help bar with K after t.
+func (h clusterHelp) ShortHelp() []key.Binding {
+	return append(h.k.ShortHelp(), h.k.Cluster)
+}
+
+// Keep keeps K before r, tab and b: on a --pod run it is what the user
+// came for.
+func (h clusterHelp) Keep() []key.Binding {
+	k := h.k
+	return []key.Binding{k.Help, k.Quit, k.Next, k.Continue, k.Timeline, k.Cluster, k.Retry, k.Tab, k.Break}
+}
+
+// FullHelp is the help screen with K in the last column.
+func (h clusterHelp) FullHelp() [][]key.Binding {
+	cols := h.k.FullHelp()
+	last := len(cols) - 1
+	k := key.NewBinding(key.WithKeys(h.k.Cluster.Keys()...), key.WithHelp("K", "cluster's view (again: re-read, hide)"))
+	cols[last] = append(cols[last][:2:2], append([]key.Binding{k}, cols[last][2:]...)...)
+	return cols
 }
 
 // replayKeys are the keys only a replay has.

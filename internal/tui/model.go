@@ -49,6 +49,9 @@ type model struct {
 	tl     timelineModel
 	helpS  helpModel
 	replay *replayModel
+	// clus is the cluster's view of the real pod (cluster.go; its src is
+	// nil without a cluster).
+	clus clusterModel
 
 	run *runner
 
@@ -81,6 +84,7 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 		live: newLiveModel(c, eng),
 		run:  &runner{},
 		tl:   timelineModel{common: c, top: -1}, helpS: helpModel{common: c},
+		clus: clusterModel{common: c, src: o.Cluster},
 	}
 	if rp, ok := eng.(Replayer); ok {
 		m.replay = &replayModel{common: c, rp: rp, info: o.Replay}
@@ -97,7 +101,10 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 }
 
 // Init starts listening to the engine.
-func (m *model) Init() tea.Cmd { return tea.Batch(m.waitEvent(), m.waitLoaded(), m.live.wait()) }
+// The cluster's view of the pod is read at the start (in a command).
+func (m *model) Init() tea.Cmd {
+	return tea.Batch(m.waitEvent(), m.waitLoaded(), m.live.wait(), m.clus.fetch(m.ctx))
+}
 
 // waitEvent delivers the next engine event; Update re-arms it.
 func (m *model) waitEvent() tea.Cmd {
@@ -233,6 +240,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case spinner.TickMsg:
 		cmd := m.live.tick(msg)
 		return m, cmd
+	case clusterMsg:
+		cmd := m.clus.got(m.ctx, msg)
+		return m, cmd
 	}
 	return m, nil
 }
@@ -329,6 +339,10 @@ func (m *model) runDone(msg runDoneMsg) tea.Cmd {
 		m.flash = "nothing left to run"
 	default:
 		m.flash = "error: " + msg.err.Error()
+	}
+	if m.nextID == 0 || m.failedStep() != nil {
+		// The run's end: what does the cluster say now?
+		return m.clus.fetch(m.ctx)
 	}
 	return nil
 }

@@ -1,6 +1,11 @@
 package tui
 
-import "github.com/podstep/podstep/internal/steps"
+import (
+	"time"
+
+	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/steps"
+)
 
 // engineEventMsg carries one engine event into the program.
 type engineEventMsg struct{ ev steps.Event }
@@ -17,3 +22,11 @@ type liveMsg struct{}
 
 // replayLoadedMsg says the recording is read: the status line redraws (replay.go).
 type replayLoadedMsg struct{}
+
+// clusterMsg is the cluster's view of the pod, read in the background
+// (cluster.go): the view, or why it could not be read, and when.
+type clusterMsg struct {
+	v   *report.ClusterView
+	err error
+	at  time.Time
+}

@@ -80,6 +80,9 @@ func (m *model) barKeys() barKeys {
 	if m.replay != nil {
 		return replayHelp{m.keys, m.rkeys}
 	}
+	if m.clus.src != nil {
+		return clusterHelp{m.keys}
+	}
 	return m.keys
 }
 

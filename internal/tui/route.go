@@ -112,6 +112,8 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		m.toggleBreak()
 	case key.Matches(k, m.keys.Timeline):
 		m.screen, m.tl.top = m.screen.toggle(), -1
+	case key.Matches(k, m.keys.Cluster):
+		return m.clusterKey()
 	case m.screen == screenTimeline && m.tl.scroll(k, m.timeline(), max(1, m.layout().bodyH-3)):
 	case key.Matches(k, m.keys.Tab):
 		m.pane.mode = (m.pane.mode + 1) % 3
@@ -121,6 +123,14 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		m.moveCursor(-1)
 	case key.Matches(k, m.keys.Down):
 		m.moveCursor(1)
+	case m.clus.shown && m.screen == screenPanes && key.Matches(k, m.keys.PgUp, m.keys.PgDown):
+		// The cluster pane scrolls while it is up.
+		_, h := m.layout().clusterSplit()
+		if key.Matches(k, m.keys.PgUp) {
+			m.clus.scroll = max(0, m.clus.scroll-max(1, h-2))
+		} else {
+			m.clus.scroll += max(1, h-2)
+		}
 	case key.Matches(k, m.keys.PgUp):
 		m.pane.scroll -= max(1, m.layout().stepH-2)
 		if m.pane.scroll < 0 {
@@ -192,4 +202,19 @@ func (m *model) toggleBreak() {
 	}
 	id := m.steps[r.step].ID
 	m.plan.stepBreak[id] = m.eng.ToggleBreakStep(id)
+}
+
+// clusterKey is K: show the cluster's view (read again), or hide it when
+// it is up and read; without a cluster it says so.
+func (m *model) clusterKey() tea.Cmd {
+	if m.clus.src == nil {
+		m.flash = "no cluster: K shows the cluster's view of a pod run with --pod NAMESPACE/NAME"
+		return nil
+	}
+	if m.clus.shown && m.screen == screenPanes && !m.clus.loading {
+		m.clus.shown = false
+		return nil
+	}
+	m.clus.shown, m.screen, m.clus.scroll = true, screenPanes, 0
+	return m.clus.fetch(m.ctx)
 }

@@ -155,6 +155,10 @@ func (m *stepModel) render(rv runView, s steps.Step, w int) []string {
 		}
 	}
 	for _, d := range s.Result.Details {
+		if d.Key == specVsSentKey {
+			add(m.specVsSentLines(d.Value, w)...)
+			continue
+		}
 		// One line each; long IDs and paths are cut (the JSON output has them whole).
 		add("  " + st.Dim.Render(d.Key+":") + " " + d.Value)
 	}
@@ -291,6 +295,58 @@ func (m *stepModel) msgLines(head string, msg proto.Message, w int) []string {
 	}
 	for _, l := range m.st.styleYAML(lines) {
 		out = append(out, "  "+l)
+	}
+	return out
+}
+
+// specVsSentKey is the detail `podstep proxy --kubeconfig/--manifest` puts
+// on a create step: the pod's desired spec beside the CreateContainer
+// config the kubelet sent (watch.specVsSent).
+const specVsSentKey = "spec vs sent"
+
+// specVsSentFields are the fields a "spec vs sent" detail compares, each
+// the start of one of its "; "-separated parts.
+var specVsSentFields = []string{"image:", "command:", "args:", "workingDir:", "env:", "mounts:", "ports:", "restartPolicy:", "the spec has no container"}
+
+// specVsSentLines shows the comparison whole, one difference per line,
+// wrapped: the one line a detail gets would cut all but the first.
+func (m *stepModel) specVsSentLines(v string, w int) []string {
+	out := []string{"  " + m.st.Dim.Render(specVsSentKey+":")}
+	for _, part := range splitSpecVsSent(v) {
+		for i, l := range render.Wrap(line(part), w-6) {
+			if i == 0 {
+				out = append(out, "    "+m.st.Changed.Render("≠")+" "+l)
+			} else {
+				out = append(out, "      "+l)
+			}
+		}
+	}
+	if strings.HasPrefix(v, "as the spec") {
+		out = out[:1]
+		for _, l := range render.Wrap(line(v), w-4) {
+			out = append(out, "    "+l)
+		}
+	}
+	return out
+}
+
+// splitSpecVsSent splits a "spec vs sent" detail into its differences: at
+// "; " followed by a field, so a "; " inside a command stays in it.
+func splitSpecVsSent(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, "; ") {
+		field := false
+		for _, f := range specVsSentFields {
+			if strings.HasPrefix(p, f) {
+				field = true
+				break
+			}
+		}
+		if field || len(out) == 0 {
+			out = append(out, p)
+		} else {
+			out[len(out)-1] += "; " + p
+		}
 	}
 	return out
 }

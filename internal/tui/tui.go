@@ -38,6 +38,9 @@ type Options struct {
 	// Interrupt, once closed, ends the TUI as ctrl+c does (a signal the
 	// command caught: SIGHUP too), restoring the terminal.
 	Interrupt <-chan struct{}
+	// Cluster reads what the cluster says about the real pod (run --pod):
+	// K shows it beside podstep's step. nil: no cluster, no K.
+	Cluster ClusterSource
 }
 
 // Result is how the TUI ended.

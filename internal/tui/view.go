@@ -32,6 +32,14 @@ func (m *model) layoutFor(podNeed int) layout {
 	return l
 }
 
+// clusterSplit is the step pane's and the cluster pane's heights when the
+// cluster's view is up: the cluster gets the pod's and events' rows, and
+// at least half.
+func (l layout) clusterSplit() (stepH, clusH int) {
+	clusH = max(l.podH+1+l.eventsH, (l.bodyH-2)/2)
+	return l.bodyH - 2 - clusH, clusH
+}
+
 // layout computes the layout for the pod as it is now.
 func (m *model) layout() layout {
 	l := m.layoutFor(99)
@@ -67,12 +75,22 @@ func (m *model) render() string {
 	} else {
 		plan := m.plan.view(rv, l.planW, l.bodyH)
 		right := make([]string, 0, l.bodyH)
-		right = append(right, m.pane.title(rv, l.rightW))
-		right = append(right, m.pane.view(rv, l.rightW, l.stepH)...)
-		right = append(right, m.st.rule(m.st.Title.Render("pod"), l.rightW))
-		right = append(right, m.podP.view(pod, l.rightW, l.podH)...)
-		right = append(right, m.evs.title(m.pane.mode, l.rightW))
-		right = append(right, m.evs.view(rv, m.pane.mode, l.rightW, l.eventsH)...)
+		if m.clus.shown {
+			// The cluster's view in place of the pod and events panes,
+			// under podstep's step: the two reasons on one screen.
+			stepH, clusH := l.clusterSplit()
+			right = append(right, m.pane.title(rv, l.rightW))
+			right = append(right, m.pane.view(rv, l.rightW, stepH)...)
+			right = append(right, m.clus.title(l.rightW))
+			right = append(right, m.clus.view(rv, l.rightW, clusH)...)
+		} else {
+			right = append(right, m.pane.title(rv, l.rightW))
+			right = append(right, m.pane.view(rv, l.rightW, l.stepH)...)
+			right = append(right, m.st.rule(m.st.Title.Render("pod"), l.rightW))
+			right = append(right, m.podP.view(pod, l.rightW, l.podH)...)
+			right = append(right, m.evs.title(m.pane.mode, l.rightW))
+			right = append(right, m.evs.view(rv, m.pane.mode, l.rightW, l.eventsH)...)
+		}
 		sep := m.st.Rule.Render("│")
 		for i := 0; i < l.bodyH; i++ {
 			lines = append(lines, fit(plan[i], l.planW)+sep+right[i])
