@@ -86,9 +86,10 @@ section "go vet -tags cluster ./test/cluster/"
 go vet -tags cluster ./test/cluster/
 record "go vet -tags cluster ./test/cluster/" $?
 
-# Replay runs anywhere: everything but the runtime side builds for macOS too.
+# Replay runs anywhere: everything but the runtime side builds for macOS too. -trimpath and no cgo
+# as hack/release.sh builds, so the release's darwin/amd64 build below reuses these compiles.
 section "GOOS=darwin go build ./..."
-GOOS=darwin go build ./...
+CGO_ENABLED=0 GOOS=darwin go build -trimpath ./...
 record "GOOS=darwin go build ./... (replay runs on macOS)" $?
 
 # The release build (linux and darwin, amd64 and arm64, version stamped, checksums), not published.
