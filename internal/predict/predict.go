@@ -70,9 +70,39 @@ type Quiz struct {
 	in      *bufio.Reader
 	pending *Question
 	stopped bool // q or the end of the answers: the run goes on without questions
-	// Asked counts graded questions, Right the right answers; Unknowable
-	// those whose answer was none of the choices (not counted).
+	Score
+}
+
+// Score is a quiz's tally: Asked counts graded questions, Right the right
+// answers; Unknowable those whose answer was none of the choices (not
+// counted).
+type Score struct {
 	Asked, Right, Unknowable int
+}
+
+// Add counts one verdict.
+func (sc *Score) Add(v Verdict) {
+	switch {
+	case v.Unknowable:
+		sc.Unknowable++
+	case v.Right:
+		sc.Asked++
+		sc.Right++
+	default:
+		sc.Asked++
+	}
+}
+
+// String is the score line: "predict: 3 of 4 right" ("" before any question).
+func (sc Score) String() string {
+	if sc.Asked+sc.Unknowable == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("predict: %d of %d right", sc.Right, sc.Asked)
+	if sc.Unknowable > 0 {
+		s += fmt.Sprintf(" (%d more the plan could not tell)", sc.Unknowable)
+	}
+	return s
 }
 
 // New is a Quiz reading answers from o.In.
@@ -112,7 +142,7 @@ func (q *Quiz) Ask(s steps.Step, status string) {
 		q.pending = nil
 		return
 	}
-	qu := q.question(s, status)
+	qu := NewQuestion(s, status, q.o.Scenario)
 	q.pending = qu
 	fmt.Fprintf(q.o.Out, "\n? step %d %s (%s): %s\n", s.ID, s.Name, s.Stage, qu.Prompt)
 	for i, c := range qu.Choices {
@@ -151,52 +181,85 @@ func (q *Quiz) Observe(ev steps.Event) {
 		return
 	}
 	q.pending = nil
-	got := answer(qu.Asks, ev)
-	w := q.o.Out
+	v := Grade(qu, ev, q.o.Scenario)
+	q.Add(v)
+	for _, l := range v.Lines() {
+		fmt.Fprintf(q.o.Out, "  %s\n", l)
+	}
+}
+
+// Verdict is a graded question: what the step did and whether the answer
+// said it, with the step's explanation and, at the step a scenario is
+// about, its lesson.
+type Verdict struct {
+	Got        string // what it turned out to be
+	You        string // the answer given ("no answer": none)
+	Right      bool
+	Unknowable bool // Got was none of the choices
+	Explain    string
+	Mirrors    string
+	// Lesson is the scenario's lesson, when the step failed as the
+	// scenario expects: its name, what goes wrong, the kubelet function
+	// that decides it, the fix.
+	Lesson *Lesson
+}
+
+// Lesson is a scenario's lesson as a verdict says it.
+type Lesson struct {
+	Scenario, Wrong, Kubelet, Fix string
+}
+
+// Grade grades qu on its step's StepDone event ev; sc is the scenario the
+// pod is, or nil.
+func Grade(qu *Question, ev steps.Event, sc *scenario.Scenario) Verdict {
+	v := Verdict{Got: answer(qu.Asks, ev), You: "no answer", Explain: ev.Step.Explain, Mirrors: ev.Step.Mirrors}
 	idx := -1
 	for i, c := range qu.Choices {
-		if c == got {
+		if c == v.Got {
 			idx = i
 		}
 	}
-	switch {
-	case idx < 0:
-		q.Unknowable++
-		fmt.Fprintf(w, "  ~ none of the choices: it was %s (the plan could not tell)\n", got)
-	case qu.Picked == idx:
-		q.Asked++
-		q.Right++
-		fmt.Fprintf(w, "  ✓ right: %s\n", got)
-	default:
-		q.Asked++
-		you := "no answer"
-		if qu.Picked >= 0 {
-			you = qu.Choices[qu.Picked]
-		}
-		fmt.Fprintf(w, "  ✗ wrong: it was %s (you said %s)\n", got, you)
+	if qu.Picked >= 0 && qu.Picked < len(qu.Choices) {
+		v.You = qu.Choices[qu.Picked]
 	}
-	if ev.Step.Explain != "" {
-		fmt.Fprintf(w, "  why: %s\n", ev.Step.Explain)
-	}
-	if ev.Step.Mirrors != "" {
-		fmt.Fprintf(w, "  kubelet: %s\n", ev.Step.Mirrors)
-	}
-	if sc := q.o.Scenario; sc != nil && sc.Expect.Step == ev.Step.Name && ev.Step.State == steps.Failed && ev.Step.Result.Reason == sc.Expect.Reason {
+	v.Unknowable = idx < 0
+	v.Right = idx >= 0 && qu.Picked == idx
+	if sc != nil && sc.Expect.Step == ev.Step.Name && ev.Step.State == steps.Failed && ev.Step.Result.Reason == sc.Expect.Reason {
 		l := sc.Lesson
-		fmt.Fprintf(w, "  lesson (%s): %s\n  decided by %s\n  fix: %s\n", sc.Name, l.Wrong, l.Kubelet, l.Fix)
+		v.Lesson = &Lesson{Scenario: sc.Name, Wrong: l.Wrong, Kubelet: l.Kubelet.String(), Fix: l.Fix}
 	}
+	return v
+}
+
+// Lines is the verdict as --auto prints it, one line each, unindented:
+// right or wrong, why, the kubelet function, the lesson.
+func (v Verdict) Lines() []string {
+	var out []string
+	switch {
+	case v.Unknowable:
+		out = append(out, fmt.Sprintf("~ none of the choices: it was %s (the plan could not tell)", v.Got))
+	case v.Right:
+		out = append(out, fmt.Sprintf("✓ right: %s", v.Got))
+	default:
+		out = append(out, fmt.Sprintf("✗ wrong: it was %s (you said %s)", v.Got, v.You))
+	}
+	if v.Explain != "" {
+		out = append(out, "why: "+v.Explain)
+	}
+	if v.Mirrors != "" {
+		out = append(out, "kubelet: "+v.Mirrors)
+	}
+	if l := v.Lesson; l != nil {
+		out = append(out, fmt.Sprintf("lesson (%s): %s", l.Scenario, l.Wrong), "decided by "+l.Kubelet, "fix: "+l.Fix)
+	}
+	return out
 }
 
 // WriteScore prints the score.
 func (q *Quiz) WriteScore() {
-	if q.Asked+q.Unknowable == 0 {
-		return
+	if line := q.Score.String(); line != "" {
+		fmt.Fprintf(q.o.Out, "\n%s\n", line)
 	}
-	fmt.Fprintf(q.o.Out, "\npredict: %d of %d right", q.Right, q.Asked)
-	if q.Unknowable > 0 {
-		fmt.Fprintf(q.o.Out, " (%d more the plan could not tell)", q.Unknowable)
-	}
-	fmt.Fprintln(q.o.Out)
 }
 
 // answer is what a question asked turned out to be, after the step.

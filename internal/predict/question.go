@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/scenario"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -39,14 +40,14 @@ var callPool = []string{"RunPodSandbox", "ImageStatus", "PullImage", "CreateCont
 // statusPool are STATUS values to draw distractors from.
 var statusPool = []string{"Pending", "ContainerCreating", "Running", "Error", "CrashLoopBackOff", "Completed", "PodInitializing"}
 
-// question builds the question about s: the choices the plan points to
-// first (its first request, the scenario's outcome, STATUS now), then
-// distractors, four at most, in an order fixed by the step (so a replay
-// asks the same question).
-func (q *Quiz) question(s steps.Step, status string) *Question {
+// NewQuestion builds the question about s, the step about to run (status
+// is the pod's STATUS now; sc the scenario the pod is, or nil): the
+// choices the plan points to first (its first request, the scenario's
+// outcome, STATUS now), then distractors, four at most, in an order fixed
+// by the step (so a replay asks the same question).
+func NewQuestion(s steps.Step, status string, sc *scenario.Scenario) *Question {
 	qu := &Question{Step: s, Asks: asks(s.Kind), Picked: -1}
 	var first, pool []string
-	sc := q.o.Scenario
 	switch qu.Asks {
 	case AskCall:
 		qu.Prompt = "which CRI call does it send first?"
