@@ -67,7 +67,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
 	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text (each step, what it changed in the pod, its kubelet events), short (one line per step) or json")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "one line per step, without what it changed or its events: -o short")
-	f.BoolVar(&o.predict, "predict", false, "before each step, ask what comes next (multiple choice, answers from stdin), then say right or wrong and why; a score at the end (implies --auto)")
+	f.BoolVar(&o.predict, "predict", false, "before each step, ask what comes next (multiple choice, answers from stdin), then say right or wrong and why; a score at the end (in the TUI on a terminal, else as --auto)")
 	f.StringVar(&o.record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
 	o.trace.AddFlags(f)
 	o.serve.AddFlags(f)
@@ -89,7 +89,8 @@ func (o *runOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 		if o.output == report.JSON || o.File == "-" {
 			return session.Usagef("--predict reads answers from stdin and asks on stdout: it goes with -o text or short and a manifest that is not stdin")
 		}
-		o.auto = true
+		// On a terminal the TUI asks (its predict mode); elsewhere --auto does.
+		o.auto = o.auto || !isTerminal(cmd.OutOrStdout())
 	}
 	if o.quiet {
 		if o.output == report.JSON {

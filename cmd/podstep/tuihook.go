@@ -25,6 +25,7 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 		Runtime: c.Runtime, Breaks: o.BreakStages(), Keep: o.keep,
 		NoColor: g.noColor, In: cmd.InOrStdin(), Out: stdout,
 		Cluster: o.ClusterSource(eng),
+		Predict: o.predict, Scenario: scenarioOf(o.Scenario),
 	})
 
 	// The TUI is gone: from here on, plain lines.
@@ -48,6 +49,9 @@ func runInteractive(ctx context.Context, cmd *cobra.Command, g *globalOptions, o
 		sig.Interrupt()
 	}
 	code, msg := o.End(ctx, eng, &sum, teardown, res.Interrupted, printer, rec, stderr)
+	if score := res.Score.String(); score != "" {
+		fmt.Fprintln(stdout, score)
+	}
 	if msg != "" {
 		fmt.Fprintln(stderr, msg)
 	}

@@ -19,6 +19,11 @@ type keyMap struct {
 	Help     key.Binding
 	Quit     key.Binding
 	ForceQ   key.Binding
+	// Answer and Skip are predict mode's (predict.go): while a question
+	// waits they come before every other key but ctrl+c (b and c are
+	// answers then).
+	Answer key.Binding
+	Skip   key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -39,6 +44,8 @@ func newKeyMap() keyMap {
 		Help:    key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:    key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 		ForceQ:  key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "tear down + quit")),
+		Answer:  key.NewBinding(key.WithKeys("1", "2", "3", "4", "a", "b", "c", "d"), key.WithHelp("1-4/a-d", "answer")),
+		Skip:    key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip")),
 	}
 }
 
@@ -87,6 +94,36 @@ func (h clusterHelp) FullHelp() [][]key.Binding {
 	last := len(cols) - 1
 	k := key.NewBinding(key.WithKeys(h.k.Cluster.Keys()...), key.WithHelp("K", "cluster's view (again: re-read, hide)"))
 	cols[last] = append(cols[last][:2:2], append([]key.Binding{k}, cols[last][2:]...)...)
+	return cols
+}
+
+// predictHelp is the help bar in predict mode: the answer keys and s
+// first, no c (off: every step asks first).
+type predictHelp struct{ k keyMap }
+
+// ShortHelp is the one-line help bar of predict mode.
+func (h predictHelp) ShortHelp() []key.Binding {
+	k := h.k
+	return []key.Binding{k.Answer, k.Skip, k.Next, k.Retry, k.Break, k.Tab, k.Help, k.Quit, k.Timeline}
+}
+
+// Keep keeps the answer keys and space right after ? and q.
+func (h predictHelp) Keep() []key.Binding {
+	k := h.k
+	return []key.Binding{k.Help, k.Quit, k.Answer, k.Next, k.Skip, k.Timeline, k.Retry, k.Tab, k.Break}
+}
+
+// FullHelp is the help screen with predict mode's keys in the first column.
+func (h predictHelp) FullHelp() [][]key.Binding {
+	cols := h.k.FullHelp()
+	k := h.k
+	cols[0] = []key.Binding{
+		key.NewBinding(key.WithKeys(k.Answer.Keys()...), key.WithHelp("1-4/a-d", "answer the question")),
+		key.NewBinding(key.WithKeys(k.Skip.Keys()...), key.WithHelp("s", "skip the question")),
+		key.NewBinding(key.WithKeys(k.Next.Keys()...), key.WithHelp("space/n", "run the step (after an answer)")),
+		key.NewBinding(key.WithKeys(k.Retry.Keys()...), key.WithHelp("r", "retry failed step")),
+		key.NewBinding(key.WithKeys(k.Cancel.Keys()...), key.WithHelp("esc", "cancel the call")),
+	}
 	return cols
 }
 

@@ -52,6 +52,8 @@ type model struct {
 	// clus is the cluster's view of the real pod (cluster.go; its src is
 	// nil without a cluster).
 	clus clusterModel
+	// pred is predict mode (predict.go; off unless Options.Predict).
+	pred predictModel
 
 	run *runner
 
@@ -85,9 +87,11 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 		run:  &runner{},
 		tl:   timelineModel{common: c, top: -1}, helpS: helpModel{common: c},
 		clus: clusterModel{common: c, src: o.Cluster},
+		pred: predictModel{common: c, on: o.Predict, sc: o.Scenario},
 	}
 	if rp, ok := eng.(Replayer); ok {
 		m.replay = &replayModel{common: c, rp: rp, info: o.Replay}
+		m.pred.on = false // a replay's TUI does not ask (replay --predict is --auto)
 	}
 	for _, s := range o.Breaks {
 		if !m.plan.stageBreak[s] {
@@ -121,9 +125,11 @@ func (m *model) refresh() {
 	m.steps = cleanSteps(m.eng.Steps())
 	m.pod = m.eng.PodState()
 	m.nextID = 0
-	if s, ok := m.eng.NextStep(); ok {
+	s, ok := m.eng.NextStep()
+	if ok {
 		m.nextID = s.ID
 	}
+	m.pred.ask(s, ok && m.failedStep() == nil, m.pod.Display)
 	m.ver++
 	m.plan.buildRows(m.steps)
 	if id > 0 {
@@ -283,6 +289,7 @@ func (m *model) event(ev steps.Event) {
 		}
 		m.lastID = ev.Step.ID
 		m.live.running.id = 0
+		m.pred.observe(ev)
 	}
 }
 

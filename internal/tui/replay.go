@@ -83,6 +83,9 @@ func (m *model) barKeys() barKeys {
 	if m.clus.src != nil {
 		return clusterHelp{m.keys}
 	}
+	if m.pred.on {
+		return predictHelp{m.keys}
+	}
 	return m.keys
 }
 

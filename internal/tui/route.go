@@ -32,6 +32,9 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	m.flash = ""
+	if !m.live.running.busy && m.pred.key(k) {
+		return nil
+	}
 	if m.replay != nil {
 		if cmd, ok := m.replayKey(k); ok {
 			return cmd
@@ -90,8 +93,16 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 			m.flash = why
 			return nil
 		}
+		if m.pred.open() {
+			m.flash = flashAnswerFirst
+			return nil
+		}
 		return m.start("next")
 	case key.Matches(k, m.keys.Continue):
+		if m.pred.on {
+			m.flash = flashNoContinue
+			return nil
+		}
 		if why := m.cannotRun(); why != "" {
 			m.flash = why
 			return nil
@@ -107,6 +118,7 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.refresh()
+		m.pred.drop() // a retry runs without a question
 		return m.start("retry")
 	case key.Matches(k, m.keys.Break):
 		m.toggleBreak()

@@ -13,8 +13,10 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/predict"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/safe"
+	"github.com/podstep/podstep/internal/scenario"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -41,6 +43,11 @@ type Options struct {
 	// Cluster reads what the cluster says about the real pod (run --pod):
 	// K shows it beside podstep's step. nil: no cluster, no K.
 	Cluster ClusterSource
+	// Predict is predict mode (run --predict): a question before each step
+	// (predict.go); Scenario, when the pod is a built-in scenario, adds
+	// its outcome to the choices and its lesson to the verdict.
+	Predict  bool
+	Scenario *scenario.Scenario
 }
 
 // Result is how the TUI ended.
@@ -52,6 +59,8 @@ type Result struct {
 	Interrupted bool
 	// Pod is the pod's state when the TUI ended.
 	Pod podstate.Snapshot
+	// Score is predict mode's score (zero without --predict).
+	Score predict.Score
 }
 
 // Run runs the TUI on eng until the user quits. It returns once no engine
@@ -95,6 +104,7 @@ func Run(ctx context.Context, eng Engine, o Options) (Result, error) {
 	m.close()
 	res := m.result
 	res.Pod = eng.PodState()
+	res.Score = m.pred.score
 	if !m.decided || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) || ctx.Err() != nil {
 		// A signal, or the context ended: tear down, as --auto does.
 		res.Teardown, res.Interrupted = true, true

@@ -84,8 +84,7 @@ func (m *model) render() string {
 			right = append(right, m.clus.title(l.rightW))
 			right = append(right, m.clus.view(rv, l.rightW, clusH)...)
 		} else {
-			right = append(right, m.pane.title(rv, l.rightW))
-			right = append(right, m.pane.view(rv, l.rightW, l.stepH)...)
+			right = append(right, m.stepAndPredict(rv, l)...)
 			right = append(right, m.st.rule(m.st.Title.Render("pod"), l.rightW))
 			right = append(right, m.podP.view(pod, l.rightW, l.podH)...)
 			right = append(right, m.evs.title(m.pane.mode, l.rightW))
@@ -99,6 +98,29 @@ func (m *model) render() string {
 	lines = append(lines, fit(m.statusView(l.w), l.w))
 	lines = append(lines, footer(m.help, m.barKeys(), l.w))
 	return strings.Join(lines, "\n")
+}
+
+// stepAndPredict is the step pane's rows (its title and l.stepH lines),
+// shared with predict mode's pane: an open question takes them all (the
+// step's requests would give its answer away); a verdict takes up to half
+// under the step.
+func (m *model) stepAndPredict(rv runView, l layout) []string {
+	if !m.pred.shows() {
+		return append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH)...)
+	}
+	if m.pred.open() {
+		return append([]string{m.pred.title(l.rightW)}, m.pred.view(l.rightW, l.stepH)...)
+	}
+	// Between steps the verdict gets half the rows; at the end (no
+	// question) all but a few of the step's.
+	room := l.stepH / 2
+	if m.pred.q == nil {
+		room = l.stepH - 4
+	}
+	n := min(m.pred.need(l.rightW), max(1, room))
+	out := append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH-n-1)...)
+	out = append(out, m.pred.title(l.rightW))
+	return append(out, m.pred.view(l.rightW, n)...)
 }
 
 // headerView names the pod and the runtime; a simulated runtime is said loudly.
@@ -131,7 +153,11 @@ func (m *model) statusView(w int) string {
 		if m.opts.Keep {
 			q = "tear the pod down? [y/N]"
 		}
-		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `podstep cleanup`; esc: back)")
+		cleanup := "podstep cleanup"
+		if m.opts.Runtime.Simulated {
+			cleanup = "podstep cleanup --sim"
+		}
+		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `"+cleanup+"`; esc: back)")
 	case m.ui == uiQuitting:
 		return st.Running.Render(m.live.spin.View()) + " cancelling the running call, then quitting…"
 	case m.live.running.busy:
@@ -140,10 +166,23 @@ func (m *model) statusView(w int) string {
 		return st.Warning.Render(line(m.flash))
 	}
 	if f := m.failedStep(); f != nil {
-		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits")
+		score := ""
+		if sc := m.pred.score.String(); sc != "" {
+			score = " · " + sc
+		}
+		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(score+" · r retries, q quits")
 	}
 	if s, ok := m.stepByID(m.nextID); ok {
+		if m.pred.open() {
+			return st.Prompt.Render("? step "+fmt.Sprint(s.ID)+" "+s.Name+": ") + st.Dim.Render("answer 1-4 or a-d (s skips), then space runs it")
+		}
+		if m.pred.on {
+			return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it")
+		}
 		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues")
+	}
+	if sc := m.pred.score.String(); sc != "" {
+		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits")
 	}
 	return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits")
 }
