@@ -257,7 +257,7 @@ func (v Verdict) Lines() []string {
 
 // WriteScore prints the score.
 func (q *Quiz) WriteScore() {
-	if line := q.Score.String(); line != "" {
+	if line := q.String(); line != "" {
 		fmt.Fprintf(q.o.Out, "\n%s\n", line)
 	}
 }

@@ -24,7 +24,10 @@
 // step (step.go), pod (pod.go), events and log (events.go), the run under
 // way and a Live engine's changes (live.go), the timeline (timeline.go),
 // the help screen (help.go), the replay (replay.go, nil when live) and
-// the cluster's view of a --pod run (cluster.go, read in a command).
+// the cluster's view of a --pod run (cluster.go, read in a command) and
+// predict mode (predict.go: a question before each step, built and graded
+// by internal/predict; an open question takes the step pane's rows and
+// comes before every key but ctrl+c).
 // runView (runview.go) is what the panes read of the run, built once per
 // frame; the sub-models share a context (common: sizes, styles, key
 // maps, clock). Every key binding is in keys.go, every message type in
