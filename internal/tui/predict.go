@@ -154,20 +154,46 @@ func (p *predictModel) verdictLines(w int) []string {
 	return out
 }
 
-// questionLines is the question, its choices and what to press.
-func (p *predictModel) questionLines(w int) []string {
+// questionLines is the question, its choices and what to press; compact
+// puts the choices two a line where they fit and leaves the keys to the
+// status line (for a short pane, so that the verdict above keeps rows).
+func (p *predictModel) questionLines(w int, compact bool) []string {
 	q := p.q
 	if q == nil {
 		return nil
 	}
 	out := wrap("? "+q.Prompt, w)
+	cells := make([]string, len(q.Choices))
+	widest := 0
 	for i, c := range q.Choices {
 		mark := "  "
-		st := p.st.Bold
 		if i == q.Picked {
-			mark, st = "▸ ", p.st.Prompt
+			mark = "▸ "
 		}
-		out = append(out, st.Render(fit(fmt.Sprintf("%s%d/%c) %s", mark, i+1, 'a'+i, line(c)), w)))
+		cells[i] = fmt.Sprintf("%s%d/%c) %s", mark, i+1, 'a'+i, line(c))
+		widest = max(widest, len([]rune(cells[i])))
+	}
+	style := func(i int) string {
+		if i == q.Picked {
+			return p.st.Prompt.Render(cells[i])
+		}
+		return p.st.Bold.Render(cells[i])
+	}
+	if compact && 2*widest+2 <= w {
+		for i := 0; i < len(cells); i += 2 {
+			l := fit(style(i), widest+2)
+			if i+1 < len(cells) {
+				l += style(i + 1)
+			}
+			out = append(out, fit(l, w))
+		}
+	} else {
+		for i := range cells {
+			out = append(out, fit(style(i), w))
+		}
+	}
+	if compact {
+		return out
 	}
 	switch {
 	case p.skipped:
@@ -184,13 +210,19 @@ func (p *predictModel) questionLines(w int) []string {
 // the question (which keeps its lines: the verdict is cut first), or the
 // verdict and the score at the end.
 func (p *predictModel) view(w, h int) []string {
-	q := p.questionLines(w - 1)
+	q := p.questionLines(w-1, false)
 	v := p.verdictLines(w - 1)
+	if len(q)+len(v) > h {
+		q = p.questionLines(w-1, true)
+	}
 	if p.q == nil && p.score.Asked+p.score.Unknowable > 0 {
 		v = append(v, p.st.Bold.Render(p.score.String()))
 	}
 	if room := h - len(q); len(v) > max(0, room) {
 		v = v[:max(0, room)]
+		if len(v) > 0 {
+			v[len(v)-1] += p.st.Dim.Render(" …") // cut: a taller terminal shows it all
+		}
 	}
 	lines, _ := window(append(v, q...), 0, h)
 	for i, l := range lines {
@@ -201,7 +233,7 @@ func (p *predictModel) view(w, h int) []string {
 
 // need is how many lines the pane wants at width w.
 func (p *predictModel) need(w int) int {
-	n := len(p.questionLines(w-1)) + len(p.verdictLines(w-1))
+	n := len(p.questionLines(w-1, false)) + len(p.verdictLines(w-1))
 	if p.q == nil {
 		n++
 	}
