@@ -83,7 +83,8 @@ func (m *model) barKeys() barKeys {
 	if m.clus.src != nil {
 		return clusterHelp{m.keys}
 	}
-	if m.pred.on {
+	if m.pred.on && m.pred.q != nil {
+		// A question about the next step: its keys first.
 		return predictHelp{m.keys}
 	}
 	return m.keys

@@ -115,7 +115,7 @@ func (m *model) stepAndPredict(rv runView, l layout) []string {
 	// question) all but a few of the step's.
 	room := l.stepH / 2
 	if m.pred.q == nil {
-		room = l.stepH - 4
+		room = l.stepH - 3
 	}
 	n := min(m.pred.need(l.rightW), max(1, room))
 	out := append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH-n-1)...)
@@ -170,7 +170,7 @@ func (m *model) statusView(w int) string {
 		if sc := m.pred.score.String(); sc != "" {
 			score = " · " + sc
 		}
-		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(score+" · r retries, q quits")
+		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits"+score)
 	}
 	if s, ok := m.stepByID(m.nextID); ok {
 		if m.pred.open() {
