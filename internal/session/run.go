@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/predict"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
@@ -93,26 +94,11 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	bundle, err := o.LoadManifest(env.Stdin)
+	bundle, rec, closeRec, err := o.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	if o.Tracing, err = OpenTracing(ctx, o.Trace, env.Version); err != nil {
-		return err
-	}
-	rec, err := OpenRecording(o.Record, o.File, env.Force)
-	if err != nil {
-		return err
-	}
-	defer rec.Close()
-	if env.Page != nil {
-		page, err := env.Page(env.Stderr)
-		if err != nil {
-			return err
-		}
-		defer page.Close()
-		rec = rec.Tee(page)
-	}
+	defer closeRec()
 	interactive := !o.Auto && env.Terminal
 	if !o.Auto && !interactive {
 		fmt.Fprintln(env.Stderr, "podstep: stdout is not a terminal: running as --auto")
@@ -157,6 +143,30 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	printer.Start(c.Runtime, PodName(eng))
 	rec.Start(ctx, c, bundle, eng, begin)
 	return o.auto(ctx, parent, eng, c, sig, quiz, printer, rec, env.Stderr)
+}
+
+// open reads the manifest, starts the trace export and opens the
+// recording, teed into the live page; closeRec closes the page then the
+// recording.
+func (o *RunFlags) open(ctx context.Context, env RunEnv) (bundle *manifest.Bundle, rec *Recording, closeRec func(), err error) {
+	if bundle, err = o.LoadManifest(env.Stdin); err != nil {
+		return nil, nil, nil, err
+	}
+	if o.Tracing, err = OpenTracing(ctx, o.Trace, env.Version); err != nil {
+		return nil, nil, nil, err
+	}
+	if rec, err = OpenRecording(o.Record, o.File, env.Force); err != nil {
+		return nil, nil, nil, err
+	}
+	if env.Page == nil {
+		return bundle, rec, rec.Close, nil
+	}
+	page, err := env.Page(env.Stderr)
+	if err != nil {
+		rec.Close()
+		return nil, nil, nil, err
+	}
+	return bundle, rec.Tee(page), func() { page.Close(); rec.Close() }, nil
 }
 
 // scenarioOf is the scenario named name, nil for "" (or a name that is not
