@@ -72,12 +72,3 @@ func scenarioFlag(cmd *cobra.Command) *cobra.Command {
 	_ = cmd.RegisterFlagCompletionFunc("scenario", completeScenario)
 	return cmd
 }
-
-// scenarioOf is the scenario named name, nil for "" (or a name that is not
-// one: --scenario checked it already).
-func scenarioOf(name string) *scenario.Scenario {
-	if s, err := scenario.Get(name); err == nil {
-		return &s
-	}
-	return nil
-}
