@@ -214,7 +214,7 @@ func TestSidecarsStopLast(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close() }()
-	b := load(t, repoFile("testdata/scenarios/sidecar-init.yaml"))
+	b := load(t, repoFile("internal/scenario/data/sidecar-init.yaml"))
 	always := corev1.ContainerRestartPolicyAlways
 	second := *b.Pod.Spec.InitContainers[0].DeepCopy()
 	second.Name, second.RestartPolicy = "logs", &always
@@ -268,7 +268,7 @@ func TestExitedContainersNotStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Close() }()
-	e := runAll(t, load(t, repoFile("testdata/scenarios/completed.yaml")), c, testOptions(t))
+	e := runAll(t, load(t, repoFile("internal/scenario/data/completed.yaml")), c, testOptions(t))
 	if err := e.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
