@@ -30,6 +30,8 @@ func TestOutcome(t *testing.T) {
 	gone := steps.Step{Stage: steps.StageContainers, Name: "start/app", State: steps.Failed,
 		Result: steps.Result{Reason: reason.RuntimeUnavailable, Message: "gone"},
 		Calls:  []cri.Call{{Method: "StartContainer", Err: status.Error(codes.Unavailable, "connection refused")}}}
+	cut := steps.Step{Stage: steps.StageSandbox, Name: "runtime-status", State: steps.Failed,
+		Result: steps.Result{Reason: reason.RuntimeUnavailable, Message: "canceled", Err: status.Error(codes.Canceled, "context canceled")}}
 	left := steps.LeftBehind{Sandbox: "abc"}
 	for _, tc := range []struct {
 		name    string
@@ -49,6 +51,8 @@ func TestOutcome(t *testing.T) {
 		{"left behind", Result{Steps: []steps.Step{failedStop}, Finished: true, Left: left}, "", ExitLeftBehind, "failed", "stop-containers", "teardown did not finish (stop-containers: deadline exceeded)"},
 		{"left behind after a failure keeps the failure", Result{Steps: []steps.Step{failedPull, failedStop}, Failed: &failedPull, Left: left}, "", ExitLeftBehind, "failed", "pull/app", "left: "},
 		{"interrupted and left behind", Result{Interrupted: true, Left: left}, "", ExitLeftBehind, "interrupted", "", "interrupted: teardown did not finish (not finished)"},
+		{"a step cut short by the run's own cancellation (stdout gone)", Result{Steps: []steps.Step{cut}, Failed: &cut}, "", ExitOK, "stopped", "", ""},
+		{"a step cut short by an interrupt", Result{Steps: []steps.Step{cut}, Failed: &cut, Interrupted: true}, "", ExitInterrupted, "interrupted", "", "interrupted: torn down"},
 		{"runtime gone", Result{Steps: []steps.Step{gone}, Failed: &gone}, "", ExitRuntime, "failed", "start/app", "the runtime went away during start/app"},
 		{"runtime gone beats left behind", Result{Steps: []steps.Step{gone, failedStop}, Failed: &gone, Left: left, Interrupted: true}, "", ExitRuntime, "failed", "start/app", "once the runtime is back"},
 	} {

@@ -2,11 +2,14 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/cri"
@@ -103,6 +106,11 @@ func Outcome(r Result, sum *report.Summary) (int, string) {
 	code := ExitOK
 	sum.Outcome = "running"
 	switch {
+	case r.Failed != nil && cancelled(r.Failed.Result.Err):
+		// The step was cut short by podstep's own cancellation (a signal, a
+		// reader of stdout that went away): the run stopped, the pod did
+		// not fail, and the runtime is not gone.
+		sum.Outcome = "stopped"
 	case r.Failed != nil:
 		f := r.Failed
 		code = ExitPodFailed
@@ -184,6 +192,12 @@ func runtimeGone(all []steps.Step) (*report.Failure, bool) {
 		}
 	}
 	return nil, false
+}
+
+// cancelled reports whether err is a call cut short by the run's own
+// context (gRPC's Canceled, or the context's error itself).
+func cancelled(err error) bool {
+	return err != nil && (errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled)
 }
 
 // firstWord is the step name of the first "name: message", or "".
