@@ -44,7 +44,7 @@ func TestReplayTUIOnContainerd(t *testing.T) {
 	for range 3 {
 		tui.key("Space")
 	}
-	at(3, "step 3/", "next: 4 ")
+	at(3, "─ step 3 ─", "next: 4 ")
 	tui.key("p")
 	tui.key("Left")
 	at(1, "next: 2 ")
