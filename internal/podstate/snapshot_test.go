@@ -32,6 +32,16 @@ type step struct {
 	want want
 }
 
+// appExited is a step's do: the sandbox is ready, and container app ran
+// from 1 s to 2 s and exited with code (reason as the runtime gives it).
+func appExited(code int32, reason string) func(*Tracker) {
+	return func(tr *Tracker) {
+		tr.SandboxReady(nil)
+		tr.Running("app", at(1))
+		tr.Terminated("app", code, reason, "", at(1), at(2))
+	}
+}
+
 const (
 	notReadyApp   = "False ContainersNotReady: containers with unready status: [app]"
 	initComplete  = "True"
@@ -217,11 +227,8 @@ func TestSnapshotSequences(t *testing.T) {
 			name: "crash loop under restartPolicy Always",
 			pod:  newPod(always, nil, ctr("app")),
 			steps: []step{
-				{"exited 1", func(tr *Tracker) {
-					tr.SandboxReady(nil)
-					tr.Running("app", at(1))
-					tr.Terminated("app", 1, "Error", "", at(1), at(2))
-				}, want{"Error", "0/1", 0, corev1.PodRunning, kubeletConds("True", "True", notReadyApp)}},
+				{"exited 1", appExited(1, "Error"),
+					want{"Error", "0/1", 0, corev1.PodRunning, kubeletConds("True", "True", notReadyApp)}},
 				{"restarted at once", func(tr *Tracker) {
 					tr.Waiting("app", "ContainerCreating", "")
 					tr.RestartCount("app", 1)
@@ -237,11 +244,8 @@ func TestSnapshotSequences(t *testing.T) {
 			name: "restartPolicy Never, exit 0: Completed, Succeeded",
 			pod:  newPod(never, nil, ctr("app")),
 			steps: []step{
-				{"completed", func(tr *Tracker) {
-					tr.SandboxReady(nil)
-					tr.Running("app", at(1))
-					tr.Terminated("app", 0, "Completed", "", at(1), at(2))
-				}, want{"Completed", "0/1", 0, corev1.PodSucceeded, kubeletConds("True", "True PodCompleted", podCompleted)}},
+				{"completed", appExited(0, "Completed"),
+					want{"Completed", "0/1", 0, corev1.PodSucceeded, kubeletConds("True", "True PodCompleted", podCompleted)}},
 				{"sandbox stopped", func(tr *Tracker) { tr.SandboxGone() },
 					want{"Completed", "0/1", 0, corev1.PodSucceeded, kubeletConds("False", "True PodCompleted", podCompleted)}},
 			},
@@ -250,33 +254,24 @@ func TestSnapshotSequences(t *testing.T) {
 			name: "restartPolicy Never, exit 1: Error, Failed",
 			pod:  newPod(never, nil, ctr("app")),
 			steps: []step{
-				{"failed", func(tr *Tracker) {
-					tr.SandboxReady(nil)
-					tr.Running("app", at(1))
-					tr.Terminated("app", 1, "Error", "", at(1), at(2))
-				}, want{"Error", "0/1", 0, corev1.PodFailed, kubeletConds("True", "True", podFailedCond)}},
+				{"failed", appExited(1, "Error"),
+					want{"Error", "0/1", 0, corev1.PodFailed, kubeletConds("True", "True", podFailedCond)}},
 			},
 		},
 		{
 			name: "restartPolicy OnFailure, exit 0: Succeeded",
 			pod:  newPod(onFailure, nil, ctr("app")),
 			steps: []step{
-				{"completed", func(tr *Tracker) {
-					tr.SandboxReady(nil)
-					tr.Running("app", at(1))
-					tr.Terminated("app", 0, "Completed", "", at(1), at(2))
-				}, want{"Completed", "0/1", 0, corev1.PodSucceeded, kubeletConds("True", "True PodCompleted", podCompleted)}},
+				{"completed", appExited(0, "Completed"),
+					want{"Completed", "0/1", 0, corev1.PodSucceeded, kubeletConds("True", "True PodCompleted", podCompleted)}},
 			},
 		},
 		{
 			name: "restartPolicy OnFailure, exit 3 without a reason: restarting, Running",
 			pod:  newPod(onFailure, nil, ctr("app")),
 			steps: []step{
-				{"exited", func(tr *Tracker) {
-					tr.SandboxReady(nil)
-					tr.Running("app", at(1))
-					tr.Terminated("app", 3, "", "", at(1), at(2))
-				}, want{"ExitCode:3", "0/1", 0, corev1.PodRunning, kubeletConds("True", "True", notReadyApp)}},
+				{"exited", appExited(3, ""),
+					want{"ExitCode:3", "0/1", 0, corev1.PodRunning, kubeletConds("True", "True", notReadyApp)}},
 			},
 		},
 		{

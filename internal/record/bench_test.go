@@ -1,7 +1,6 @@
 package record
 
 import (
-	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,14 +34,7 @@ func capture(b *testing.B) ([]steps.Event, *steps.Engine) {
 		Simulated:    true,
 	})
 	eng.Subscribe(func(ev steps.Event) { evs = append(evs, ev) })
-	for !eng.Finished() {
-		if err := eng.Continue(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := eng.Teardown(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	runThrough(b, eng)
 	return evs, eng
 }
 

@@ -34,6 +34,20 @@ func recordRun(t testing.TB, file string, compress bool) (rec, out []byte, eng *
 	return buf.Bytes(), out, eng
 }
 
+// runThrough runs eng's creation to its end, then its teardown.
+func runThrough(t testing.TB, eng *steps.Engine) {
+	t.Helper()
+	ctx := context.Background()
+	for !eng.Finished() {
+		if err := eng.Continue(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := eng.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // recordWith runs file into the recorder r, whose Observe observe calls,
 // and returns the -o json output of the run and the engine.
 func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event)) ([]byte, *steps.Engine) {
@@ -68,15 +82,7 @@ func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event
 	if err := r.Start(h, eng, rt, pod); err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	for !eng.Finished() {
-		if err := eng.Continue(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := eng.Teardown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runThrough(t, eng)
 	sum := report.Summary{Pod: pod, UID: string(b.Pod.UID), Outcome: "running", Display: eng.PodState().Display}
 	printer.Finish(sum)
 	if err := r.Finish(sum); err != nil {

@@ -9,7 +9,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/node"
-	"github.com/podstep/podstep/internal/volume"
 )
 
 const nodeFactsPod = `
@@ -62,16 +61,7 @@ func TestNodeReachesConfigsAndVolumes(t *testing.T) {
 	o := testOptions(t)
 	o.Node = n
 	b := parse(t, nodeFactsPod)
-	podDir := filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
-	t.Cleanup(func() {
-		if _, err := volume.TeardownPod(podDir); err != nil {
-			t.Error(err)
-		}
-	})
-	e := runAll(t, b, newSim(t), o)
-	if f, failed := e.Failed(); failed {
-		t.Fatalf("step %s failed: %s: %s", f.Name, f.Result.Summary, f.Result.Message)
-	}
+	e, podDir := runWithVolumes(t, b, o)
 	req := lastCreateContainer(t, e)
 	var env []string
 	for _, kv := range req.Config.Envs {

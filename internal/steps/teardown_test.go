@@ -20,21 +20,31 @@ import (
 	"github.com/podstep/podstep/internal/sim"
 )
 
+// simRuntime starts a simulated runtime (init containers run 20 ms) and a
+// client for it whose calls give up after 5 s, so that a runtime the test
+// stops fails the calls sent to it instead of holding them. Both are gone
+// when the test ends; the test may stop the runtime before.
+func simRuntime(t *testing.T) (*sim.Server, *cri.Client) {
+	t.Helper()
+	srv, err := sim.StartWithOptions(t.TempDir(), sim.Options{InitRunTime: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return srv, c
+}
+
 // TestTeardownWhenRuntimeGone: the runtime goes away after the pod started.
 // Teardown cannot confirm that the containers are gone, so it keeps the pod
 // and log dirs (a running container may still use its volumes), and
 // LeftBehind lists everything for `podstep cleanup`.
 func TestTeardownWhenRuntimeGone(t *testing.T) {
-	dir := t.TempDir()
-	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
+	srv, c := simRuntime(t)
 	o := testOptions(t)
 	e := runAll(t, load(t, repoFile("testdata/pods/hello.yaml")), c, o)
 	if _, failed := e.Failed(); failed {
@@ -203,17 +213,7 @@ func TestLeftBehindWhileRunning(t *testing.T) {
 // sidecars, the last declared first, each StopContainer only once the ones
 // before it answered.
 func TestSidecarsStopLast(t *testing.T) {
-	dir := t.TempDir()
-	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
+	_, c := simRuntime(t)
 	b := load(t, repoFile("internal/scenario/data/sidecar-init.yaml"))
 	always := corev1.ContainerRestartPolicyAlways
 	second := *b.Pod.Spec.InitContainers[0].DeepCopy()
@@ -257,17 +257,7 @@ func TestSidecarsStopLast(t *testing.T) {
 // keeps the running ones): a completed job's container is left to
 // StopPodSandbox and RemoveContainer.
 func TestExitedContainersNotStopped(t *testing.T) {
-	dir := t.TempDir()
-	srv, err := sim.StartWithOptions(dir, sim.Options{InitRunTime: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	c, err := cri.Dial(srv.Endpoint(), "", cri.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
+	_, c := simRuntime(t)
 	e := runAll(t, load(t, repoFile("internal/scenario/data/completed.yaml")), c, testOptions(t))
 	if err := e.Teardown(context.Background()); err != nil {
 		t.Fatal(err)

@@ -62,17 +62,7 @@ func TestTokenVolume(t *testing.T) {
 	b.Origins = map[string]string{manifest.OriginKey(manifest.KindConfigMap, "app", "kube-root-ca.crt"): "the API server https://api (resourceVersion 8)"}
 	o := testOptions(t)
 	o.Tokens = stubTokens{token: token}
-	e := New(b, newSim(t), o)
-	t.Cleanup(func() { _ = e.Teardown(context.Background()) })
-	for i := 0; i < 3; i++ { // admit, dirs, volumes
-		if _, err := e.Next(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vol := e.Steps()[2]
-	if vol.Name != "volumes" || vol.State != Done {
-		t.Fatalf("step 3: %s %s: %v", vol.Name, vol.State, vol.Result.Err)
-	}
+	e, vol := throughVolumes(t, b, o)
 	var details []string
 	for _, d := range vol.Result.Details {
 		details = append(details, d.Key+": "+d.Value)

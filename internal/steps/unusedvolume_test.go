@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"strings"
 	"testing"
 )
@@ -25,17 +24,7 @@ spec:
   - name: scratch
     emptyDir: {}
 `)
-	e := New(b, newSim(t), testOptions(t))
-	t.Cleanup(func() { _ = e.Teardown(context.Background()) })
-	for i := 0; i < 3; i++ { // admit, dirs, volumes
-		if _, err := e.Next(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	vol := e.Steps()[2]
-	if vol.Name != "volumes" || vol.State != Done {
-		t.Fatalf("step %s: %s: %v", vol.Name, vol.State, vol.Result.Err)
-	}
+	_, vol := throughVolumes(t, b, testOptions(t))
 	var creds, scratch string
 	for _, d := range vol.Result.Details {
 		switch d.Key {

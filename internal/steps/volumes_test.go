@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/volume"
 )
@@ -62,12 +64,12 @@ spec:
     hostPath: {path: HOSTPATH, type: DirectoryOrCreate}
 `
 
-// TestVolumesOnSim runs a pod with every volume type on the simulated
-// runtime and checks the volumes on disk and the mounts CreateContainer got.
-func TestVolumesOnSim(t *testing.T) {
-	o := testOptions(t)
-	hostPath := filepath.Join(t.TempDir(), "host", "demo")
-	b := parse(t, strings.Replace(volumesPod, "HOSTPATH", hostPath, 1))
+// runWithVolumes runs b through its creation on a simulated runtime, as
+// runAll, and fails the test if a step failed. It returns the engine and
+// the pod's dir, whose volumes are torn down when the test ends (the
+// engine is not: the test looks at what it left).
+func runWithVolumes(t *testing.T, b *manifest.Bundle, o Options) (*Engine, string) {
+	t.Helper()
 	podDir := filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
 	t.Cleanup(func() {
 		if _, err := volume.TeardownPod(podDir); err != nil {
@@ -78,6 +80,35 @@ func TestVolumesOnSim(t *testing.T) {
 	if f, failed := e.Failed(); failed {
 		t.Fatalf("step %s failed: %s: %s", f.Name, f.Result.Summary, f.Result.Message)
 	}
+	return e, podDir
+}
+
+// throughVolumes runs b's admit, dirs and volumes steps on a simulated
+// runtime, fails the test unless the volumes step is done, and returns the
+// engine (torn down when the test ends) and that step.
+func throughVolumes(t *testing.T, b *manifest.Bundle, o Options) (*Engine, Step) {
+	t.Helper()
+	e := New(b, newSim(t), o)
+	t.Cleanup(func() { _ = e.Teardown(context.Background()) })
+	for i := 0; i < 3; i++ { // admit, dirs, volumes
+		if _, err := e.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vol := e.Steps()[2]
+	if vol.Name != "volumes" || vol.State != Done {
+		t.Fatalf("step 3: %s %s: %v", vol.Name, vol.State, vol.Result.Err)
+	}
+	return e, vol
+}
+
+// TestVolumesOnSim runs a pod with every volume type on the simulated
+// runtime and checks the volumes on disk and the mounts CreateContainer got.
+func TestVolumesOnSim(t *testing.T) {
+	o := testOptions(t)
+	hostPath := filepath.Join(t.TempDir(), "host", "demo")
+	b := parse(t, strings.Replace(volumesPod, "HOSTPATH", hostPath, 1))
+	e, podDir := runWithVolumes(t, b, o)
 	vols := filepath.Join(podDir, "volumes")
 	want := map[string]string{
 		"/scratch": filepath.Join(vols, "kubernetes.io~empty-dir", "scratch"),
