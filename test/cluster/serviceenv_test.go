@@ -101,7 +101,7 @@ func TestPodServiceEnv(t *testing.T) {
 			if strings.Join(podstep, "\n") != strings.Join(kubelet, "\n") {
 				t.Errorf("service env vars differ\nkubelet's:\n  %s\npodstep's:\n  %s", strings.Join(kubelet, "\n  "), strings.Join(podstep, "\n  "))
 			}
-			if hasWebDB := strings.Contains(strings.Join(podstep, "\n"), "WEB_DB_"); hasWebDB != links {
+			if hasWebDB := strings.Contains(strings.Join(podstep, "\n"), "\nWEB_DB_SERVICE_HOST="); hasWebDB != links {
 				t.Errorf("enableServiceLinks %v: WEB_DB_ vars present %v", links, hasWebDB)
 			}
 		})
