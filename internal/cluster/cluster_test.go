@@ -439,3 +439,80 @@ func TestOneKubeconfigLoader(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveServices: with Services, Resolve reads the Services whose env
+// vars the kubelet adds (getServiceEnvVarMap): the pod's namespace's (list)
+// with enableServiceLinks, and default/kubernetes (get, unless the list of
+// namespace default has it); a kubernetes Service that is not there is
+// none; a denied list is an *AccessError naming list services.
+func TestResolveServices(t *testing.T) {
+	master := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default", ResourceVersion: "3"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1"}}
+	db := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "app"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.3.4"}}
+	other := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "other"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.9.9"}}
+	for _, tt := range []struct {
+		name     string
+		ns       string
+		links    bool
+		objs     []runtime.Object
+		deny     bool
+		want     string // the bundle's Services
+		requests string // the services requests, in order
+		err      string
+	}{
+		{name: "links: the namespace's and kubernetes", ns: "app", links: true, objs: []runtime.Object{master, db, other},
+			want: "app/db,default/kubernetes", requests: "list services app,get services default/kubernetes"},
+		{name: "no links: kubernetes only", ns: "app", links: false, objs: []runtime.Object{master, db, other},
+			want: "default/kubernetes", requests: "get services default/kubernetes"},
+		{name: "namespace default with links: the list has kubernetes", ns: "default", links: true, objs: []runtime.Object{master, other},
+			want: "default/kubernetes", requests: "list services default"},
+		{name: "no kubernetes Service", ns: "app", links: false, objs: []runtime.Object{db},
+			want: "", requests: "get services default/kubernetes"},
+		{name: "list denied", ns: "app", links: true, objs: []runtime.Object{master}, deny: true,
+			err: `denied "list" on "services" in namespace "app": podstep needs list services`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := fake.NewClientset(tt.objs...)
+			if tt.deny {
+				cs.PrependReactor("list", "services", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "", errors.New("RBAC: access denied"))
+				})
+			}
+			c := NewForTest(cs, "https://api.test:6443")
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tt.ns, UID: "0123"},
+				Spec: corev1.PodSpec{EnableServiceLinks: &tt.links, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+			b := &manifest.Bundle{Pod: pod, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
+			_, err := c.Resolve(context.Background(), b, nil, ResolveOptions{NoNode: true, NoTokens: true, Services: true})
+			if tt.err != "" {
+				var ae *AccessError
+				if !errors.As(err, &ae) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want an *AccessError with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range b.Services {
+				got = append(got, s.Namespace+"/"+s.Name)
+			}
+			if strings.Join(got, ",") != tt.want || b.Services == nil {
+				t.Errorf("Services %v (nil %v), want %q (not nil: the API server was asked)", got, b.Services == nil, tt.want)
+			}
+			var reqs []string
+			for _, a := range cs.Actions() {
+				if a.GetResource().Resource != "services" {
+					continue
+				}
+				r := a.GetVerb() + " services " + a.GetNamespace()
+				if g, ok := a.(clienttesting.GetAction); ok {
+					r += "/" + g.GetName()
+				}
+				reqs = append(reqs, r)
+			}
+			if strings.Join(reqs, ",") != tt.requests {
+				t.Errorf("requests %v, want %s", reqs, tt.requests)
+			}
+		})
+	}
+}

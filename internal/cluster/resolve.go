@@ -43,6 +43,8 @@ type Fetched struct {
 	Found           bool
 	// Why names what referenced it.
 	Why string
+	// Count is how many objects a list (KindServices) returned.
+	Count int
 }
 
 // Resolved is what Resolve read for one pod.
@@ -74,6 +76,11 @@ type ResolveOptions struct {
 	NoTokens bool
 	// NoNode leaves the Node and its pods out (the caller has a node).
 	NoNode bool
+	// Services reads the Services whose env vars the kubelet adds to the
+	// pod's containers (the namespace's with enableServiceLinks, and
+	// default/kubernetes) into the bundle's Services: run --pod and plan
+	// --pod. A manifest (-f) gets none, as without an API server.
+	Services bool
 }
 
 // GetPod reads pod ns/name (ns "" is the context's namespace) and makes it
@@ -124,8 +131,9 @@ func (c *Client) origin(m metav1.ObjectMeta) string {
 
 // Resolve fetches what the kubelet would for the bundle's pod: every
 // ConfigMap and Secret it references (one GET each; the file's own objects
-// are not fetched), its service-account tokens (one TokenRequest each), and
-// the Node it runs on with the pods bound to it. clusterPod is the pod as
+// are not fetched), its service-account tokens (one TokenRequest each), with
+// o.Services the Services of its env vars (services.go), and the Node it
+// runs on with the pods bound to it. clusterPod is the pod as
 // the API server has it (GetPod), or nil for a manifest file, whose pod is
 // then looked up by name to bind its tokens (get pods). The bundle's pod is
 // given ReplayUID. A NotFound object is left out, so that the engine gives
@@ -194,6 +202,12 @@ func (c *Client) Resolve(ctx context.Context, b *manifest.Bundle, clusterPod *co
 			// Any other error (the service account is not there) is the
 			// volume's, at the volumes step, as the kubelet's.
 			r.Fetched = append(r.Fetched, Fetched{Kind: "TokenRequest", Namespace: ns, Name: sa, Found: err == nil, Why: "projected serviceAccountToken " + tp.Path})
+		}
+	}
+
+	if o.Services {
+		if err := c.services(ctx, r); err != nil {
+			return nil, err
 		}
 	}
 
@@ -277,10 +291,11 @@ func (c *Client) fetchRef(ctx context.Context, b *manifest.Bundle, r *Resolved, 
 }
 
 // nodeFor reads the Node and the pods bound to it that are not terminal,
-// as the kubelet's admit handlers get them (HandlePodAdditions →
-// canAdmitPod with filterOutInactivePods(GetActivePods), kubelet.go and
-// kubelet_pods.go): the pod itself is not one of them. (get nodes; list
-// pods with fieldSelector spec.nodeName)
+// as the kubelet's admit handlers get them (HandlePodAdditions, kubelet.go,
+// hands GetActivePods, filterOutInactivePods in kubelet_pods.go, to
+// allocationManager.AddPod → canAdmitPod, allocation/allocation_manager.go,
+// which leaves the pod itself out). (get nodes; list pods with
+// fieldSelector spec.nodeName)
 func (c *Client) nodeFor(ctx context.Context, r *Resolved, name string, self types.UID) (*node.Node, error) {
 	obj, err := c.CS.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

@@ -37,6 +37,12 @@ type Bundle struct {
 	ConfigMaps map[string]*corev1.ConfigMap
 	// Node is the Node of the file; nil when the file has none.
 	Node *corev1.Node
+	// Services are the Services whose env vars the kubelet adds to every
+	// container (getServiceEnvVarMap: the pod's namespace's, with
+	// enableServiceLinks, and default/kubernetes), as internal/cluster read
+	// them for run --pod; nil without an API server, as for a kubelet
+	// without one (no service lister: no such variables).
+	Services []*corev1.Service
 	// Digest is the hex sha256 of the raw file bytes.
 	Digest string
 	// Origins says where objects that did not come from the file came
@@ -68,6 +74,11 @@ func (b *Bundle) Secret(namespace, name string) (*corev1.Secret, bool) {
 func (b *Bundle) ConfigMap(namespace, name string) (*corev1.ConfigMap, bool) {
 	c, ok := b.ConfigMaps[namespace+"/"+name]
 	return c, ok
+}
+
+// ServiceList returns the bundle's Services (podcfg.EnvSource).
+func (b *Bundle) ServiceList() []*corev1.Service {
+	return b.Services
 }
 
 // Error is a bad-input error: one clear message naming file, document, field

@@ -33,8 +33,11 @@
 //     order (envFrom sources first, then env), which is stable.
 //   - DNS options merged from pod.spec.dnsConfig come out of a map in the
 //     kubelet too; podstep keeps the resolv.conf / first-seen order.
-//   - No Services exist for podstep, so enableServiceLinks adds nothing (a
-//     kubelet without an API server adds nothing either, as in the traces).
+//   - Service variables (getServiceEnvVarMap) come from the EnvSource's
+//     Services: run --pod reads them from the API server; a manifest has
+//     none, so nothing is added (a kubelet without an API server adds
+//     nothing either, as in the traces). podstep lists them by Service
+//     name after the container's own; the kubelet's map has no order.
 //   - Swap, MemoryQoS (unified), device plugins, CDI, image volumes, DRA and
 //     user namespaces (hostUsers: false) are not modelled.
 package podcfg

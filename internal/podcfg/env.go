@@ -21,6 +21,10 @@ type envVar struct {
 type envList struct {
 	vars  []envVar
 	index map[string]int
+	// services are the service variables $(VAR) references see after
+	// the container's own (expansion.MappingFuncFor(tmpEnv, serviceEnv)),
+	// until environment appends them.
+	services map[string]string
 }
 
 func (l *envList) set(name, value string, secret bool) {
@@ -38,7 +42,8 @@ func (l *envList) set(name, value string, secret bool) {
 func (l *envList) lookup(name string) (string, bool) {
 	i, ok := l.index[name]
 	if !ok {
-		return "", false
+		v, ok := l.services[name]
+		return v, ok
 	}
 	return l.vars[i].value, true
 }
@@ -75,12 +80,27 @@ func (l *envList) expandSubPath(expr string) (string, error) {
 // Missing non-optional configMaps, secrets and keys give the kubelet's
 // errors. With lenient set, errors are skipped (used by SecretEnvNames).
 //
-// enableServiceLinks: the kubelet adds <SVC>_SERVICE_HOST/... variables for
-// the Services of the namespace. podstep has no Services (and a standalone
-// kubelet has none either: the traces send no env), so none are added.
+// Then the service variables (serviceEnv: the kubernetes Service's always,
+// the namespace's with enableServiceLinks) that the container does not
+// define itself, after its own, as makeEnvironmentVariables appends "the
+// remaining service env vars"; $(VAR) in env values sees them too. The
+// Services are the source's (run --pod reads them from the API server);
+// a source without (a manifest, no API server) gives none, as a kubelet
+// without a service lister (the standalone kubelet's traces send none).
 func environment(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o Options, lenient bool) (*envList, error) {
 	env := &envList{}
 	src := in.Env
+	var services []envVar
+	if src != nil {
+		links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+		services = serviceEnv(pod.Namespace, links, src.ServiceList())
+	}
+	for _, v := range services {
+		if env.services == nil {
+			env.services = map[string]string{}
+		}
+		env.services[v.name] = v.value
+	}
 	fail := func(err error) error {
 		if lenient {
 			return nil
@@ -189,6 +209,12 @@ func environment(pod *corev1.Pod, c *corev1.Container, in ContainerInput, o Opti
 			}
 		}
 		env.set(ev.Name, val, secret)
+	}
+	env.services = nil
+	for _, v := range services {
+		if _, ok := env.index[v.name]; !ok {
+			env.set(v.name, v.value, false)
+		}
 	}
 	return env, nil
 }

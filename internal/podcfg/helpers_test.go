@@ -113,9 +113,12 @@ func traceOptions(t *testing.T, qos bool) Options {
 
 // fakeEnv is an EnvSource over maps keyed "namespace/name".
 type fakeEnv struct {
-	cms     map[string]*corev1.ConfigMap
-	secrets map[string]*corev1.Secret
+	cms      map[string]*corev1.ConfigMap
+	secrets  map[string]*corev1.Secret
+	services []*corev1.Service
 }
+
+func (f fakeEnv) ServiceList() []*corev1.Service { return f.services }
 
 func (f fakeEnv) ConfigMap(ns, name string) (*corev1.ConfigMap, bool) {
 	c, ok := f.cms[ns+"/"+name]

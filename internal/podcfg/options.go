@@ -168,10 +168,13 @@ type SubPath struct {
 }
 
 // EnvSource gives the ConfigMaps and Secrets the kubelet would get from its
-// configmap/secret managers.
+// configmap/secret managers, and the Services its service lister has.
 type EnvSource interface {
 	ConfigMap(namespace, name string) (*corev1.ConfigMap, bool)
 	Secret(namespace, name string) (*corev1.Secret, bool)
+	// ServiceList returns the Services whose env vars the kubelet adds
+	// (getServiceEnvVarMap); nil without an API server.
+	ServiceList() []*corev1.Service
 }
 
 // ConfigError is CreateContainerConfigError: a missing configmap/secret/key, a

@@ -1,7 +1,8 @@
 package reason
 
 // Admission rejection reasons: the pod's status.reason when the kubelet
-// refuses it (Kubelet.HandlePodAdditions → canAdmitPod).
+// refuses it (Kubelet.HandlePodAdditions → allocationManager.AddPod →
+// canAdmitPod, pkg/kubelet/allocation/allocation_manager.go).
 const (
 	// PodOSSelectorNodeLabelDoesNotMatch mirrors
 	// lifecycle.PodOSSelectorNodeLabelDoesNotMatch.

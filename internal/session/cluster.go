@@ -68,7 +68,7 @@ func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io
 	}
 	run := &ClusterRun{Client: c}
 	var res *cluster.Resolved
-	ro := cluster.ResolveOptions{NoTokens: o.NoTokens}
+	ro := cluster.ResolveOptions{NoTokens: o.NoTokens, Services: o.Pod != ""}
 	// --node: a Node YAML file when there is one, else a Node of the cluster.
 	if o.NodeFile != "" {
 		if _, statErr := os.Stat(o.NodeFile); statErr != nil {
@@ -97,18 +97,29 @@ func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io
 	run.Resolved = res
 	run.Namespace, run.Name = res.Bundle.Pod.Namespace, res.Bundle.Pod.Name
 	o.Cluster = run
-	if stderr != nil {
-		_, _ = fmt.Fprintln(stderr, "podstep: "+fetchedLine(c, res))
-	}
-	// The node's own kubelet settings, when the node is the cluster's.
+	// The node's own kubelet settings, when the node is the cluster's: read
+	// before the fetched line is made, so that its count has every request.
+	var nodeLine, configz string
 	if res.Node != nil {
-		o.nodeSettings(ctx, c, res.Node.Object.Name, nodeReady(res.Node.Object), stderr)
+		var asked bool
+		nodeLine, asked = o.nodeSettings(ctx, c, res.Node.Object.Name, nodeReady(res.Node.Object))
+		if asked {
+			configz = res.Node.Object.Name
+		}
+	}
+	if stderr != nil {
+		_, _ = fmt.Fprintln(stderr, "podstep: "+fetchedLine(c, res, configz))
+		if nodeLine != "" {
+			_, _ = fmt.Fprintln(stderr, nodeLine)
+		}
 	}
 	return res.Bundle, nil
 }
 
-// fetchedLine says in one line what was read from where.
-func fetchedLine(c *cluster.Client, r *cluster.Resolved) string {
+// fetchedLine says in one line what was read from where, and how many
+// requests it took (every request podstep's client sent: with the node's
+// configz when configz names the node it was asked of).
+func fetchedLine(c *cluster.Client, r *cluster.Resolved, configz string) string {
 	var parts []string
 	for _, f := range r.Fetched {
 		s := strings.ToLower(f.Kind) + " "
@@ -117,6 +128,8 @@ func fetchedLine(c *cluster.Client, r *cluster.Resolved) string {
 		}
 		s += f.Name
 		switch {
+		case f.Kind == cluster.KindServices:
+			s = fmt.Sprintf("services of namespace %s (%d, for env vars)", f.Namespace, f.Count)
 		case f.Kind == "TokenRequest" && f.Found:
 			s = "token for serviceaccount " + f.Namespace + "/" + f.Name
 		case f.Kind == "TokenRequest":
@@ -127,6 +140,9 @@ func fetchedLine(c *cluster.Client, r *cluster.Resolved) string {
 			s += "@" + f.ResourceVersion
 		}
 		parts = append(parts, s)
+	}
+	if configz != "" {
+		parts = append(parts, "configz of node "+configz)
 	}
 	pod := r.Bundle.Pod.Namespace + "/" + r.Bundle.Pod.Name
 	src := "manifest " + r.Bundle.File

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/podstep/podstep/internal/cluster"
@@ -16,22 +15,18 @@ import (
 // kubelet would use for the pod: cluster DNS and domain (the pod's
 // resolv.conf, dns.go's configurer), cgroup driver (when the runtime does
 // not report one), cgroup root, allowed unsafe sysctls and feature gates.
-// A flag given wins. It fills o.From and writes one line saying what came
-// from where; a configz that cannot be read (nodes/proxy denied, a kubelet
-// that does not answer, a node that is not Ready) is one warning, and the
-// flags and defaults stay.
-func (o *Options) nodeSettings(ctx context.Context, c *cluster.Client, node string, ready bool, stderr io.Writer) {
-	if stderr == nil {
-		stderr = io.Discard
-	}
+// A flag given wins. It fills o.From and returns one line saying what came
+// from where, and whether it sent the request (the node is Ready); a
+// configz that cannot be read (nodes/proxy denied, a kubelet that does
+// not answer, a node that is not Ready) is one warning line, and the flags
+// and defaults stay.
+func (o *Options) nodeSettings(ctx context.Context, c *cluster.Client, node string, ready bool) (line string, asked bool) {
 	if !ready {
-		_, _ = fmt.Fprintf(stderr, "podstep: warning: node %s is not Ready: its kubelet configuration (configz) is not read: cluster DNS, cluster domain, cgroup driver and cgroup root are podstep's flags and defaults\n", node)
-		return
+		return fmt.Sprintf("podstep: warning: node %s is not Ready: its kubelet configuration (configz) is not read: cluster DNS, cluster domain, cgroup driver and cgroup root are podstep's flags and defaults", node), false
 	}
 	cfg, err := c.Configz(ctx, node)
 	if err != nil {
-		_, _ = fmt.Fprintf(stderr, "podstep: warning: the kubelet configuration of node %s (configz): %v: cluster DNS, cluster domain, cgroup driver and cgroup root are podstep's flags and defaults\n", node, err)
-		return
+		return fmt.Sprintf("podstep: warning: the kubelet configuration of node %s (configz): %v: cluster DNS, cluster domain, cgroup driver and cgroup root are podstep's flags and defaults", node, err), true
 	}
 	src := "configz of node " + node
 	o.From = map[string]string{}
@@ -68,14 +63,14 @@ func (o *Options) nodeSettings(ctx context.Context, c *cluster.Client, node stri
 			parts = append(parts, "featureGates "+g)
 		}
 	}
-	line := fmt.Sprintf("podstep: node %s's kubelet (configz): %s", node, strings.Join(parts, ", "))
+	line = fmt.Sprintf("podstep: node %s's kubelet (configz): %s", node, strings.Join(parts, ", "))
 	if cfg.CgroupsPerQOS != nil && *cfg.CgroupsPerQOS && !o.CgroupsPerQOS {
 		line += "; its cgroupsPerQOS is not taken (--cgroups-per-qos: podstep's pod under the kubelet's kubepods tree is an orphan its housekeeping destroys, cleanupOrphanedPodCgroups)"
 	}
 	if cfg.PodLogsDir != "" {
 		line += fmt.Sprintf("; its pod logs are in %s (its root dir is a flag configz does not show); podstep's are its own: --root-dir %s, --log-dir %s", cfg.PodLogsDir, o.RootDir, o.LogDir)
 	}
-	_, _ = fmt.Fprintln(stderr, line)
+	return line, true
 }
 
 func (o *Options) changed(flag string) bool {

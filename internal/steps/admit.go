@@ -14,14 +14,19 @@ import (
 )
 
 // admitStep mirrors the kubelet's admission of a new pod: HandlePodAdditions
-// asks canAdmitPod, which runs the admit handlers in the order NewMainKubelet
-// registered them (eviction, sysctl allowlist, resource allocation,
-// predicateAdmitHandler) and stops at the first that rejects. A rejected
-// pod is Failed with the handler's reason and never reaches the runtime.
+// (pkg/kubelet/kubelet.go) asks the allocation manager, whose AddPod calls
+// canAdmitPod (pkg/kubelet/allocation/allocation_manager.go; in v1.37 it is
+// the allocation manager's method, not the Kubelet's). canAdmitPod runs the admit handlers in the
+// order NewMainKubelet handed them to AddPodAdmitHandlers (the resize
+// handler, which admits every new pod, then eviction, sysctl allowlist,
+// resource allocation, predicateAdmitHandler, AppArmor, pod features,
+// node shutdown) and stops at the first that rejects. A rejected pod is
+// Failed with the handler's reason (rejectPod) and never reaches the
+// runtime.
 type admitStep struct{}
 
 func (admitStep) mirrors() string {
-	return "Kubelet.HandlePodAdditions → canAdmitPod (pkg/kubelet/kubelet.go), predicateAdmitHandler.Admit (pkg/kubelet/lifecycle/predicate.go)"
+	return "Kubelet.HandlePodAdditions (pkg/kubelet/kubelet.go) → allocationManager.AddPod → canAdmitPod (pkg/kubelet/allocation/allocation_manager.go), predicateAdmitHandler.Admit (pkg/kubelet/lifecycle/predicate.go)"
 }
 
 func (admitStep) explain() string {

@@ -163,6 +163,13 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))
 	r.Details = append(r.Details, subPaths.details...)
 	r.Warnings = subPaths.warnings
+	if e.bundle.Services != nil {
+		v := "none: no Service with a cluster IP"
+		if src := podcfg.ServiceEnvSources(e.pod, e.bundle.Services); len(src) > 0 {
+			v = "from " + strings.Join(src, ", ") + ", read from the API server, after the container's own variables"
+		}
+		r.Details = append(r.Details, kv("service env", v+" (getServiceEnvVarMap: default/kubernetes always, the namespace's with enableServiceLinks)"))
+	}
 	if d, w := e.stopSignalNote(c.spec); d != nil {
 		r.Details = append(r.Details, *d)
 	} else if w != "" {

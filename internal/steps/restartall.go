@@ -89,17 +89,28 @@ func (e *Engine) scheduleRestartAll() {
 // (pkg/kubelet/kuberuntime/kuberuntime_manager.go): for every container of
 // the pod the runtime still has, in getContainersToReset's order (the
 // regular containers, then the init containers, that did not trigger the
-// reset; then those that did, last), a running one is killed without grace
-// period (killContainer, reason RestartAllContainers), then each is
-// removed (removeContainer). The kubelet then syncs again at once.
+// reset; then those that did, last), one after another: a running one is
+// killed (killContainer, reason RestartAllContainers, message "killing")
+// with the grace period override 0, which killContainer
+// (kuberuntime_container.go) raises to minimumGracePeriodInSeconds, so
+// StopContainer gets timeout 2 (resetGracePeriod), and with no preStop
+// hook (killContainer runs it only for a grace period above 0); then each
+// is removed (removeContainer). The kubelet then syncs again at once.
 type resetStep struct{}
 
+// resetGracePeriod is StopContainer's timeout for a running container of a
+// RestartAllContainers reset: SyncPod passes killContainer the override 0
+// ("Killing containers without grace period", kuberuntime_manager.go), and
+// killContainer raises every grace period below minimumGracePeriodInSeconds
+// to it before it calls StopContainer (kuberuntime_container.go).
+const resetGracePeriod int64 = minimumGracePeriod
+
 func (resetStep) mirrors() string {
-	return "SyncPod → computePodActions (ContainersToReset, getContainersToReset) → killContainer + removeContainer (pkg/kubelet/kuberuntime/kuberuntime_manager.go)"
+	return "SyncPod → computePodActions (ContainersToReset, getContainersToReset) (pkg/kubelet/kuberuntime/kuberuntime_manager.go) → killContainer + removeContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go)"
 }
 
 func (resetStep) explain() string {
-	return "A container exited with a RestartAllContainers rule, so the kubelet restarts the whole pod in place, keeping its sandbox, IP and volumes: it kills every running container at once (grace period 0) and removes every container from the runtime, those that triggered the reset last. The pod's AllContainersRestarting condition is True until they are all gone; each container then shows Waiting with reason RestartingAllContainers and its restart count goes up by one. The next sync starts the pod again from its first init container, without back-off."
+	return "A container exited with a RestartAllContainers rule, so the kubelet restarts the whole pod in place, keeping its sandbox, IP and volumes: it kills the running containers one after another, without their preStop hooks and with the shortest grace period the kubelet ever gives (2 s: StopContainer's timeout; SyncPod asks for 0, killContainer raises it to its minimum), and removes every container from the runtime, those that triggered the reset last. The pod's AllContainersRestarting condition is True until they are all gone; each container then shows Waiting with reason RestartingAllContainers and its restart count goes up by one. The next sync starts the pod again from its first init container, without back-off."
 }
 
 // resetOrder lists the instances to reset, as getContainersToReset orders
@@ -130,8 +141,8 @@ func (resetStep) requests(e *Engine) []Request {
 	var out []Request
 	for _, in := range e.resetOrder() {
 		if in.id == in.c.id && !in.c.exited {
-			out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: 0},
-				Note: in.c.spec.Name + " is running: killed without grace period"})
+			out = append(out, Request{Method: "StopContainer", Message: &runtimeapi.StopContainerRequest{ContainerId: in.id, Timeout: resetGracePeriod},
+				Note: in.c.spec.Name + " is running: killed with the minimum grace period (SyncPod's override 0, raised by killContainer), no preStop hook"})
 		}
 		out = append(out, Request{Method: "RemoveContainer", Message: &runtimeapi.RemoveContainerRequest{ContainerId: in.id}, Note: in.c.spec.Name})
 	}
@@ -147,11 +158,11 @@ func (resetStep) run(ctx context.Context, e *Engine) Result {
 	for _, in := range order {
 		if in.id == in.c.id && !in.c.exited {
 			e.tracker.Record(corev1.EventTypeNormal, reason.KillingContainer, containerObject(in.c), "killing")
-			if _, err := e.client.StopContainer(ctx, in.id, 0); err != nil && !notFound(err) {
+			if _, err := e.client.StopContainer(ctx, in.id, resetGracePeriod); err != nil && !notFound(err) {
 				return fail(reason.ErrKillContainer, err, fmt.Sprintf("killing container %q failed", in.c.spec.Name))
 			}
 			killed++
-			details = append(details, kv(in.c.spec.Name, "killed (grace period 0), removed"))
+			details = append(details, kv(in.c.spec.Name, fmt.Sprintf("killed (grace period %d s: the override 0 raised to the kubelet's minimum), removed", resetGracePeriod)))
 		} else {
 			details = append(details, kv(in.c.spec.Name, "removed ("+shortID(in.id)+")"))
 		}

@@ -2,10 +2,12 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/gate"
 )
@@ -113,6 +115,24 @@ func TestRestartAllContainers(t *testing.T) {
 	// source (app, exited) last.
 	if got := strings.Join(methods, ","); got != "StopContainer,RemoveContainer,RemoveContainer" {
 		t.Errorf("reset calls %s, want StopContainer,RemoveContainer,RemoveContainer", got)
+	}
+	// SyncPod kills with the override 0, which killContainer raises to
+	// minimumGracePeriodInSeconds: StopContainer's timeout is 2, in the
+	// planned request and in the call sent.
+	var planned []int64
+	for _, r := range resets[0].Requests {
+		if m, ok := r.Message.(*runtimeapi.StopContainerRequest); ok {
+			planned = append(planned, m.GetTimeout())
+		}
+	}
+	var sent []int64
+	for _, c := range resets[0].Calls {
+		if m, ok := c.Request.(*runtimeapi.StopContainerRequest); ok {
+			sent = append(sent, m.GetTimeout())
+		}
+	}
+	if fmt.Sprint(planned) != "[2]" || fmt.Sprint(sent) != "[2]" {
+		t.Errorf("reset StopContainer timeouts: planned %v, sent %v; want [2] (killContainer's minimum grace period)", planned, sent)
 	}
 	if len(creates) != 6 {
 		t.Errorf("creates %v, want 3 rounds of app and helper", creates)

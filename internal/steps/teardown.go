@@ -19,7 +19,9 @@ import (
 )
 
 // minimumGracePeriod is the kubelet's floor for a container's grace period
-// (minimumGracePeriodInSeconds in kuberuntime_container.go).
+// (minimumGracePeriodInSeconds, kuberuntime_manager.go): killContainer
+// (kuberuntime_container.go) raises every grace period below it, an
+// override's too. podstep's --grace-period is sent as given.
 const minimumGracePeriod = 2
 
 // gracePeriod is what killContainer gives StopContainer: the pod's

@@ -38,6 +38,12 @@ func TestPodNodeConfigz(t *testing.T) {
 		strings.Contains(r.stderr, "warning") {
 		t.Errorf("plan with deploy/clusterrole.yaml: exit %d; want the node's DNS (%s) and no warning", r.code, dns)
 	}
+	// The fetched line counts the configz request and names it: pod, 2
+	// ConfigMaps, 1 Secret (apiPod's), the namespace's Services,
+	// default/kubernetes, the Node, its pods, configz (plan: no token).
+	if !strings.Contains(r.stderr, "(9 requests)") || !strings.Contains(r.stderr, "configz of node "+node) {
+		t.Errorf("plan: the fetched line does not count and name the configz request (9 requests): %s", r.stderr)
+	}
 
 	var less []rbacv1.PolicyRule
 	for _, rule := range role.Rules {

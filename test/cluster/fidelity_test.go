@@ -82,8 +82,6 @@ type fidelityNorm struct {
 }
 
 var fidelityNormal = []fidelityNorm{
-	{method: "StopContainer", path: regexp.MustCompile(`^timeout$`), b: "absent", tag: "reset-grace", restarts: true,
-		why: "NOT FIXED: a RestartAllContainers reset; the kubelet stopped the running containers with a grace period (2 s, the pod's here), podstep's reset kills them with 0 (restartall.go); which grace the kubelet's reset gives was not checked in its source in time"},
 	{method: "", path: regexp.MustCompile(`^(config\.metadata\.attempt|config\.annotations\["io\.kubernetes\.container\.restartCount"\]|config\.log_path|container_id)$`),
 		tag: "restarts", restarts: true, why: "the attempt a call is for: the kubelet had restarted the container more times by then (its back-off, until the pod is deleted) than podstep's --max-restarts 1"},
 	{method: "", path: regexp.MustCompile(`(userns_options\.(uids|gids)|[ug]idMappings)\[\d+\]\.host_id$`), tag: "userns-range",
@@ -93,7 +91,6 @@ var fidelityNormal = []fidelityNorm{
 	{"ImageStatus", regexp.MustCompile(`^image\.annotations\[`), "", "image-checks", "which ImageStatus carries the pod's annotations: the kubelet's image manager checks with the pod's annotations in its ImageSpec (EnsureImageExists) and other checks without; an image check on one side only shifts which calls are paired", false},
 	{"", regexp.MustCompile(`(^|\.)image\.image$`), "", "image-id", "the image ID each runtime resolved the same name to: every harness builds its busybox image at start (hack/containerd-up.sh, umoci: its config's created time differs), so the node's and the replay harness's IDs differ", false},
 	{"", regexp.MustCompile(`^(sandbox_config|config)\.linux\.cgroup_parent$`), "absent", "cgroup-parent", "podstep runs without --cgroups-per-qos: the replay runtime is not under the node's kubelet's kubepods cgroups (and that kubelet removes pod cgroups it does not know)", false},
-	{"", regexp.MustCompile(`^config\.envs\["(KUBERNETES_[A-Z0-9_]+|[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT[A-Z0-9_]*|PORT[A-Z0-9_]*))"\]\.(key|value)$`), "absent", "service-env", "service links: the kubelet adds the kubernetes Service's env vars (getServiceEnvVarMap, kubelet_pods.go); run --pod does not read Services yet (docs/kubelet.md)", false},
 }
 
 // fidelityCallKinds are the calls that may be on one side only, by
