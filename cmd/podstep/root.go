@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/gctune"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 )
@@ -37,6 +38,7 @@ func Execute(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if err := pre(cmd, args); err != nil {
 			return err
 		}
+		gctune.Command(cmd.Name())
 		// Only the printers of run, replay and proxy colour, and they
 		// sanitise what they colour: elsewhere an SGR is escaped too.
 		switch cmd.Name() {
