@@ -7,7 +7,9 @@
 #   PODSTEP_CLUSTER_PORT_BASE   first of the cluster's loopback/node ports (default 16400):
 #                                 +0 etcd client, +1 etcd peer, +2 kube-apiserver,
 #                                 +3 kube-controller-manager, +4 kube-scheduler,
-#                                 +10/+11 kubelet port/healthz of node 1.6, +20/+21 of node 2
+#                                 +10/+11 kubelet port/healthz of node 1.6, +20/+21 of node 2,
+#                                 +12/+22 the live page (--serve) of the podstep proxy in front
+#                                 of node 1.6's / node 2's kubelet (PODSTEP_CLUSTER_PROXY)
 #   PODSTEP_CLUSTER_ENDPOINT_16 the containerd 1.6 harness's CRI endpoint
 #                               (default unix:///var/lib/podstep-harness/run/containerd.sock)
 #   PODSTEP_CLUSTER_ENDPOINT_2  the containerd 2 harness's (default .../podstep-harness2/...)
@@ -23,14 +25,14 @@
 #
 # Sets: CLUSTER_DIR, PORT_BASE, ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, CM_PORT,
 # SCHED_PORT, NODES (16 2), and per node N in NODES: NODE_NAME_N, ENDPOINT_N, KUBELET_PORT_N,
-# HEALTHZ_PORT_N, RUNTIME_LABEL_N; CLUSTER_ID (the folder's base name, which names the nodes'
+# HEALTHZ_PORT_N, LIVE_PORT_N, RUNTIME_LABEL_N; CLUSTER_ID (the folder's base name, which names the nodes'
 # cgroup roots: /CLUSTER_ID-NODE), PKI, KUBECONFIG_ADMIN.
 
 CLUSTER_DIR=${PODSTEP_CLUSTER_DIR:-/var/lib/podstep-cluster}
 CLUSTER_DIR=${CLUSTER_DIR%/}
 PORT_BASE=${PODSTEP_CLUSTER_PORT_BASE:-16400}
 if ! [[ $PORT_BASE =~ ^[0-9]{4,5}$ ]] || [ "$PORT_BASE" -lt 1024 ] || [ "$PORT_BASE" -gt 65500 ]; then
-	printf '%s: PODSTEP_CLUSTER_PORT_BASE=%s: expected a port number between 1024 and 65500 (it uses the next 22)\n' \
+	printf '%s: PODSTEP_CLUSTER_PORT_BASE=%s: expected a port number between 1024 and 65500 (it uses the next 23)\n' \
 		"$(basename "$0" .sh)" "$PORT_BASE" >&2
 	exit 1
 fi
@@ -62,6 +64,8 @@ KUBELET_PORT_16=$((PORT_BASE + 10))
 HEALTHZ_PORT_16=$((PORT_BASE + 11))
 KUBELET_PORT_2=$((PORT_BASE + 20))
 HEALTHZ_PORT_2=$((PORT_BASE + 21))
+LIVE_PORT_16=$((PORT_BASE + 12))
+LIVE_PORT_2=$((PORT_BASE + 22))
 RUNTIME_LABEL_16=containerd-1.6
 RUNTIME_LABEL_2=containerd-2
 WAIT_SECONDS=${PODSTEP_CLUSTER_WAIT:-120}
@@ -73,7 +77,7 @@ KUBECONFIG_ADMIN=$CLUSTER_DIR/admin.kubeconfig
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 
-# node_var N WHAT: the value of WHAT_N (NODE_NAME, ENDPOINT, KUBELET_PORT, HEALTHZ_PORT, RUNTIME_LABEL)
+# node_var N WHAT: the value of WHAT_N (NODE_NAME, ENDPOINT, KUBELET_PORT, HEALTHZ_PORT, LIVE_PORT, RUNTIME_LABEL)
 node_var() { local v="${2}_$1"; printf '%s' "${!v}"; }
 # node_dir N: the node's folder (kubelet root dir, config, certificates, logs)
 node_dir() { printf '%s/nodes/%s' "$CLUSTER_DIR" "$(node_var "$1" NODE_NAME)"; }

@@ -293,14 +293,18 @@ for n in "${NODES[@]}"; do
 	# sandbox, or when the proxy stops). With PODSTEP_CLUSTER_PROXY_POD=NS/NAME it follows that pod
 	# only. PODSTEP_CLUSTER_PROXY_ARGS are more flags for it, split on spaces; "--kubeconfig ADMIN" is
 	# replaced by the cluster's admin kubeconfig (e.g. PODSTEP_CLUSTER_PROXY_ARGS="--kubeconfig ADMIN":
-	# the proxy reads each pod's spec).
+	# the proxy reads each pod's spec). Each proxy serves its live page (--serve) on
+	# 127.0.0.1:LIVE_PORT (PORT_BASE+12 for node 1.6, +22 for node 2; printed as LIVE_URL_N):
+	# the newest pod its kubelet creates (TestProxyLivePageInChromium).
 	kubelet_ep=$(node_var "$n" ENDPOINT)
 	if [ -n "${PODSTEP_CLUSTER_PROXY:-}" ]; then
 		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
 		psock=$nd/cri-proxy.sock
 		recdir=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/$name
 		mkdir -p "$recdir" && chmod 0700 "$recdir"
-		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json --record-dir "$recdir")
+		check_port "$(node_var "$n" LIVE_PORT)" "unix://$psock"
+		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json --record-dir "$recdir"
+			--serve "127.0.0.1:$(node_var "$n" LIVE_PORT)")
 		[ -z "${PODSTEP_CLUSTER_PROXY_POD:-}" ] || pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD")
 		if [ -n "${PODSTEP_CLUSTER_PROXY_ARGS:-}" ]; then
 			read -r -a extra <<<"$PODSTEP_CLUSTER_PROXY_ARGS"
@@ -385,6 +389,7 @@ for n in "${NODES[@]}"; do
 	log "NODE_IP_$n=${NODE_IP[$n]}"
 	log "ENDPOINT_$n=$(node_var "$n" ENDPOINT)"
 	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "KUBELET_ENDPOINT_$n=unix://$(node_dir "$n")/cri-proxy.sock"
+	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "LIVE_URL_$n=http://127.0.0.1:$(node_var "$n" LIVE_PORT)/"
 	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "RECORD_DIR_$n=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/$(node_var "$n" NODE_NAME)"
 done
 log "KUBECONFIG=$KUBECONFIG_ADMIN"

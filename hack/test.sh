@@ -420,6 +420,7 @@ cluster_phase() {
 		PODSTEP_ENDPOINT_16="$(cluster_value ENDPOINT_16)" PODSTEP_ENDPOINT_2="$(cluster_value ENDPOINT_2)" \
 		PODSTEP_KUBELET_ENDPOINT_16="$(cluster_value KUBELET_ENDPOINT_16)" PODSTEP_KUBELET_ENDPOINT_2="$(cluster_value KUBELET_ENDPOINT_2)" \
 		PODSTEP_RECORD_DIR_16="$(cluster_value RECORD_DIR_16)" PODSTEP_RECORD_DIR_2="$(cluster_value RECORD_DIR_2)" \
+		PODSTEP_LIVE_URL_16="$(cluster_value LIVE_URL_16)" PODSTEP_LIVE_URL_2="$(cluster_value LIVE_URL_2)" \
 		go test -count=1 -timeout 20m -tags cluster ./test/cluster/ -v
 	rc=$?
 	record "cluster suite on 2 nodes (containerd 1.6, containerd 2) ($((SECONDS - start)) s)" $rc

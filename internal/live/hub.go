@@ -49,6 +49,10 @@ type Hub struct {
 // endEvent tells a page the command ended: it stops reconnecting.
 var endEvent = []byte("event: end\ndata: {}\n\n")
 
+// helloEvent tells a page to start over (it clears itself): the first
+// event of every stream, and what Reset sends the pages open.
+var helloEvent = []byte("event: hello\ndata: {}\n\n")
+
 type client struct {
 	ch chan []byte
 }
@@ -140,6 +144,28 @@ func (h *Hub) leave(c *client) {
 	if _, ok := h.clients[c]; ok {
 		delete(h.clients, c)
 		close(c.ch)
+	}
+}
+
+// Reset starts the pages over with another run: the history is dropped
+// (a page that opens later gets only what follows), and every open page
+// gets "hello" (it clears itself) before the lines that follow. A page
+// whose queue is full is dropped (it reconnects and gets the new history).
+func (h *Hub) Reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.partial, h.history, h.size, h.lost = nil, nil, 0, 0
+	for c := range h.clients {
+		select {
+		case c.ch <- helloEvent:
+		default:
+			close(c.ch)
+			delete(h.clients, c)
+			h.dropped++
+		}
 	}
 }
 

@@ -108,6 +108,34 @@ func TestLateJoin(t *testing.T) {
 	}
 }
 
+// TestReset: Reset starts the pages over with another run (proxy --serve,
+// a newer pod): an open page gets "hello" then only the new run's lines;
+// a page that opens later gets only the new run.
+func TestReset(t *testing.T) {
+	s := New()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	_, _ = s.Hub.Write([]byte(line("start", 0) + line("plan", 1) + line("step", 2)))
+	c := open(t, ts.URL)
+	if got := strings.Join(c.types(4), " "); got != "event:hello start plan step" {
+		t.Fatalf("before: %s", got)
+	}
+	s.Hub.Reset()
+	_, _ = s.Hub.Write([]byte(line("start", 10) + line("plan", 11)))
+	late := open(t, ts.URL)
+	_, _ = s.Hub.Write([]byte(line("step", 12)))
+	s.Close()
+	if got := strings.Join(c.types(-1), " "); got != "event:hello start plan step event:end" {
+		t.Errorf("the open page after Reset: %s", got)
+	}
+	if got := strings.Join(late.types(-1), " "); got != "event:hello start plan step event:end" {
+		t.Errorf("a page opened after Reset: %s", got)
+	}
+	if st := s.Hub.Stats(); st.Dropped != 0 {
+		t.Errorf("stats %+v: Reset dropped a page that reads", st)
+	}
+}
+
 // TestSlowClient: a client that does not read never blocks Write; once its
 // queue is full it is dropped, and when it comes back it gets the whole
 // history again (drop-and-resync). A reading client gets everything.

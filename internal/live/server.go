@@ -193,13 +193,29 @@ func (s *Server) Start(h record.Header, src record.Source, rt render.Runtime, po
 		return nil
 	}
 	s.queue, s.drained = make(chan steps.Event, QueueLen), make(chan struct{})
+	rec, queue, drained := s.rec, s.queue, s.drained
 	go func() {
-		defer close(s.drained)
-		for ev := range s.queue {
-			s.rec.Observe(ev)
+		defer close(drained)
+		for ev := range queue {
+			rec.Observe(ev)
 		}
 	}()
-	return s.rec.Start(h, noLogs{src}, rt, pod)
+	return rec.Start(h, noLogs{src}, rt, pod)
+}
+
+// Switch makes the page show another run from its start (proxy --serve:
+// a newer pod): what was queued of the run shown so far is written, that
+// run ends without a summary, and every open page starts over (Hub.Reset)
+// with the new run's first lines.
+func (s *Server) Switch(h record.Header, src record.Source, rt render.Runtime, pod string) error {
+	s.drain()
+	s.qmu.Lock()
+	old := s.rec
+	s.rec = record.New(s.Hub, false)
+	s.qmu.Unlock()
+	_ = old.Close() // its last buffered lines, before the pages start over
+	s.Hub.Reset()
+	return s.Start(h, src, rt, pod)
 }
 
 // noLogs is the run without its container logs: the page does not show
@@ -223,7 +239,10 @@ func (s *Server) drain() {
 // Finish writes the events queued, then the summary.
 func (s *Server) Finish(sum report.Summary) error {
 	s.drain()
-	return s.rec.Finish(sum)
+	s.qmu.Lock()
+	rec := s.rec
+	s.qmu.Unlock()
+	return rec.Finish(sum)
 }
 
 // Close ends the streams and stops the server (at most a second for the
@@ -326,7 +345,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return err == nil
 	}
 	// retry: how soon a dropped page reconnects (and resyncs).
-	if !write([]byte("retry: 500\nevent: hello\ndata: {}\n\n")) {
+	if !write(append([]byte("retry: 500\n"), helloEvent...)) {
 		return
 	}
 	for _, m := range history {

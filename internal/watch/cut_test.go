@@ -106,7 +106,7 @@ func TestForgetRemovedPods(t *testing.T) {
 	ctx := context.Background()
 	for i := range 10 {
 		name := string(rune('a' + i))
-		k := &kubelet{t: t, c: r.client, cfg: sandboxConfig(name, "uid-"+name), ids: map[string]string{}}
+		k := newKubelet(t, r.client, sandboxConfig(name, "uid-"+name))
 		k.sandbox(ctx)
 		k.container(ctx, "app", nil, "sleep", "9")
 		k.teardown(ctx)

@@ -69,6 +69,14 @@ func (p *Pod) Pod() *corev1.Pod {
 	return p.spec()
 }
 
+// Joined says whether podstep joined the pod late: it first saw the pod's
+// sandbox in a node-level list, not created through the proxy.
+func (p *Pod) Joined() bool {
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	return p.joined
+}
+
 // PodState is the pod's status after its last step.
 func (p *Pod) PodState() podstate.Snapshot {
 	p.w.mu.Lock()

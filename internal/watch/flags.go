@@ -48,7 +48,7 @@ type Flags struct {
 	specs SpecSource
 	// Page is the live page (--serve, bound by cmd with live.Flags; nil
 	// without): NewSession hands it to the Session.
-	Page session.Teed
+	Page Page
 	// Force is the root's --force: --record may replace what is not a
 	// regular file (cmd sets it; AddFlags does not bind it).
 	Force bool

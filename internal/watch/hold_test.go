@@ -27,7 +27,7 @@ func TestHoldLetsGoBeforeDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	k := &kubelet{t: t, c: c, cfg: sandboxConfig("late", "uid-late"), ids: map[string]string{}}
+	k := newKubelet(t, c, sandboxConfig("late", "uid-late"))
 	start := time.Now()
 	if _, err := k.c.RunPodSandbox(context.Background(), runReq(k)); err != nil {
 		t.Fatalf("RunPodSandbox after %s: %v (want it let go before the deadline)", time.Since(start), err)
@@ -46,7 +46,7 @@ func TestHoldStagesAndContinue(t *testing.T) {
 	h := NewHold(HoldOptions{Stages: []steps.Stage{steps.StageSandbox}})
 	r := newRig(t, Options{Hold: h})
 	ctx := context.Background()
-	k := &kubelet{t: t, c: r.client, cfg: sandboxConfig("held", "uid-held"), ids: map[string]string{}}
+	k := newKubelet(t, r.client, sandboxConfig("held", "uid-held"))
 	done := make(chan error, 1)
 	go func() {
 		_, err := k.c.Version(ctx) // node-level: never held

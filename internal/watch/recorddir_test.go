@@ -9,12 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/diff"
-	"github.com/podstep/podstep/internal/proxy"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
-	"github.com/podstep/podstep/internal/sim"
 )
 
 // TestRecordDir: with --record-dir every followed pod gets its own
@@ -22,41 +19,15 @@ import (
 // the pod's sandbox; a pod still running is written when the session
 // closes; each one reads back as that pod's calls only.
 func TestRecordDir(t *testing.T) {
-	dir, err := os.MkdirTemp("", "pxr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := sim.Start(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	recs := filepath.Join(dir, "recs")
-	if err := os.Mkdir(recs, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	recs := t.TempDir()
 	s := NewSession(SessionOptions{Auto: true, Output: report.JSON, Stdout: io.Discard, Stderr: io.Discard, RecordDir: recs,
 		Header: record.Header{}})
-	ps, err := proxy.New(srv.Endpoint(), s.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := "unix://" + filepath.Join(dir, "p.sock")
-	l, err := proxy.Listen(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = ps.Serve(l) }()
-	c, err := cri.Dial(ep, "", cri.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	px := startProxied(t, s.Hooks())
+	c := px.client
 	ctx := context.Background()
 	ks := map[string]*kubelet{}
 	for _, n := range []string{"a", "b"} {
-		k := &kubelet{t: t, c: c, cfg: sandboxConfig(n, "uid-"+n), ids: map[string]string{}}
+		k := newKubelet(t, c, sandboxConfig(n, "uid-"+n))
 		k.sandbox(ctx)
 		k.container(ctx, "c"+n, nil, "sleep", "9")
 		ks[n] = k
@@ -77,7 +48,7 @@ func TestRecordDir(t *testing.T) {
 	if _, err := os.Stat(fb); err == nil {
 		t.Errorf("%s written while the pod runs", fb)
 	}
-	s.Close(ps.Stop)
+	s.Close(px.srv.Stop)
 	var got []string
 	ents, _ := os.ReadDir(recs)
 	for _, e := range ents {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fatih/color"
@@ -38,9 +39,9 @@ type SessionOptions struct {
 	Recorder   *record.Recorder
 	RecordPath string
 	Header     record.Header
-	// Page, when not nil, is the live page (--serve): it shows the first
-	// followed pod, as Recorder records it.
-	Page session.Teed
+	// Page, when not nil, is the live page (--serve): it shows the newest
+	// followed pod (see showOnPage).
+	Page Page
 	// RecordDir, when set, records every followed pod into its own file
 	// in this folder (record.FileName), which appears once the pod's
 	// sandbox is removed, the pod is forgotten, or the session closes
@@ -54,6 +55,13 @@ type SessionOptions struct {
 	Specs SpecSource
 }
 
+// Page is the live page (internal/live's Server): a recording's lines
+// that it shows, and Switch, to show another run from its start.
+type Page interface {
+	session.Teed
+	Switch(h record.Header, src record.Source, rt render.Runtime, pod string) error
+}
+
 // Session is one `podstep proxy` run: the watcher, its frontends (a
 // printer per followed pod in --auto, else Pods for the TUI) and the
 // recording.
@@ -65,7 +73,7 @@ type Session struct {
 	mu       sync.Mutex
 	printers map[*Pod]*report.Printer
 	recPod   *Pod
-	pagePod  *Pod
+	pagePod  atomic.Pointer[Pod]       // the pod the live page shows
 	recs     map[*Pod]*record.Recorder // --record-dir's, until finished
 }
 
@@ -107,12 +115,8 @@ func (s *Session) onPod(p *Pod) {
 		p.Subscribe(pr.Observe)
 		s.printers[p] = pr
 	}
-	if s.o.Page != nil && s.pagePod == nil {
-		s.pagePod = p
-		h := s.o.Header
-		h.Manifest = record.Manifest{File: "(a kubelet's pod, seen through podstep proxy)", Pod: p.Pod()}
-		_ = s.o.Page.Start(h, p, s.o.Runtime, p.Key())
-		p.Subscribe(s.o.Page.Observe)
+	if s.o.Page != nil {
+		s.showOnPage(p)
 	}
 	if s.o.Recorder != nil && s.recPod == nil {
 		s.recPod = p
@@ -126,6 +130,38 @@ func (s *Session) onPod(p *Pod) {
 	if s.o.RecordDir != "" {
 		s.startRecording(p)
 	}
+}
+
+// showOnPage makes the live page show p (s.mu held) when p is the first
+// followed pod, or one whose sandbox the kubelet created while podstep
+// watched (not one it joined late, from a node-level list): the page
+// follows the newest pod the kubelet creates, and every open page starts
+// over with it. The pod shown before stays followed (printed, recorded);
+// only its page events stop. Pods are announced and their events
+// delivered on one goroutine (Watcher.deliver), so no event of the pod
+// shown before reaches the page after the switch.
+func (s *Session) showOnPage(p *Pod) {
+	prev := s.pagePod.Load()
+	if prev != nil && p.Joined() {
+		return
+	}
+	h := s.o.Header
+	h.Manifest = record.Manifest{File: "(a kubelet's pod, seen through podstep proxy)", Pod: p.Pod()}
+	var err error
+	if prev == nil {
+		err = s.o.Page.Start(h, p, s.o.Runtime, p.Key())
+	} else {
+		err = s.o.Page.Switch(h, p, s.o.Runtime, p.Key())
+	}
+	if err != nil {
+		fmt.Fprintf(s.o.Stderr, "podstep: --serve: %s: %v\n", p.Key(), err)
+	}
+	s.pagePod.Store(p)
+	p.Subscribe(func(ev steps.Event) {
+		if s.pagePod.Load() == p {
+			s.o.Page.Observe(ev)
+		}
+	})
 }
 
 // startRecording starts p's own recording in --record-dir (s.mu held).
@@ -200,7 +236,7 @@ func (s *Session) onForget(p *Pod) {
 		pr.Finish(sum)
 		delete(s.printers, p)
 	}
-	if p == s.pagePod {
+	if p == s.pagePod.Load() {
 		_ = s.o.Page.Finish(sum)
 	}
 	s.endRecording(p, sum)
@@ -234,7 +270,7 @@ func (s *Session) finish() {
 		if pr := s.printers[p]; pr != nil {
 			pr.Finish(sum)
 		}
-		if p == s.pagePod {
+		if p == s.pagePod.Load() {
 			_ = s.o.Page.Finish(sum)
 		}
 		s.endRecording(p, sum)

@@ -204,7 +204,7 @@ func TestSpecStages(t *testing.T) {
 			ctx := context.Background()
 			cfg := sandboxConfig(sandboxName, uid)
 			cfg.Annotations = map[string]string{"sim.podstep.dev/exit-code.init-a": "0", "sim.podstep.dev/exit-code.init-b": "0"}
-			k := &kubelet{t: t, c: r.client, cfg: cfg, ids: map[string]string{}}
+			k := newKubelet(t, r.client, cfg)
 			playSpecPod(ctx, k)
 			r.settle()
 

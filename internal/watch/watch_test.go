@@ -19,28 +19,59 @@ import (
 	"github.com/podstep/podstep/internal/steps"
 )
 
-// rig is a simulated runtime (a real CRI gRPC server) behind a proxy fed
-// to a watcher, and a CRI client playing the kubelet through the proxy.
+// proxied is the set-up every test here shares: a simulated runtime (a
+// real CRI gRPC server) behind a podstep proxy with the given hooks, and a
+// CRI client playing the kubelet through the proxy; all of it stops when
+// the test ends.
+type proxied struct {
+	ep       string        // the proxy's endpoint
+	upstream string        // the runtime's, behind it
+	srv      *proxy.Server // the proxy (Session.Close may stop it earlier)
+	client   *cri.Client   // the kubelet's client, through the proxy
+}
+
+func startProxied(t *testing.T, hooks proxy.Hooks) *proxied {
+	t.Helper()
+	// Not t.TempDir: a unix socket's path must stay short.
+	dir, err := os.MkdirTemp("", "pxw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	rt, err := sim.Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Stop)
+	ps, err := proxy.New(rt.Endpoint(), hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := &proxied{ep: "unix://" + filepath.Join(dir, "p.sock"), upstream: rt.Endpoint(), srv: ps}
+	l, err := proxy.Listen(px.ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ps.Serve(l) }() // nil once stopped; a failure shows as failed calls
+	t.Cleanup(ps.Stop)
+	if px.client, err = cri.Dial(px.ep, "", cri.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.client.Close() })
+	return px
+}
+
+// rig is a watcher fed by a proxy (startProxied) and the events of every
+// pod it follows.
 type rig struct {
-	ep     string // the proxy's endpoint
+	*proxied
 	w      *Watcher
-	client *cri.Client
 	mu     sync.Mutex
 	events []steps.Event
 }
 
 func newRig(t *testing.T, o Options) *rig {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "pxw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	srv, err := sim.Start(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
 	r := &rig{}
 	on := o.OnPod
 	o.OnPod = func(p *Pod) {
@@ -52,22 +83,7 @@ func newRig(t *testing.T, o Options) *rig {
 	o.Quiet = 30 * time.Millisecond
 	r.w = New(o)
 	t.Cleanup(r.w.Close)
-	ps, err := proxy.New(srv.Endpoint(), r.w.Hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := "unix://" + filepath.Join(dir, "p.sock")
-	l, err := proxy.Listen(ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = ps.Serve(l) }() // nil once stopped; a failure shows as failed calls
-	t.Cleanup(ps.Stop)
-	r.ep = ep
-	if r.client, err = cri.Dial(ep, "", cri.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.client.Close() })
+	r.proxied = startProxied(t, r.w.Hooks())
 	return r
 }
 
@@ -97,6 +113,11 @@ type kubelet struct {
 	cfg *runtimeapi.PodSandboxConfig
 	sb  string
 	ids map[string]string
+}
+
+// newKubelet plays pod cfg's calls through client c.
+func newKubelet(t *testing.T, c *cri.Client, cfg *runtimeapi.PodSandboxConfig) *kubelet {
+	return &kubelet{t: t, c: c, cfg: cfg, ids: map[string]string{}}
 }
 
 func (k *kubelet) must(err error) {
@@ -211,8 +232,8 @@ func TestAttribution(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, Options{Follow: "default/" + tc.name})
 			ctx := context.Background()
-			k := &kubelet{t: t, c: r.client, cfg: sandboxConfig(tc.name, "uid-"+tc.name), ids: map[string]string{}}
-			other := &kubelet{t: t, c: r.client, cfg: sandboxConfig("other", "uid-other"), ids: map[string]string{}}
+			k := newKubelet(t, r.client, sandboxConfig(tc.name, "uid-"+tc.name))
+			other := newKubelet(t, r.client, sandboxConfig("other", "uid-other"))
 			_, err := r.client.Version(ctx)
 			k.must(err)
 			other.sandbox(ctx)
@@ -281,7 +302,7 @@ func TestPullSecretsMasked(t *testing.T) {
 	const pw = "s3cret-Podstep-Registry-Pw"
 	r := newRig(t, Options{})
 	ctx := context.Background()
-	k := &kubelet{t: t, c: r.client, cfg: sandboxConfig("pull", "uid-pull"), ids: map[string]string{}}
+	k := newKubelet(t, r.client, sandboxConfig("pull", "uid-pull"))
 	k.sandbox(ctx)
 	if _, err := r.client.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: "127.0.0.1:5055/podstep/private-busybox:1.0"},
 		Auth: &runtimeapi.AuthConfig{Username: "podstep", Password: pw}, SandboxConfig: k.cfg}); err != nil {
@@ -318,7 +339,7 @@ func TestReadsDuringStart(t *testing.T) {
 	ctx := context.Background()
 	cfg := sandboxConfig("slow", "uid-slow")
 	cfg.Annotations = map[string]string{"sim.podstep.dev/delay.StartContainer": "300ms"}
-	k := &kubelet{t: t, c: r.client, cfg: cfg, ids: map[string]string{}}
+	k := newKubelet(t, r.client, cfg)
 	k.sandbox(ctx)
 	img := &runtimeapi.ImageSpec{Image: "docker.io/library/busybox:1.35"}
 	_, err := k.c.ImageStatus(ctx, img)
@@ -359,7 +380,7 @@ func TestTwoPodsAtOnce(t *testing.T) {
 	for _, n := range []string{"a", "b"} {
 		cfg := sandboxConfig(n, "uid-"+n)
 		cfg.Annotations = map[string]string{"kubernetes.io/config.hash": "uid-" + n, "kubernetes.io/config.source": "file"}
-		ks[n] = &kubelet{t: t, c: r.client, cfg: cfg, ids: map[string]string{}}
+		ks[n] = newKubelet(t, r.client, cfg)
 		ks[n].sandbox(ctx)
 	}
 	for _, n := range []string{"a", "b"} {

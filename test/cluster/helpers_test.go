@@ -13,6 +13,7 @@
 //	PODSTEP_ENDPOINT_16, _2          their runtimes' CRI endpoints (unix:///.../containerd.sock)
 //	PODSTEP_KUBELET_ENDPOINT_16, _2  the kubelets' CRI endpoints when a podstep proxy sits between
 //	                                 kubelet and runtime (default: PODSTEP_ENDPOINT_*)
+//	PODSTEP_LIVE_URL_16, _2          that proxy's live page (--serve), http://127.0.0.1:PORT/
 //	PODSTEP_RUNTIME_16, _2           what each harness runs ("containerd 1.6.20~ds1", "containerd v2.4.2"):
 //	                                 the node's status must say so
 //	PODSTEP_REGISTRY_16, _2          each harness's private registry (host:port), with
@@ -64,6 +65,8 @@ type Node struct {
 	// KubeletEndpoint is the CRI endpoint the kubelet uses: Endpoint, or the socket of a
 	// podstep proxy in front of it (cluster-up.sh with PODSTEP_CLUSTER_PROXY).
 	KubeletEndpoint string
+	// LiveURL is that proxy's live page (--serve), empty without one.
+	LiveURL string
 	// Want is what the harness says it runs ("containerd 1.6.20~ds1"), empty if not given.
 	Want string
 	// Registry, RegistryImage: the harness's private registry and its one image (may be empty).
@@ -132,6 +135,7 @@ func newCluster(t *testing.T) *Cluster {
 		})
 		n := &c.Nodes[len(c.Nodes)-1]
 		n.KubeletEndpoint = os.Getenv("PODSTEP_KUBELET_ENDPOINT_" + rt.suffix)
+		n.LiveURL = os.Getenv("PODSTEP_LIVE_URL_" + rt.suffix)
 		if n.KubeletEndpoint == "" {
 			n.KubeletEndpoint = n.Endpoint
 		}
