@@ -58,8 +58,8 @@ lint_go() {
 
 lint_shell() {
 	if ! command -v shellcheck >/dev/null; then
-		apt-get install -y -qq shellcheck >/dev/null 2>&1 ||
-			{ apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq shellcheck >/dev/null 2>&1; } ||
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq shellcheck >/dev/null 2>&1 ||
+			{ apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y -qq shellcheck >/dev/null 2>&1; } ||
 			die "no shellcheck, and apt-get install shellcheck failed"
 	fi
 	cd "$REPO_ROOT" || exit 2

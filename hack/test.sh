@@ -36,7 +36,9 @@ CI=${CI:-}
 
 declare -a RESULTS=()
 FAILED=0
-section() { printf '\n=== %s\n' "$*"; }
+# Each section's header says when it began (wall clock, and seconds since the start): a cold run's
+# phases are read off the log.
+section() { printf '\n=== %s  [%s, +%d s]\n' "$*" "$(date +%T)" "$SECONDS"; }
 record() { # record NAME STATUS
 	if [ "$2" = 0 ]; then
 		RESULTS+=("ok      $1")
@@ -55,6 +57,10 @@ banner() { # banner WORD TEXT...
 	printf '\n'
 }
 finish() {
+	if [ -n "$PREBUILD_PID" ]; then
+		section "background builds (hack/prebuild.sh)"
+		prebuild_stop
+	fi
 	section "summary"
 	printf '  %s\n' "${RESULTS[@]}"
 	if [ "$FAILED" = 0 ]; then
@@ -64,6 +70,30 @@ finish() {
 	echo "hack/test.sh: FAIL"
 	exit 1
 }
+
+# The pinned binaries built from the Go module proxy (hack/prebuild.sh: the kubelet, Jaeger,
+# containerd 2 and runc, etcd, the control plane), in the background from the start at the lowest
+# CPU priority: cold, they take the CPU the lint and unit phases leave idle; warm, seconds. Only as
+# root (the phases that use them need root). PODSTEP_PREBUILD=0: each is built by its phase.
+PREBUILD_PID=
+PREBUILD_LOG=
+if [ "$(id -u)" = 0 ] && [ "${PODSTEP_PREBUILD:-1}" != 0 ]; then
+	PREBUILD_LOG=$(mktemp /tmp/podstep-prebuild.XXXXXX)
+	nice -n 19 setsid bash hack/prebuild.sh >"$PREBUILD_LOG" 2>&1 &
+	PREBUILD_PID=$!
+fi
+# prebuild_stop: stops the background builds if they still run (their process group), and shows
+# what they did.
+prebuild_stop() {
+	[ -n "$PREBUILD_PID" ] || return 0
+	kill -- -"$PREBUILD_PID" 2>/dev/null && echo "hack/test.sh: stopped the background builds (hack/prebuild.sh)" >&2
+	wait "$PREBUILD_PID" 2>/dev/null
+	sed 's/^/  /' "$PREBUILD_LOG"
+	rm -f "$PREBUILD_LOG"
+	PREBUILD_PID=
+}
+trap prebuild_stop EXIT
+trap 'echo "hack/test.sh: interrupted" >&2; exit 130' INT TERM
 
 # --- 0. lint -----------------------------------------------------------------------------------
 # golangci-lint v2.15.0 (.golangci.yml; built once from the Go module proxy into
@@ -224,6 +254,7 @@ cluster_down() {
 teardown() {
 	local rc=$?
 	trap - EXIT INT TERM
+	prebuild_stop
 	if [ -n "$CLUSTER_UP" ]; then
 		cluster_down
 	fi
@@ -263,12 +294,12 @@ record "hack/kubelet-build.sh (kubelet v1.37.0 for the proxy test)" $kb
 
 # The TUI test drives podstep in a real terminal, inside tmux.
 if ! command -v tmux >/dev/null; then
-	apt-get install -y -qq tmux >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq tmux >/dev/null 2>&1; } ||
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq tmux >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y -qq tmux >/dev/null 2>&1; } ||
 		echo "hack/test.sh: could not install tmux; the TUI integration test will fail"
 fi
 # The timeline test renders the --html page in a real browser, headless.
 if ! command -v chromium >/dev/null; then
-	apt-get install -y -qq chromium >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; } ||
+	apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y -qq chromium >/dev/null 2>&1; } ||
 		echo "hack/test.sh: could not install chromium; the timeline integration test will fail"
 fi
 

@@ -61,8 +61,8 @@ build_bin() {
 apt_need() {
 	local out
 	out=$(mktemp)
-	if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" ||
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; }; } >"$out" 2>&1; then
+	if ! { DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" ||
+		{ apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@"; }; } >"$out" 2>&1; then
 		cat "$out" >&2
 		rm -f "$out"
 		die "apt-get install $* failed"
