@@ -183,26 +183,12 @@ func TestQuitPromptNamesCleanupSim(t *testing.T) {
 // smallest to wide, through a whole run answered wrong and right.
 func TestPredictFramesFit(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/init.yaml")), Options{Predict: true})
-	check := func(when string) {
-		for _, sz := range []struct{ w, h int }{{60, 16}, {80, 24}, {200, 60}} {
-			h.resize(sz.w, sz.h)
-			lines := strings.Split(strings.TrimSuffix(h.frame(), "\n"), "\n")
-			if len(lines) != sz.h {
-				t.Errorf("%s at %dx%d: %d lines", when, sz.w, sz.h, len(lines))
-			}
-			for i, l := range lines {
-				if n := len([]rune(l)); n > sz.w {
-					t.Errorf("%s at %dx%d: line %d is %d wide: %q", when, sz.w, sz.h, i, n, l)
-				}
-			}
-		}
-	}
 	for i := 0; h.m.nextID != 0 && i < 40; i++ {
-		check(fmt.Sprintf("question %d", h.m.nextID))
+		h.checkFits(fmt.Sprintf("question %d", h.m.nextID))
 		h.press(fmt.Sprint(i%2 + 1))
 		h.press("space")
 	}
-	check("end")
+	h.checkFits("end")
 	if h.m.nextID != 0 || h.m.pred.score.Asked == 0 {
 		t.Errorf("the run did not end answered: next %d, score %+v", h.m.nextID, h.m.pred.score)
 	}
