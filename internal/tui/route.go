@@ -143,6 +143,9 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		} else {
 			m.clus.scroll += max(1, h-2)
 		}
+	case m.screen == screenPanes && key.Matches(k, m.keys.PgUp, m.keys.PgDown) &&
+		m.pred.scrollKey(key.Matches(k, m.keys.PgDown)):
+		// A verdict cut short scrolls (predict mode on a small screen).
 	case key.Matches(k, m.keys.PgUp):
 		m.pane.scroll -= max(1, m.layout().stepH-2)
 		if m.pane.scroll < 0 {

@@ -108,8 +108,11 @@ func (m *model) stepAndPredict(rv runView, l layout) []string {
 	if !m.pred.shows() {
 		return append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH)...)
 	}
+	// The pane's view before its title: the title says whether the view
+	// is scrolled.
 	if m.pred.open() {
-		return append([]string{m.pred.title(l.rightW)}, m.pred.view(l.rightW, l.stepH)...)
+		v := m.pred.view(l.rightW, l.stepH)
+		return append([]string{m.pred.title(l.rightW)}, v...)
 	}
 	// Between steps the verdict gets half the rows; at the end (no
 	// question) all but a few of the step's.
@@ -119,8 +122,9 @@ func (m *model) stepAndPredict(rv runView, l layout) []string {
 	}
 	n := min(m.pred.need(l.rightW), max(1, room))
 	out := append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH-n-1)...)
+	v := m.pred.view(l.rightW, n)
 	out = append(out, m.pred.title(l.rightW))
-	return append(out, m.pred.view(l.rightW, n)...)
+	return append(out, v...)
 }
 
 // headerView names the pod and the runtime; a simulated runtime is said loudly.
