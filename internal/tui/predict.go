@@ -119,6 +119,20 @@ func (p *predictModel) scrollKey(down bool) bool {
 	return true
 }
 
+// covers says the verdict at the end (no question left) takes the step
+// pane's h rows at width w: under the step, in the h-3 rows it gets
+// there, it would not fit.
+func (p *predictModel) covers(w, h int) bool {
+	return p.on && p.q == nil && p.last != nil && p.need(w) > max(1, h-3)
+}
+
+// hide drops the verdict at the end (esc): the step pane is back whole.
+func (p *predictModel) hide() {
+	if p.q == nil {
+		p.last = nil
+	}
+}
+
 // drop forgets the question (r: a retry runs without one).
 func (p *predictModel) drop() { p.q = nil }
 
@@ -136,6 +150,9 @@ func (p *predictModel) title(w int) string {
 	}
 	if p.scroll > 0 {
 		t += p.st.Dim.Render(" ─ ↑ pgup")
+	}
+	if p.q == nil && p.last != nil {
+		t += p.st.Dim.Render(" ─ esc hides")
 	}
 	return p.st.rule(t, w)
 }

@@ -318,6 +318,13 @@ func TestPredictVerdictScrolls(t *testing.T) {
 			if f := h.frame(); f != first {
 				t.Errorf("pgup back to the top:\n%s\nwant\n%s", f, first)
 			}
+			// esc hides the verdict at the end (the step pane is back),
+			// and only there.
+			h.press("esc")
+			f := h.frame()
+			if hidden := !strings.Contains(f, "─ predict") && strings.Contains(f, "─ step 1 "); hidden != tc.lesson {
+				t.Errorf("esc: verdict hidden %v, want %v:\n%s", hidden, tc.lesson, f)
+			}
 		})
 	}
 }

@@ -87,6 +87,8 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		if m.live.running.busy {
 			m.run.cancelRun()
 			m.flash = flashCancelling
+		} else {
+			m.pred.hide() // at the end, predict mode's verdict
 		}
 	case key.Matches(k, m.keys.Next):
 		if why := m.cannotRun(); why != "" {

@@ -102,15 +102,17 @@ func (m *model) render() string {
 
 // stepAndPredict is the step pane's rows (its title and l.stepH lines),
 // shared with predict mode's pane: an open question takes them all (the
-// step's requests would give its answer away); a verdict takes up to half
-// under the step.
+// step's requests would give its answer away), and so does the verdict at
+// the end when it does not fit under the step (until esc hides it: pgdn
+// scrolls one pane at a time); else a verdict takes up to half under the
+// step.
 func (m *model) stepAndPredict(rv runView, l layout) []string {
 	if !m.pred.shows() {
 		return append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH)...)
 	}
 	// The pane's view before its title: the title says whether the view
 	// is scrolled.
-	if m.pred.open() {
+	if m.pred.open() || m.pred.covers(l.rightW, l.stepH) {
 		v := m.pred.view(l.rightW, l.stepH)
 		return append([]string{m.pred.title(l.rightW)}, v...)
 	}
