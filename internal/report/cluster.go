@@ -92,22 +92,7 @@ func writeCluster(w *strings.Builder, v *ClusterView) {
 		fmt.Fprintf(w, "  message: %s\n", v.Message)
 	}
 	for _, c := range v.Containers {
-		kind := "container"
-		if c.Init {
-			kind = "init container"
-		}
-		state := orNone(c.State)
-		if c.Reason != "" {
-			state += " (" + c.Reason + ")"
-		}
-		if c.ExitCode != nil {
-			state += fmt.Sprintf(" exit code %d", *c.ExitCode)
-		}
-		fmt.Fprintf(w, "  %s %s: %s, ready %v, restarts %d", kind, c.Name, state, c.Ready, c.Restarts)
-		if c.Message != "" {
-			fmt.Fprintf(w, ": %s", c.Message)
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  %s\n", ContainerLine(c))
 	}
 	if len(v.Events) == 0 {
 		fmt.Fprintln(w, "  events: none")
@@ -121,6 +106,29 @@ func writeCluster(w *strings.Builder, v *ClusterView) {
 		}
 		fmt.Fprintf(w, "  %-8s %-22s %-28s %s\n", e.Type, e.Reason, e.Source, strings.TrimSpace(msg))
 	}
+}
+
+// ContainerLine is one container status in one line, as the text report
+// and the TUI's cluster pane say it: "container app: waiting
+// (CrashLoopBackOff) exit code 1, ready false, restarts 3: MESSAGE" (the
+// state, reason, exit code and message as far as the status has them).
+func ContainerLine(c ClusterContainer) string {
+	kind := "container"
+	if c.Init {
+		kind = "init container"
+	}
+	state := orNone(c.State)
+	if c.Reason != "" {
+		state += " (" + c.Reason + ")"
+	}
+	if c.ExitCode != nil {
+		state += fmt.Sprintf(" exit code %d", *c.ExitCode)
+	}
+	s := fmt.Sprintf("%s %s: %s, ready %v, restarts %d", kind, c.Name, state, c.Ready, c.Restarts)
+	if c.Message != "" {
+		s += ": " + c.Message
+	}
+	return s
 }
 
 func orNone(s string) string {

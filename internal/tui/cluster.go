@@ -153,22 +153,7 @@ func (c *clusterModel) lines(rv runView, w int) []string {
 		wrap(plain, "message: ", line(v.Message))
 	}
 	for _, ct := range v.Containers {
-		kind := "container "
-		if ct.Init {
-			kind = "init container "
-		}
-		s := orNone(ct.State)
-		if ct.Reason != "" {
-			s += " (" + ct.Reason + ")"
-		}
-		if ct.ExitCode != nil {
-			s += fmt.Sprintf(" exit code %d", *ct.ExitCode)
-		}
-		s = fmt.Sprintf("%s%s: %s, ready %v, restarts %d", kind, ct.Name, s, ct.Ready, ct.Restarts)
-		if ct.Message != "" {
-			s += ": " + ct.Message
-		}
-		wrap(plain, "", line(s))
+		wrap(plain, "", line(report.ContainerLine(ct)))
 	}
 	out = append(out, "")
 	if len(v.Events) == 0 {

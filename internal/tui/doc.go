@@ -27,7 +27,8 @@
 // the cluster's view of a --pod run (cluster.go, read in a command) and
 // predict mode (predict.go: a question before each step, built and graded
 // by internal/predict; an open question takes the step pane's rows and
-// comes before every key but ctrl+c).
+// comes before every key but ctrl+c; a verdict too long for its rows
+// scrolls with pgdn/pgup).
 // runView (runview.go) is what the panes read of the run, built once per
 // frame; the sub-models share a context (common: sizes, styles, key
 // maps, clock). Every key binding is in keys.go, every message type in

@@ -48,26 +48,13 @@ func TestFrames(t *testing.T) {
 // sizes from tiny to wide, through a whole run.
 func TestFramesFit(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/init.yaml")), Options{})
-	check := func(when string) {
-		for _, sz := range []struct{ w, h int }{{60, 16}, {80, 24}, {100, 30}, {200, 60}} {
-			h.resize(sz.w, sz.h)
-			lines := strings.Split(strings.TrimSuffix(h.frame(), "\n"), "\n")
-			if len(lines) != sz.h {
-				t.Errorf("%s at %dx%d: %d lines", when, sz.w, sz.h, len(lines))
-			}
-			for i, l := range lines {
-				if n := len([]rune(l)); n > sz.w {
-					t.Errorf("%s at %dx%d: line %d is %d wide: %q", when, sz.w, sz.h, i, n, l)
-				}
-			}
-		}
-	}
-	check("start")
+	sizes := append([]struct{ w, h int }{{100, 30}}, fitSizes...)
+	h.checkFits("start", sizes...)
 	for h.m.nextID != 0 {
 		h.press("space")
 		for _, mode := range []string{"tab", "tab", "tab"} {
 			h.press(mode)
-			check(fmt.Sprintf("step %d %s", h.m.lastID, h.m.pane.mode))
+			h.checkFits(fmt.Sprintf("step %d %s", h.m.lastID, h.m.pane.mode), sizes...)
 		}
 	}
 }

@@ -247,6 +247,32 @@ func (h *harness) frame() string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
+// fitSizes are the windows the fit checks try: the smallest the layout is
+// designed for (minW x minH), a common terminal, and a wide one.
+var fitSizes = []struct{ w, h int }{{minW, minH}, {80, 24}, {200, 60}}
+
+// checkFits resizes the window to each of sizes (fitSizes when none) and
+// checks the frame has exactly its height in lines, none wider than it;
+// when says where the run is, for the error.
+func (h *harness) checkFits(when string, sizes ...struct{ w, h int }) {
+	h.t.Helper()
+	if len(sizes) == 0 {
+		sizes = fitSizes
+	}
+	for _, sz := range sizes {
+		h.resize(sz.w, sz.h)
+		lines := strings.Split(strings.TrimSuffix(h.frame(), "\n"), "\n")
+		if len(lines) != sz.h {
+			h.t.Errorf("%s at %dx%d: %d lines", when, sz.w, sz.h, len(lines))
+		}
+		for i, l := range lines {
+			if n := len([]rune(l)); n > sz.w {
+				h.t.Errorf("%s at %dx%d: line %d is %d wide: %q", when, sz.w, sz.h, i, n, l)
+			}
+		}
+	}
+}
+
 func (h *harness) state(id int) steps.State { return h.eng.Steps()[id-1].State }
 
 func (h *harness) countCalls(method string) int {

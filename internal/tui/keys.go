@@ -122,7 +122,7 @@ func (h predictHelp) FullHelp() [][]key.Binding {
 		key.NewBinding(key.WithKeys(k.Skip.Keys()...), key.WithHelp("s", "skip the question")),
 		key.NewBinding(key.WithKeys(k.Next.Keys()...), key.WithHelp("space/n", "run the step (after an answer)")),
 		key.NewBinding(key.WithKeys(k.Retry.Keys()...), key.WithHelp("r", "retry failed step")),
-		key.NewBinding(key.WithKeys(k.Cancel.Keys()...), key.WithHelp("esc", "cancel the call")),
+		key.NewBinding(key.WithKeys(k.Cancel.Keys()...), key.WithHelp("esc", "cancel call / hide verdict")),
 	}
 	return cols
 }

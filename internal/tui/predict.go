@@ -29,6 +29,10 @@ type predictModel struct {
 	last   *predict.Verdict
 	lastID int
 	score  predict.Score
+	// scroll is the verdict's first row shown (pgdn, pgup); room and
+	// total are the verdict's rows in the last frame and its length, so
+	// that the keys know whether it is cut.
+	scroll, room, total int
 }
 
 // Messages of predict mode.
@@ -98,7 +102,35 @@ func (p *predictModel) observe(ev steps.Event) {
 	}
 	v := predict.Grade(q, ev, p.sc)
 	p.score.Add(v)
-	p.last, p.lastID = &v, ev.Step.ID
+	p.last, p.lastID, p.scroll = &v, ev.Step.ID, 0
+}
+
+// scrollKey scrolls a verdict the last frame cut short a page down (pgdn)
+// or up; false when no verdict is cut (the keys are the step pane's then).
+func (p *predictModel) scrollKey(down bool) bool {
+	if !p.shows() || p.room <= 0 || p.total <= p.room {
+		return false
+	}
+	step := max(1, p.room-1) // the row under the "more" line comes first
+	if !down {
+		step = -step
+	}
+	p.scroll = max(0, min(p.scroll+step, p.total-p.room))
+	return true
+}
+
+// covers says the verdict at the end (no question left) takes the step
+// pane's h rows at width w: under the step, in the h-3 rows it gets
+// there, it would not fit.
+func (p *predictModel) covers(w, h int) bool {
+	return p.on && p.q == nil && p.last != nil && p.need(w) > max(1, h-3)
+}
+
+// hide drops the verdict at the end (esc): the step pane is back whole.
+func (p *predictModel) hide() {
+	if p.q == nil {
+		p.last = nil
+	}
 }
 
 // drop forgets the question (r: a retry runs without one).
@@ -115,6 +147,12 @@ func (p *predictModel) title(w int) string {
 	}
 	if p.score.Asked > 0 {
 		t += p.st.Dim.Render(fmt.Sprintf(" ─ %d of %d right", p.score.Right, p.score.Asked))
+	}
+	if p.scroll > 0 {
+		t += p.st.Dim.Render(" ─ ↑ pgup")
+	}
+	if p.q == nil && p.last != nil {
+		t += p.st.Dim.Render(" ─ esc hides")
 	}
 	return p.st.rule(t, w)
 }
@@ -154,21 +192,35 @@ func (p *predictModel) verdictLines(w int) []string {
 	return out
 }
 
-// questionLines is the question, its choices and what to press; compact
-// puts the choices two a line where they fit and leaves the keys to the
-// status line (for a short pane, so that the verdict above keeps rows).
-func (p *predictModel) questionLines(w int, compact bool) []string {
+// How much room a question takes: all of it (each choice on a line, the
+// keys under them); compact (the keys left to the status line, the choices
+// two a line where they fit); tight (compact, the prompt cut to one line).
+const (
+	qFull = iota
+	qCompact
+	qTight
+)
+
+// questionLines is the question, its choices and what to press, at one of
+// the sizes above.
+func (p *predictModel) questionLines(w, size int) []string {
 	q := p.q
 	if q == nil {
 		return nil
 	}
 	out := wrap("? "+q.Prompt, w)
+	if size == qTight && len(out) > 1 {
+		out = []string{fit("? "+q.Prompt, w)}
+	}
 	cells := make([]string, len(q.Choices))
 	widest := 0
 	for i, c := range q.Choices {
 		mark := "  "
+		if size != qFull {
+			mark = " "
+		}
 		if i == q.Picked {
-			mark = "▸ "
+			mark = "▸" + mark[1:]
 		}
 		cells[i] = fmt.Sprintf("%s%d/%c) %s", mark, i+1, 'a'+i, line(c))
 		widest = max(widest, len([]rune(cells[i])))
@@ -179,7 +231,7 @@ func (p *predictModel) questionLines(w int, compact bool) []string {
 		}
 		return p.st.Bold.Render(cells[i])
 	}
-	if compact && 2*widest+2 <= w {
+	if size != qFull && 2*widest+2 <= w {
 		for i := 0; i < len(cells); i += 2 {
 			l := fit(style(i), widest+2)
 			if i+1 < len(cells) {
@@ -192,7 +244,7 @@ func (p *predictModel) questionLines(w int, compact bool) []string {
 			out = append(out, fit(style(i), w))
 		}
 	}
-	if compact {
+	if size != qFull {
 		return out
 	}
 	switch {
@@ -206,34 +258,49 @@ func (p *predictModel) questionLines(w int, compact bool) []string {
 	return out
 }
 
-// view is the pane's content, h lines of w cells: the last verdict, then
-// the question (which keeps its lines: the verdict is cut first), or the
-// verdict and the score at the end.
+// view is the pane's content, h lines of w cells: the question at the
+// bottom, which keeps its rows (compact, then tight, in a short pane),
+// and above it the last verdict (at the end with the score) in the rows
+// left, from where pgdn scrolled it; a verdict cut short says how much is
+// below and which key shows it.
 func (p *predictModel) view(w, h int) []string {
-	q := p.questionLines(w-1, false)
 	v := p.verdictLines(w - 1)
-	if len(q)+len(v) > h {
-		q = p.questionLines(w-1, true)
-	}
 	if p.q == nil && p.score.Asked+p.score.Unknowable > 0 {
 		v = append(v, p.st.Bold.Render(p.score.String()))
 	}
-	if room := h - len(q); len(v) > max(0, room) {
-		v = v[:max(0, room)]
-		if len(v) > 0 {
-			v[len(v)-1] += p.st.Dim.Render(" …") // cut: a taller terminal shows it all
-		}
+	q := p.questionLines(w-1, qFull)
+	if len(q)+len(v) > h {
+		q = p.questionLines(w-1, qCompact)
 	}
-	lines, _ := window(append(v, q...), 0, h)
+	if len(q) > h {
+		q = p.questionLines(w-1, qTight)
+	}
+	lines, _ := window(append(p.verdictRows(v, max(0, h-len(q))), q...), 0, h)
 	for i, l := range lines {
 		lines[i] = fit(" "+l, w)
 	}
 	return lines
 }
 
+// verdictRows is room rows of the verdict v from p.scroll (clamped to its
+// end); when more is below, the last row says how much and pgdn.
+func (p *predictModel) verdictRows(v []string, room int) []string {
+	p.room, p.total = room, len(v)
+	if len(v) <= room || room == 0 {
+		p.scroll = 0
+		return v[:min(len(v), room)]
+	}
+	p.scroll = max(0, min(p.scroll, len(v)-room))
+	out := append([]string(nil), v[p.scroll:p.scroll+room]...)
+	if below := len(v) - p.scroll - room; below > 0 && room > 1 {
+		out[room-1] = p.st.Dim.Render(fmt.Sprintf("↓ %d more: pgdn", below+1))
+	}
+	return out
+}
+
 // need is how many lines the pane wants at width w.
 func (p *predictModel) need(w int) int {
-	n := len(p.questionLines(w-1, false)) + len(p.verdictLines(w-1))
+	n := len(p.questionLines(w-1, qFull)) + len(p.verdictLines(w-1))
 	if p.q == nil {
 		n++
 	}

@@ -1,9 +1,14 @@
 package tui
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/podstep/podstep/internal/predict"
 	"github.com/podstep/podstep/internal/scenario"
@@ -183,27 +188,143 @@ func TestQuitPromptNamesCleanupSim(t *testing.T) {
 // smallest to wide, through a whole run answered wrong and right.
 func TestPredictFramesFit(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/init.yaml")), Options{Predict: true})
-	check := func(when string) {
-		for _, sz := range []struct{ w, h int }{{60, 16}, {80, 24}, {200, 60}} {
-			h.resize(sz.w, sz.h)
-			lines := strings.Split(strings.TrimSuffix(h.frame(), "\n"), "\n")
-			if len(lines) != sz.h {
-				t.Errorf("%s at %dx%d: %d lines", when, sz.w, sz.h, len(lines))
-			}
-			for i, l := range lines {
-				if n := len([]rune(l)); n > sz.w {
-					t.Errorf("%s at %dx%d: line %d is %d wide: %q", when, sz.w, sz.h, i, n, l)
-				}
-			}
-		}
-	}
 	for i := 0; h.m.nextID != 0 && i < 40; i++ {
-		check(fmt.Sprintf("question %d", h.m.nextID))
+		h.checkFits(fmt.Sprintf("question %d", h.m.nextID))
 		h.press(fmt.Sprint(i%2 + 1))
 		h.press("space")
 	}
-	check("end")
+	h.checkFits("end")
 	if h.m.nextID != 0 || h.m.pred.score.Asked == 0 {
 		t.Errorf("the run did not end answered: next %d, score %+v", h.m.nextID, h.m.pred.score)
+	}
+}
+
+// TestPredictVerdictProgram: at 80x24, in the real event loop, the
+// verdict after a wrong answer is read to its end with pgdn while the next
+// question stays whole under it and the footer keeps its keys. It used to
+// be cut after its first lines with "…" and no way to read the rest
+// (pgdn scrolled the hidden step pane).
+func TestPredictVerdictProgram(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{Predict: true})
+	wrong := wrongChoice(t, h, predict.Succeeds)
+	tm := teatest.NewTestModel(t, h.m, teatest.WithInitialTermSize(80, 24))
+	tm.Send(keyPress(wrong))
+	tm.Send(keyPress("space"))
+	// The verdict is in, and cut: the frame says what shows the rest.
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("more: pgdn")) },
+		teatest.WithDuration(10*time.Second))
+	for range 12 {
+		tm.Send(keyPress("pgdown"))
+	}
+	if err := tm.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*model)
+	if final.pred.last == nil || final.pred.q == nil || final.pred.q.Step.ID != 2 {
+		t.Fatalf("no verdict on step 1 over a question on step 2: %+v, %+v", final.pred.last, final.pred.q)
+	}
+	f := h.frame()
+	lines := strings.Split(strings.TrimSuffix(f, "\n"), "\n")
+	if len(lines) != 24 {
+		t.Errorf("%d lines, want 24:\n%s", len(lines), f)
+	}
+	ls := final.pred.last.Lines()
+	end := strings.Fields(ls[len(ls)-1])
+	want := []string{end[len(end)-1], "↑ pgup"}
+	for _, c := range final.pred.q.Choices {
+		want = append(want, ") "+c)
+	}
+	for _, w := range want {
+		if !strings.Contains(f, w) {
+			t.Errorf("after pgdn, no %q in\n%s", w, f)
+		}
+	}
+	for _, w := range []string{"? help", "q quit", "1-4/a-d answer"} {
+		if !strings.Contains(lines[len(lines)-1], w) {
+			t.Errorf("the footer lacks %q: %q", w, lines[len(lines)-1])
+		}
+	}
+}
+
+// TestPredictVerdictScrolls: on small screens every row of a verdict
+// (and of a scenario's lesson at the end) is shown by pgdn, the question's
+// choices and the footer's ? and q in every frame, and pgup goes back to
+// the verdict's first line.
+func TestPredictVerdictScrolls(t *testing.T) {
+	sc, err := scenario.Get("node-selector-mismatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		w, h   int
+		lesson bool // the scenario, answered right: the verdict at the end
+	}{
+		{"wrong", 80, 24, false},
+		{"wrong", 60, 24, false},
+		{"wrong", 100, 30, false},
+		{"lesson", 80, 24, true},
+		{"lesson", 60, 24, true},
+	} {
+		t.Run(fmt.Sprintf("%s-%dx%d", tc.name, tc.w, tc.h), func(t *testing.T) {
+			var h *harness
+			if tc.lesson {
+				h = newHarness(t, loadBundle(t, scenarioFile(sc.Name)), Options{Predict: true, Scenario: &sc})
+				h.press(rightChoice(t, h, sc.Expect.Reason))
+			} else {
+				h = newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{Predict: true})
+				h.press(wrongChoice(t, h, predict.Succeeds))
+			}
+			h.resize(tc.w, tc.h)
+			h.press("space")
+			if h.m.pred.last == nil {
+				t.Fatal("no verdict")
+			}
+			var rows []string // the verdict's, as the pane wraps it
+			for _, l := range h.m.pred.verdictLines(h.m.layout().rightW - 1) {
+				rows = append(rows, strings.TrimSpace(ansi.Strip(l)))
+			}
+			first := h.frame()
+			seen := first
+			for i := 0; i < 3*len(rows); i++ {
+				f := h.frame()
+				lines := strings.Split(strings.TrimSuffix(f, "\n"), "\n")
+				if len(lines) != tc.h {
+					t.Fatalf("%d lines, want %d:\n%s", len(lines), tc.h, f)
+				}
+				for _, w := range []string{"? help", "q quit"} {
+					if !strings.Contains(lines[len(lines)-1], w) {
+						t.Errorf("the footer lacks %q: %q", w, lines[len(lines)-1])
+					}
+				}
+				if q := h.m.pred.q; q != nil {
+					for _, c := range q.Choices {
+						if !strings.Contains(f, ") "+c) {
+							t.Errorf("choice %q is not shown:\n%s", c, f)
+						}
+					}
+				}
+				seen += f
+				h.press("pgdown")
+			}
+			for _, r := range rows {
+				if !strings.Contains(seen, r) {
+					t.Errorf("pgdn never shows the verdict's row %q; first frame:\n%s", r, first)
+				}
+			}
+			for range 3 * len(rows) {
+				h.press("pgup")
+			}
+			if f := h.frame(); f != first {
+				t.Errorf("pgup back to the top:\n%s\nwant\n%s", f, first)
+			}
+			// esc hides the verdict at the end (the step pane is back),
+			// and only there.
+			h.press("esc")
+			f := h.frame()
+			if hidden := !strings.Contains(f, "─ predict") && strings.Contains(f, "─ step 1 "); hidden != tc.lesson {
+				t.Errorf("esc: verdict hidden %v, want %v:\n%s", hidden, tc.lesson, f)
+			}
+		})
 	}
 }

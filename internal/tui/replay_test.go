@@ -197,26 +197,12 @@ func TestReplayFramesFit(t *testing.T) {
 
 func replayFits(t *testing.T, name string) {
 	h := newReplayHarness(t, name)
-	check := func(when string) {
-		for _, sz := range []struct{ w, h int }{{60, 16}, {80, 24}, {200, 60}} {
-			h.resize(sz.w, sz.h)
-			lines := strings.Split(strings.TrimSuffix(h.frame(), "\n"), "\n")
-			if len(lines) != sz.h {
-				t.Errorf("%s at %dx%d: %d lines", when, sz.w, sz.h, len(lines))
-			}
-			for i, l := range lines {
-				if n := len([]rune(l)); n > sz.w {
-					t.Errorf("%s at %dx%d: line %d is %d wide: %q", when, sz.w, sz.h, i, n, l)
-				}
-			}
-		}
-	}
 	for _, dir := range []string{"space", "p"} {
 		for i := 0; i <= h.p.Len(); i++ {
 			h.press(dir)
 			for _, k := range []string{"tab", "tab", "tab"} {
 				h.press(k)
-				check(fmt.Sprintf("%s %d %s", dir, h.p.Position(), h.m.pane.mode))
+				h.checkFits(fmt.Sprintf("%s %d %s", dir, h.p.Position(), h.m.pane.mode))
 			}
 		}
 	}

@@ -87,6 +87,8 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		if m.live.running.busy {
 			m.run.cancelRun()
 			m.flash = flashCancelling
+		} else {
+			m.pred.hide() // at the end, predict mode's verdict
 		}
 	case key.Matches(k, m.keys.Next):
 		if why := m.cannotRun(); why != "" {
@@ -143,6 +145,9 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		} else {
 			m.clus.scroll += max(1, h-2)
 		}
+	case m.screen == screenPanes && key.Matches(k, m.keys.PgUp, m.keys.PgDown) &&
+		m.pred.scrollKey(key.Matches(k, m.keys.PgDown)):
+		// A verdict cut short scrolls (predict mode on a small screen).
 	case key.Matches(k, m.keys.PgUp):
 		m.pane.scroll -= max(1, m.layout().stepH-2)
 		if m.pane.scroll < 0 {

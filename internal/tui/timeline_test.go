@@ -114,18 +114,7 @@ func TestTimelineLive(t *testing.T) {
 		t.Fatal("the pod was not created")
 	}
 	check("at the end")
-	for _, sz := range []struct{ w, h int }{{60, 16}, {80, 24}, {200, 60}} {
-		h.resize(sz.w, sz.h)
-		lines := strings.Split(strings.TrimSuffix(h.frame(), "\n"), "\n")
-		if len(lines) != sz.h {
-			t.Errorf("at %dx%d: %d lines", sz.w, sz.h, len(lines))
-		}
-		for i, l := range lines {
-			if n := len([]rune(l)); n > sz.w {
-				t.Errorf("at %dx%d: line %d is %d wide: %q", sz.w, sz.h, i, n, l)
-			}
-		}
-	}
+	h.checkFits("the timeline at the end")
 	h.press("t")
 	if f := h.frame(); strings.Contains(f, "─ timeline ") || !strings.Contains(f, "─ pod ") {
 		t.Errorf("t did not go back to the panes:\n%s", f)

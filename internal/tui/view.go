@@ -102,14 +102,19 @@ func (m *model) render() string {
 
 // stepAndPredict is the step pane's rows (its title and l.stepH lines),
 // shared with predict mode's pane: an open question takes them all (the
-// step's requests would give its answer away); a verdict takes up to half
-// under the step.
+// step's requests would give its answer away), and so does the verdict at
+// the end when it does not fit under the step (until esc hides it: pgdn
+// scrolls one pane at a time); else a verdict takes up to half under the
+// step.
 func (m *model) stepAndPredict(rv runView, l layout) []string {
 	if !m.pred.shows() {
 		return append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH)...)
 	}
-	if m.pred.open() {
-		return append([]string{m.pred.title(l.rightW)}, m.pred.view(l.rightW, l.stepH)...)
+	// The pane's view before its title: the title says whether the view
+	// is scrolled.
+	if m.pred.open() || m.pred.covers(l.rightW, l.stepH) {
+		v := m.pred.view(l.rightW, l.stepH)
+		return append([]string{m.pred.title(l.rightW)}, v...)
 	}
 	// Between steps the verdict gets half the rows; at the end (no
 	// question) all but a few of the step's.
@@ -119,8 +124,9 @@ func (m *model) stepAndPredict(rv runView, l layout) []string {
 	}
 	n := min(m.pred.need(l.rightW), max(1, room))
 	out := append([]string{m.pane.title(rv, l.rightW)}, m.pane.view(rv, l.rightW, l.stepH-n-1)...)
+	v := m.pred.view(l.rightW, n)
 	out = append(out, m.pred.title(l.rightW))
-	return append(out, m.pred.view(l.rightW, n)...)
+	return append(out, v...)
 }
 
 // headerView names the pod and the runtime; a simulated runtime is said loudly.
