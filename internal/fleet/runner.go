@@ -241,7 +241,10 @@ func (r *Runner) Args() []string {
 	args := []string{"run", "--auto", "-o", "json", "--no-color", "--in-cluster",
 		"-f", path.Join(manifestMount, podFile), "--node", path.Join(manifestMount, nodeFile),
 		"-r", ep,
-		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs")}
+		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs"),
+		// at its end, the runner removes its dirs: the kubelet never removes a
+		// hostPath volume's dirs (RemoveHostDirs)
+		"--fleet-host-dir", r.HostDir}
 	if ie := r.imageEndpoint(); ie != "" && ie != ep {
 		args = append(args, "--image-endpoint", ie)
 	}

@@ -87,7 +87,7 @@ func TestRunnerPod(t *testing.T) {
 	args := strings.Join(s.Containers[0].Args, " ")
 	for _, want := range []string{"run --auto -o json", "-r unix://" + sock, "--cgroup-driver systemd", "--cluster-dns 10.96.0.10",
 		"--max-pods 50", "--feature-gates ContainerRestartRules=false,ProcMountType=true", "--root-dir /var/lib/podstep-fleet/podstep-node-2/root",
-		"--node /etc/podstep-fleet/node.yaml"} {
+		"--node /etc/podstep-fleet/node.yaml", "--fleet-host-dir /var/lib/podstep-fleet"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
