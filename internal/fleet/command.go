@@ -58,7 +58,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Image, "image", os.Getenv("PODSTEP_FLEET_IMAGE"), "the runner image: podstep's static binary (hack/image-build.sh; env PODSTEP_FLEET_IMAGE)")
 	f.StringVar(&o.PullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "the runner image's pull policy (Always, IfNotPresent, Never)")
 	f.StringVar(&o.ServiceAccount, "service-account", DefaultServiceAccount, "the runners' service account (deploy/fleet.yaml)")
-	f.StringVar(&o.HostDir, "host-dir", DefaultHostDir, "on each node's host, the dir under which the runner keeps its root and log dirs (DIR/<node>/root, DIR/<node>/logs; the runner removes them at its end, and DIR once empty)")
+	f.StringVar(&o.HostDir, "host-dir", DefaultHostDir, "on each node's host, the dir under which the runner keeps its root and log dirs (DIR/<node>/root, DIR/<node>/logs; the runner removes them at its end)")
 	f.DurationVar(&o.Timeout, "timeout", time.Minute, "how long a runner may take to start before its node is reported \"runner not started\"")
 	f.DurationVar(&o.RunTimeout, "run-timeout", 10*time.Minute, "how long a started runner may run")
 	f.IntVar(&o.Concurrency, "concurrency", 10, "runners at once")

@@ -74,7 +74,8 @@ func TestRunnerPod(t *testing.T) {
 			hostPaths[v.Name] = v.HostPath.Path
 		}
 	}
-	for _, want := range []string{"/var/lib/podstep-fleet/podstep-node-2/root", "/var/lib/podstep-fleet/podstep-node-2/logs"} {
+	// the host dir, not the node's dirs: those the runner makes and removes
+	for _, want := range []string{"/var/lib/podstep-fleet"} {
 		m, ok := mounts[want]
 		if !ok || m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional || hostPaths[m.Name] != want {
 			t.Errorf("%s: not a Bidirectional hostPath at the same path: %+v", want, m)

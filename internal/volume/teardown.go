@@ -38,11 +38,6 @@ func Mounts(dir string) ([]Mount, error) {
 // which count the reads).
 var readMountTable = func() ([]byte, error) { return os.ReadFile("/proc/self/mountinfo") }
 
-// MountsIn lists the mounts at or below dir (absolute, clean) of a
-// mountinfo table read elsewhere (another process's /proc/PID/mountinfo:
-// another mount namespace's), in the table's order.
-func MountsIn(table, dir string) []Mount { return parseMountinfo(table, dir) }
-
 // parseMountinfo returns the mounts of a mountinfo table at or below dir
 // (absolute, clean), in the table's order. Each line is
 //
