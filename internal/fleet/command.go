@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Image, "image", os.Getenv("PODSTEP_FLEET_IMAGE"), "the runner image: podstep's static binary (hack/image-build.sh; env PODSTEP_FLEET_IMAGE)")
 	f.StringVar(&o.PullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "the runner image's pull policy (Always, IfNotPresent, Never)")
 	f.StringVar(&o.ServiceAccount, "service-account", DefaultServiceAccount, "the runners' service account (deploy/fleet.yaml)")
-	f.StringVar(&o.HostDir, "host-dir", DefaultHostDir, "on each node's host, the dir under which the runner keeps its root and log dirs (DIR/<node>/root, DIR/<node>/logs)")
+	f.StringVar(&o.HostDir, "host-dir", DefaultHostDir, "on each node's host, the dir under which the runner keeps its root and log dirs (DIR/<node>/root, DIR/<node>/logs; the runner removes them at its end)")
 	f.DurationVar(&o.Timeout, "timeout", time.Minute, "how long a runner may take to start before its node is reported \"runner not started\"")
 	f.DurationVar(&o.RunTimeout, "run-timeout", 10*time.Minute, "how long a started runner may run")
 	f.IntVar(&o.Concurrency, "concurrency", 10, "runners at once")
@@ -108,6 +109,9 @@ func (o *Flags) Validate() error {
 	}
 	if err := CheckAPIServer(o.RunnerServer); err != nil {
 		return session.Usagef("%v", err)
+	}
+	if !path.IsAbs(o.HostDir) || path.Clean(o.HostDir) == "/" {
+		return session.Usagef("--host-dir %q: expected an absolute path of a dir of its own on each node's host (its runners' dirs go under it and are removed at their end)", o.HostDir)
 	}
 	for _, rf := range o.RunFlags {
 		if !strings.HasPrefix(rf, "--") {

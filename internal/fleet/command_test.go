@@ -11,7 +11,7 @@ import (
 // Flags.Validate: every bad flag is one message, exit 2, before anything
 // is read or sent.
 func TestFlagsValidate(t *testing.T) {
-	good := Flags{File: "pod.yaml", Image: "img", PullPolicy: "IfNotPresent", Output: "text", Concurrency: 1, Timeout: time.Second, RunTimeout: time.Second}
+	good := Flags{File: "pod.yaml", Image: "img", PullPolicy: "IfNotPresent", Output: "text", Concurrency: 1, Timeout: time.Second, RunTimeout: time.Second, HostDir: DefaultHostDir}
 	for _, tt := range []struct {
 		name string
 		edit func(*Flags)
@@ -28,6 +28,8 @@ func TestFlagsValidate(t *testing.T) {
 		{"timeout", func(f *Flags) { f.Timeout = 0 }, "--timeout and --run-timeout"},
 		{"runner server", func(f *Flags) { f.RunnerServer = "http://h" }, `--runner-server "http://h"`},
 		{"run flag", func(f *Flags) { f.RunFlags = []string{"settle=0"} }, `--run-flag "settle=0"`},
+		{"host dir relative", func(f *Flags) { f.HostDir = "podstep-fleet" }, `--host-dir "podstep-fleet"`},
+		{"host dir root", func(f *Flags) { f.HostDir = "//" }, `--host-dir "//"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := good

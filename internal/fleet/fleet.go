@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -503,20 +502,7 @@ func (f *fleet) stream(ctx context.Context, name string, r *Result) error {
 		return f.c.classify(err, "get", "pods/log", f.o.Namespace)
 	}
 	defer rc.Close()
-	p := NewParser(r)
-	br := bufio.NewReaderSize(rc, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			p.Line(line)
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
+	return Parse(rc, r)
 }
 
 // progress prints one line for a node's result.

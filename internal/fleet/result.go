@@ -142,10 +142,11 @@ func (p *Parser) log(s string) {
 	}
 }
 
-// Parse reads a whole runner log into r (lines of any length).
+// Parse reads a runner's log into r to its end (lines of any length): a
+// whole log, or one followed as it comes.
 func Parse(rd io.Reader, r *Result) error {
 	p := NewParser(r)
-	br := bufio.NewReader(rd)
+	br := bufio.NewReaderSize(rd, 64<<10)
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {

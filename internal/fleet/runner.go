@@ -241,7 +241,10 @@ func (r *Runner) Args() []string {
 	args := []string{"run", "--auto", "-o", "json", "--no-color", "--in-cluster",
 		"-f", path.Join(manifestMount, podFile), "--node", path.Join(manifestMount, nodeFile),
 		"-r", ep,
-		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs")}
+		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs"),
+		// at its end, the runner removes its dirs: the kubelet never removes a
+		// hostPath volume's dirs (RemoveHostDirs)
+		"--fleet-host-dir", r.HostDir}
 	if ie := r.imageEndpoint(); ie != "" && ie != ep {
 		args = append(args, "--image-endpoint", ie)
 	}
@@ -292,12 +295,11 @@ func socketPath(ep string) string {
 // scheduler, as `kubectl debug node` does), tolerating every taint,
 // privileged, in the host's network, PID and IPC namespaces (as kubectl
 // debug node's pods are: the replayed pod's IPs and processes are the
-// host's), with the node's runtime socket and its own root and log dirs
-// as hostPaths at the same paths, mounted Bidirectional so that the
-// mounts podstep makes for volumes reach the runtime (as CSI node plugins
-// do).
+// host's), with the node's runtime socket and the host dir (its root and
+// log dirs are HostDir/NODE/root and /logs) as hostPaths at the same
+// paths, the host dir mounted Bidirectional so that the mounts podstep
+// makes for volumes reach the runtime (as CSI node plugins do).
 func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
-	dir := r.hostDir()
 	bidi := corev1.MountPropagationBidirectional
 	dirType := corev1.HostPathDirectoryOrCreate
 	sockType := corev1.HostPathSocket
@@ -306,13 +308,14 @@ func (r *Runner) RunnerPod(manifest *corev1.ConfigMap) *corev1.Pod {
 	vols := []corev1.Volume{
 		{Name: "manifest", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: manifest.Name}}}},
-		{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path.Join(dir, "root"), Type: &dirType}}},
-		{Name: "logs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path.Join(dir, "logs"), Type: &dirType}}},
+		// the host dir, not the node's dirs under it: those the runner's
+		// podstep makes and removes (--fleet-host-dir), plain dirs in here;
+		// the kubelet would leave a hostPath's own dir behind
+		{Name: "host-dir", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: r.HostDir, Type: &dirType}}},
 	}
 	mounts := []corev1.VolumeMount{
 		{Name: "manifest", MountPath: manifestMount, ReadOnly: true},
-		{Name: "root", MountPath: path.Join(dir, "root"), MountPropagation: &bidi},
-		{Name: "logs", MountPath: path.Join(dir, "logs"), MountPropagation: &bidi},
+		{Name: "host-dir", MountPath: r.HostDir, MountPropagation: &bidi},
 	}
 	seen := map[string]bool{}
 	runtimeEP, _ := r.endpoint()

@@ -74,7 +74,8 @@ func TestRunnerPod(t *testing.T) {
 			hostPaths[v.Name] = v.HostPath.Path
 		}
 	}
-	for _, want := range []string{"/var/lib/podstep-fleet/podstep-node-2/root", "/var/lib/podstep-fleet/podstep-node-2/logs"} {
+	// the host dir, not the node's dirs: those the runner makes and removes
+	for _, want := range []string{"/var/lib/podstep-fleet"} {
 		m, ok := mounts[want]
 		if !ok || m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional || hostPaths[m.Name] != want {
 			t.Errorf("%s: not a Bidirectional hostPath at the same path: %+v", want, m)
@@ -87,7 +88,7 @@ func TestRunnerPod(t *testing.T) {
 	args := strings.Join(s.Containers[0].Args, " ")
 	for _, want := range []string{"run --auto -o json", "-r unix://" + sock, "--cgroup-driver systemd", "--cluster-dns 10.96.0.10",
 		"--max-pods 50", "--feature-gates ContainerRestartRules=false,ProcMountType=true", "--root-dir /var/lib/podstep-fleet/podstep-node-2/root",
-		"--node /etc/podstep-fleet/node.yaml"} {
+		"--node /etc/podstep-fleet/node.yaml", "--fleet-host-dir /var/lib/podstep-fleet"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}

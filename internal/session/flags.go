@@ -46,4 +46,6 @@ func (o *Options) AddRunFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.MaxRestarts, "max-restarts", 3, "restarts of one container (the kubelet's CrashLoopBackOff) before podstep gives up; -1: no limit, as the kubelet")
 	f.Float64Var(&o.BackoffScale, "backoff-scale", 1, "multiply the kubelet's back-off delays (10s doubling to 5m) by this for the time podstep waits, e.g. 0.01 in CI")
 	f.DurationVar(&o.ReadyTimeout, "ready-timeout", 2*time.Minute, "how long the ready stage (--wait-ready) waits for the pod to be Ready")
+	f.StringVar(&o.FleetHostDir, "fleet-host-dir", "", "a podstep fleet runner's: the host dir --root-dir and --log-dir are under; at exit they and their parents up to it are removed when empty")
+	_ = f.MarkHidden("fleet-host-dir")
 }

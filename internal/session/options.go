@@ -61,6 +61,10 @@ type Options struct {
 	// InCluster is --in-cluster: the API server and credentials of the pod
 	// podstep runs in (a fleet runner's service account).
 	InCluster bool
+	// FleetHostDir is --fleet-host-dir (hidden; a fleet runner's): the
+	// node's host dir the root and log dirs are under, emptied and
+	// removed at the end of the run (RemoveHostDirs).
+	FleetHostDir string
 	// NoTokens leaves the TokenRequests out (podstep plan mints nothing).
 	NoTokens bool
 	// Changed says whether a flag was given (cobra's Flags().Changed): a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -80,6 +81,9 @@ func (o *RunFlags) Validate() error {
 			return Usagef("--predict reads answers from stdin and asks on stdout: it goes with -o text or short and a manifest that is not stdin")
 		}
 	}
+	if o.FleetHostDir != "" && !filepath.IsAbs(o.FleetHostDir) {
+		return Usagef("--fleet-host-dir %q: expected an absolute path", o.FleetHostDir)
+	}
 	if o.Quiet {
 		if o.Output == report.JSON {
 			return Usagef("--quiet is -o short, the short text form: it does not go with -o json")
@@ -96,6 +100,9 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// A fleet runner's dirs go with it, however the run ends (but a second
+	// signal, which abandons teardown: its pod dirs stay, so do they).
+	defer o.RemoveHostDirs(env.Stderr)
 	if o.Predict && !env.Terminal {
 		// On a terminal the TUI asks (its predict mode); elsewhere --auto does.
 		o.Auto = true

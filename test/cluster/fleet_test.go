@@ -17,8 +17,9 @@ package cluster
 // hack/image-build.sh and imports it into both (PODSTEP_CTR_2: the ctr of the
 // containerd 2 harness, default: the ctr of ~/.cache/podstep/containerd-v2.4.2, else ctr).
 //
-// The helpers here are this file's own (fleet*), so that it builds beside
-// the package's shared helpers without depending on them.
+// The cluster and its nodes come from newCluster (helpers_test.go), the
+// variables every suite under test/ reads from test/internal/testenv; the
+// fleet* helpers are this file's.
 
 import (
 	"bufio"
@@ -29,7 +30,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -51,13 +51,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
-const (
-	fleetNS = "podstep-fleet"
-	// fleetHostDir is the runners' host dir (--host-dir's default).
-	fleetHostDir = "/var/lib/podstep-fleet"
-)
+const fleetNS = "podstep-fleet"
 
 type fleetEnv struct {
 	cs         kubernetes.Interface
@@ -72,6 +70,17 @@ type fleetEnv struct {
 	// this cluster has no kube-proxy for the kubernetes Service; its API
 	// server listens on the host's loopback, which the hostNetwork runners share).
 	server string
+	// hostDir is the runners' --host-dir, the test's own (fleetSharedHostDir):
+	// both nodes are on this host, so it is on the nodes' disk as the
+	// kubelets see it.
+	hostDir string
+}
+
+// fleetArgs are podstep fleet's arguments: the cluster's, the image, the
+// test's host dir, -o json, then args.
+func (e *fleetEnv) fleetArgs(args ...string) []string {
+	return append([]string{"fleet", "--kubeconfig", e.kubeconfig, "--image", e.image, "--runner-server", e.server,
+		"--host-dir", e.hostDir, "-o", "json"}, args...)
 }
 
 var (
@@ -82,57 +91,44 @@ var (
 
 func newFleetEnv(t testing.TB) *fleetEnv {
 	t.Helper()
-	e := &fleetEnv{kubeconfig: os.Getenv("KUBECONFIG"), bin: os.Getenv("PODSTEP_BIN")}
-	e.nodes = [2]string{os.Getenv("PODSTEP_NODE_16"), os.Getenv("PODSTEP_NODE_2")}
-	e.endpoints = [2]string{os.Getenv("PODSTEP_ENDPOINT_16"), os.Getenv("PODSTEP_ENDPOINT_2")}
-	e.replays = [2]string{os.Getenv("PODSTEP_REPLAY_ENDPOINT_16"), os.Getenv("PODSTEP_REPLAY_ENDPOINT_2")}
-	for k, v := range map[string]string{"KUBECONFIG": e.kubeconfig, "PODSTEP_BIN": e.bin, "PODSTEP_NODE_16": e.nodes[0],
-		"PODSTEP_NODE_2": e.nodes[1], "PODSTEP_ENDPOINT_16": e.endpoints[0], "PODSTEP_ENDPOINT_2": e.endpoints[1],
-		"PODSTEP_REPLAY_ENDPOINT_16": e.replays[0], "PODSTEP_REPLAY_ENDPOINT_2": e.replays[1]} {
-		if v == "" {
-			msg := "\n\n*** FLEET CLUSTER TEST NOT RUN: " + k + " not set (hack/cluster-up.sh; see the package doc) ***\n"
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg + "*** CI=true: this is a failure ***")
-			}
-			t.Skip(msg)
-		}
-	}
-	_, file, _, _ := runtime.Caller(0)
-	e.root = filepath.Join(filepath.Dir(file), "..", "..")
-	cfg, err := clientcmd.BuildConfigFromFlags("", e.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	e.server = cfg.Host
-	if e.cs, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
+	c := newCluster(t)
+	v := testenv.Require(t, "FLEET CLUSTER", "hack/test.sh's cluster phase starts the replay harnesses and sets them (see the package doc)",
+		"PODSTEP_BIN", "PODSTEP_REPLAY_ENDPOINT_16", "PODSTEP_REPLAY_ENDPOINT_2")
+	e := &fleetEnv{cs: c.Client, kubeconfig: c.Kubeconfig, bin: v[0], server: c.Config.Host, root: testenv.RepoRoot(),
+		nodes:     [2]string{c.Nodes[0].Name, c.Nodes[1].Name},
+		endpoints: [2]string{c.Nodes[0].Endpoint, c.Nodes[1].Endpoint},
+		replays:   [2]string{v[1], v[2]}}
 	e.image = fleetImage(t, e)
 	fleetApplyDeploy(t, e)
-	fleetSharedHostDir(t)
+	e.hostDir = fleetSharedHostDir(t)
 	return e
 }
 
-// fleetSharedHostDir makes /var/lib/podstep-fleet (the runners' host dir;
-// both nodes are on this host) a shared mount, as it is on a systemd host
-// whose / is shared: the runners mount it Bidirectional, which the runtime
-// refuses on a private mount ("is mounted on "/" but it is not a shared
-// mount"), and this machine's / is private.
-func fleetSharedHostDir(t testing.TB) {
+// fleetSharedHostDir returns the runners' host dir for one test,
+// DIR/podstep-fleet, where DIR is the test's own temporary dir made a
+// shared mount, as / is on a systemd host: the runners mount their dirs
+// Bidirectional, which the runtime refuses on a private mount ("is mounted
+// on "/" but it is not a shared mount"), and this machine's / is private.
+// The host dir itself is a plain dir under that mount, as
+// /var/lib/podstep-fleet is on a systemd host; DIR is unmounted and removed
+// when the test ends (nothing of the test stays on the machine; nothing is
+// shared with the fleets of other clusters on this host).
+func fleetSharedHostDir(t testing.TB) string {
 	t.Helper()
-	const dir = fleetHostDir
-	if out, err := exec.Command("findmnt", "-n", "-o", "PROPAGATION", dir).Output(); err == nil && strings.HasPrefix(strings.TrimSpace(string(out)), "shared") {
-		return
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := t.TempDir()
 	for _, args := range [][]string{{"--bind", dir, dir}, {"--make-shared", dir}} {
 		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
 			t.Fatalf("mount %v: %v\n%s", args, err, out)
 		}
 	}
+	// before t.TempDir's removal (cleanups run last first)
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", dir, err, out)
+			_ = exec.Command("umount", "-l", dir).Run()
+		}
+	})
+	return filepath.Join(dir, "podstep-fleet")
 }
 
 // fleetImage is the runner image, built and imported into both runtimes once.
@@ -249,7 +245,7 @@ type fleetReport struct {
 // and the exit code.
 func (e *fleetEnv) run(t testing.TB, args ...string) (*fleetReport, string, int) {
 	t.Helper()
-	cmd := exec.Command(e.bin, append([]string{"fleet", "--kubeconfig", e.kubeconfig, "--image", e.image, "--runner-server", e.server, "-o", "json"}, args...)...)
+	cmd := exec.Command(e.bin, e.fleetArgs(args...)...)
 	cmd.Dir = e.root
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -269,8 +265,10 @@ func (e *fleetEnv) run(t testing.TB, args ...string) (*fleetReport, string, int)
 	return &rep, stderr.String(), code
 }
 
-// nothingLeft checks that no fleet object is in the namespace and no pod
-// dir is under either node's podstep root (both nodes are on this host).
+// nothingLeft checks that no fleet object is in the namespace and that
+// nothing is left on the nodes' disk (both nodes are on this host): no dir
+// under the runners' host dir (their root and log dirs DIR/NODE/root and
+// DIR/NODE/logs, once the kubelet's hostPaths), no mount.
 func (e *fleetEnv) nothingLeft(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
@@ -299,12 +297,21 @@ func (e *fleetEnv) nothingLeft(t testing.TB) {
 		}
 		time.Sleep(time.Second)
 	}
-	for _, n := range e.nodes {
-		dir := filepath.Join(fleetHostDir, n, "root", "pods")
-		ents, _ := os.ReadDir(dir)
-		if len(ents) > 0 {
-			t.Errorf("pod dirs left under %s: %d", dir, len(ents))
+	// the host dir itself (the runners' hostPath, made by the kubelet) may
+	// stay, empty
+	var left []string
+	_ = filepath.WalkDir(e.hostDir, func(p string, _ os.DirEntry, err error) error {
+		if err == nil && p != e.hostDir {
+			left = append(left, p)
 		}
+		return nil
+	})
+	// the mounts a runner makes for volumes reach the host (Bidirectional)
+	for _, m := range testenv.MountsUnder(filepath.Dir(e.hostDir)) {
+		left = append(left, "mount "+m)
+	}
+	if len(left) > 0 {
+		t.Errorf("left on the nodes' disk: %v", left)
 	}
 }
 
@@ -553,7 +560,7 @@ func fleetGhostNodes(t testing.TB, e *fleetEnv, prefix string, n int) []string {
 // both runners started (their stderr lines).
 func (e *fleetEnv) startFleet(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(e.bin, append([]string{"fleet", "--kubeconfig", e.kubeconfig, "--image", e.image, "--runner-server", e.server, "-o", "json"}, args...)...)
+	cmd := exec.Command(e.bin, e.fleetArgs(args...)...)
 	cmd.Dir = e.root
 	var stdout bytes.Buffer
 	stderr := &syncBuffer{}

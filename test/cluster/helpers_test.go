@@ -45,6 +45,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 const (
@@ -95,19 +97,14 @@ func (c *Cluster) Node(rt string) Node {
 }
 
 // notRun skips the test loudly, or fails it under CI=true.
-func notRun(t *testing.T, why string) {
+func notRun(t testing.TB, why string) {
 	t.Helper()
-	msg := "\n\n*** CLUSTER TEST NOT RUN: " + why + " ***\n" +
-		"*** hack/test.sh starts a cluster (hack/cluster-up.sh) and sets the variables ***\n"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + "*** CI=true: this is a failure ***")
-	}
-	t.Skip(msg)
+	testenv.NotRun(t, "CLUSTER", why, "hack/test.sh starts a cluster (hack/cluster-up.sh) and sets the variables")
 }
 
 // newCluster reads the environment and connects to the cluster; it skips the
 // test loudly (fails it under CI=true) when the cluster's variables are missing.
-func newCluster(t *testing.T) *Cluster {
+func newCluster(t testing.TB) *Cluster {
 	t.Helper()
 	var missing []string
 	get := func(k string) string {

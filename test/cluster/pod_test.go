@@ -51,6 +51,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // pcEnv is the cluster under test, as this file sees it.
@@ -170,19 +172,8 @@ func pcAssertNoSecrets(t *testing.T, outputs map[string]string, secrets ...strin
 
 // pcUnmountUnder unmounts every mount below dir (deepest first).
 func pcUnmountUnder(dir string) {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var mounts []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			mounts = append(mounts, f[4])
-		}
-	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(mounts[i], syscall.MNT_DETACH) // best effort: the test's temp dir goes next
+	for _, m := range testenv.MountsUnder(dir) {
+		_ = syscall.Unmount(m, syscall.MNT_DETACH) // best effort: the test's temp dir goes next
 	}
 }
 

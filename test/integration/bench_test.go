@@ -12,6 +12,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // benchSeries is a figure of `podstep bench -o json` (docs/bench.md: the JSON of
@@ -183,7 +185,7 @@ func (e *env) assertBenchLeftNothing(t *testing.T, d dirs) {
 	if cs := c.managedContainers(t); len(cs) > 0 {
 		t.Errorf("ListContainers %s=true: %d left after the bench", managedLabel, len(cs))
 	}
-	for _, m := range mountsUnder(filepath.Dir(d.root)) {
+	for _, m := range testenv.MountsUnder(filepath.Dir(d.root)) {
 		t.Errorf("mount left after the bench: %s", m)
 	}
 	assertEmptyDir(t, "pod dirs", filepath.Join(d.root, "pods"))

@@ -27,14 +27,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 const (
@@ -61,35 +61,16 @@ type env struct {
 // runtime from an earlier test, and removes whatever this test leaves.
 func setup(t *testing.T) *env {
 	t.Helper()
-	e := &env{
-		bin:      os.Getenv("PODSTEP_BIN"),
-		endpoint: os.Getenv("PODSTEP_ENDPOINT"),
-		subnet:   os.Getenv("PODSTEP_CNI_SUBNET"),
-	}
+	v := testenv.Require(t, "INTEGRATION", "run `bash hack/test.sh` as root: it starts the containerd harness and sets them",
+		"PODSTEP_BIN", "PODSTEP_ENDPOINT")
+	e := &env{bin: v[0], endpoint: v[1], subnet: os.Getenv("PODSTEP_CNI_SUBNET")}
 	if e.subnet == "" {
 		e.subnet = defaultSubnet
-	}
-	var missing []string
-	if e.bin == "" {
-		missing = append(missing, "PODSTEP_BIN")
-	}
-	if e.endpoint == "" {
-		missing = append(missing, "PODSTEP_ENDPOINT")
-	}
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("\n\n*** INTEGRATION TEST NOT RUN: %s not set ***\n"+
-			"*** run `bash hack/test.sh` as root: it starts the containerd harness and sets them ***\n",
-			strings.Join(missing, " and "))
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "*** CI=true: this is a failure ***")
-		}
-		t.Skip(msg)
 	}
 	if _, err := os.Stat(e.bin); err != nil {
 		t.Fatalf("PODSTEP_BIN: %v", err)
 	}
-	_, file, _, _ := runtime.Caller(0)
-	e.repo = filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	e.repo = testenv.RepoRoot()
 	e.rt = identifyRuntime(t, e.endpoint)
 
 	c := dialCRI(t, e.endpoint)
@@ -114,7 +95,7 @@ func newDirs(t *testing.T) dirs {
 	// podstep left under the dirs (tmpfs of a secret volume, ...) is an
 	// error, and is detached so that the removal (and the next test) works.
 	t.Cleanup(func() {
-		for _, m := range mountsUnder(base) {
+		for _, m := range testenv.MountsUnder(base) {
 			if !t.Failed() {
 				t.Errorf("mount left under the pod dirs after the test: %s", m)
 			}
@@ -124,28 +105,6 @@ func newDirs(t *testing.T) dirs {
 		}
 	})
 	return dirs{root: filepath.Join(base, "root"), logs: filepath.Join(base, "logs")}
-}
-
-// mountsUnder lists mount points below dir, deepest first.
-func mountsUnder(dir string) []string {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		// field 5 is the mount point, with \040 for spaces
-		mp := strings.ReplaceAll(f[4], "\\040", " ")
-		if strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(out)))
-	return out
 }
 
 // assertEmptyDir fails when dir holds anything (a missing dir is empty).
@@ -484,7 +443,7 @@ func (e *env) assertNothingLeft(t *testing.T, d dirs, ns, name, uid string) {
 		t.Errorf("no pod UID in the summary: cannot check the pod dirs")
 		return
 	}
-	for _, m := range mountsUnder(filepath.Dir(d.root)) {
+	for _, m := range testenv.MountsUnder(filepath.Dir(d.root)) {
 		t.Errorf("mount left after teardown: %s", m)
 	}
 	assertGone(t, "pod dir", d.podDir(uid))

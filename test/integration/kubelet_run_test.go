@@ -21,6 +21,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // kubeletNode is the node name the test kubelet runs as: static pods are
@@ -45,15 +47,7 @@ type kubelet struct {
 // fails under CI=true.
 func kubeletEnv(t *testing.T) (bin string, port, healthz int) {
 	t.Helper()
-	bin = os.Getenv("PODSTEP_KUBELET")
-	if bin == "" {
-		msg := "\n\n*** KUBELET TEST NOT RUN: PODSTEP_KUBELET not set ***\n" +
-			"*** hack/test.sh builds the kubelet with hack/kubelet-build.sh and sets it ***\n"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "*** CI=true: this is a failure ***")
-		}
-		t.Skip(msg)
-	}
+	bin = testenv.Require(t, "KUBELET", "hack/test.sh builds the kubelet with hack/kubelet-build.sh and sets it", "PODSTEP_KUBELET")[0]
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("PODSTEP_KUBELET: %v", err)
 	}
@@ -489,7 +483,7 @@ func podContainer(t *testing.T, c *criClient, pod, name string) *runtimeapi.Cont
 // it stops.
 func unmountKubelet(t *testing.T, dir string) {
 	t.Helper()
-	ms := mountsUnder(dir)
+	ms := testenv.MountsUnder(dir)
 	for i := len(ms) - 1; i >= 0; i-- {
 		if err := syscall.Unmount(ms[i], syscall.MNT_DETACH); err != nil {
 			t.Errorf("unmount %s: %v", ms[i], err)

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // TestKubeletThroughProxy runs a real kubelet v1.37.0 against the harness
@@ -56,7 +58,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 			t.Errorf("the kubelet's pods were still there at the end (removed now): %v", left)
 		}
 		unmountKubelet(t, dir)
-		for _, m := range mountsUnder(dir) {
+		for _, m := range testenv.MountsUnder(dir) {
 			t.Errorf("mount left under the kubelet's dir: %s", m)
 		}
 		os.RemoveAll(dir)
@@ -460,7 +462,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 		}
 		// Its own bind mount of its root dir (the kubelet leaves it); the
 		// pods left none.
-		for _, m := range mountsUnder(dir) {
+		for _, m := range testenv.MountsUnder(dir) {
 			if m != k.root {
 				t.Errorf("mount left: %s", m)
 			}

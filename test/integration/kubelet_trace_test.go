@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // TestKubeletTraceJaeger runs a real kubelet v1.37.0, tracing itself to a
@@ -69,7 +71,7 @@ func TestKubeletTraceJaeger(t *testing.T) {
 		if uid != "" {
 			os.RemoveAll("/var/log/pods/default_hello-" + kubeletNode + "_" + uid)
 		}
-		for _, m := range mountsUnder(dir) {
+		for _, m := range testenv.MountsUnder(dir) {
 			t.Errorf("mount left under the kubelet's dir: %s", m)
 		}
 		os.RemoveAll(dir)

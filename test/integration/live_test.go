@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/podstep/podstep/internal/live/livetest"
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // TestLivePageInChromium opens podstep's live page (run --serve) in a real
@@ -29,13 +30,7 @@ import (
 // the bar is ≤ 200 ms (median). The simulated runtime is enough: the page
 // is about the events, not the runtime.
 func TestLivePageInChromium(t *testing.T) {
-	bin := os.Getenv("PODSTEP_BIN")
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("PODSTEP_BIN not set (hack/test.sh sets it); CI=true: this is a failure")
-		}
-		t.Skip("\n\n*** INTEGRATION TEST NOT RUN: PODSTEP_BIN not set ***\n")
-	}
+	bin := testenv.Require(t, "INTEGRATION", "hack/test.sh sets it", "PODSTEP_BIN")[0]
 	br := livetest.Start(t)
 
 	dir := t.TempDir()

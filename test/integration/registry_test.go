@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // registry is the harness's private registry (hack/containerd-up.sh): an
@@ -34,29 +36,9 @@ type registry struct {
 func setupRegistry(t *testing.T) (*env, registry) {
 	t.Helper()
 	e := setup(t)
-	r := registry{
-		addr:     os.Getenv("PODSTEP_REGISTRY"),
-		user:     os.Getenv("PODSTEP_REGISTRY_USER"),
-		password: os.Getenv("PODSTEP_REGISTRY_PASSWORD"),
-		image:    os.Getenv("PODSTEP_REGISTRY_IMAGE"),
-	}
-	var missing []string
-	for _, v := range []struct{ name, val string }{
-		{"PODSTEP_REGISTRY", r.addr}, {"PODSTEP_REGISTRY_USER", r.user}, {"PODSTEP_REGISTRY_PASSWORD", r.password},
-	} {
-		if v.val == "" {
-			missing = append(missing, v.name)
-		}
-	}
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("\n\n*** REGISTRY TEST NOT RUN: %s not set ***\n"+
-			"*** run `bash hack/test.sh` as root: hack/containerd-up.sh starts the registry and prints them ***\n",
-			strings.Join(missing, ", "))
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "*** CI=true: this is a failure ***")
-		}
-		t.Skip(msg)
-	}
+	v := testenv.Require(t, "REGISTRY", "run `bash hack/test.sh` as root: hack/containerd-up.sh starts the registry and prints them",
+		"PODSTEP_REGISTRY", "PODSTEP_REGISTRY_USER", "PODSTEP_REGISTRY_PASSWORD")
+	r := registry{addr: v[0], user: v[1], password: v[2], image: os.Getenv("PODSTEP_REGISTRY_IMAGE")}
 	if r.image == "" {
 		r.image = r.addr + "/podstep/private-busybox:1.0"
 	}

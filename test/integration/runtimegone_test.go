@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // harness is a second containerd of the test's own (hack/containerd-up.sh
@@ -157,7 +159,7 @@ func TestRuntimeGone(t *testing.T) {
 			t.Errorf("%s removed while the container runs: %v", p, err)
 		}
 	}
-	if ms := mountsUnder(d.root); len(ms) != 1 || ms[0] != tmpfs {
+	if ms := testenv.MountsUnder(d.root); len(ms) != 1 || ms[0] != tmpfs {
 		t.Errorf("mounts under the root dir: %v, want the tmpfs %s kept", ms, tmpfs)
 	}
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // subPathEscapePod: the init container leaves a symlink to a host dir in
@@ -171,7 +173,7 @@ func TestSubPathInContainer(t *testing.T) {
 			got[m.ContainerPath] = m.HostPath
 		}
 		mounted := map[string]bool{}
-		for _, m := range mountsUnder(pod) {
+		for _, m := range testenv.MountsUnder(pod) {
 			mounted[m] = true
 		}
 		for cp, hp := range want {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // The tracing tests export to a real Jaeger v2 (hack/jaeger-up.sh), which
@@ -27,16 +29,9 @@ import (
 // jaegerEnv returns the Jaeger endpoints, or skips loudly (fails under CI=true).
 func jaegerEnv(t *testing.T) (otlpHTTP, otlpGRPC, query string) {
 	t.Helper()
-	otlpHTTP, otlpGRPC, query = os.Getenv("PODSTEP_OTLP_ENDPOINT"), os.Getenv("PODSTEP_OTLP_GRPC_ENDPOINT"), os.Getenv("PODSTEP_JAEGER_QUERY")
-	if otlpHTTP == "" || otlpGRPC == "" || query == "" {
-		msg := "\n\n*** TRACING TEST NOT RUN: PODSTEP_OTLP_ENDPOINT, PODSTEP_OTLP_GRPC_ENDPOINT or PODSTEP_JAEGER_QUERY not set ***\n" +
-			"*** hack/test.sh starts Jaeger (hack/jaeger-up.sh) and sets them ***\n"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg + "*** CI=true: this is a failure ***")
-		}
-		t.Skip(msg)
-	}
-	return otlpHTTP, otlpGRPC, query
+	v := testenv.Require(t, "TRACING", "hack/test.sh starts Jaeger (hack/jaeger-up.sh) and sets them",
+		"PODSTEP_OTLP_ENDPOINT", "PODSTEP_OTLP_GRPC_ENDPOINT", "PODSTEP_JAEGER_QUERY")
+	return v[0], v[1], v[2]
 }
 
 // jaegerSpan is a span as Jaeger's query API (/api/traces) gives it.

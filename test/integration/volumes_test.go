@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // hostPathDemo is the hostPath (DirectoryOrCreate) of testdata/pods/volumes.yaml.
@@ -132,7 +134,7 @@ func TestVolumesInContainer(t *testing.T) {
 			t.Errorf("emptyDir on the host: probe = %q (%v), want scratch-ok", b, err)
 		}
 		for _, v := range []string{"kubernetes.io~secret/creds", "kubernetes.io~downward-api/podinfo", "kubernetes.io~projected/bundle"} {
-			if fs := mountFSType(t, filepath.Join(vols, v)); fs != "tmpfs" {
+			if fs := mountFSType(filepath.Join(vols, v)); fs != "tmpfs" {
 				t.Errorf("host %s: mounted %q, want tmpfs", v, fs)
 			}
 		}
@@ -186,22 +188,11 @@ func readMemTotal(t *testing.T) int64 {
 
 // mountFSType returns the filesystem type mounted at path (the last such
 // mount in /proc/self/mountinfo), or "" when nothing is mounted there.
-func mountFSType(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
+func mountFSType(path string) string {
 	fs := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-		pre, post, ok := strings.Cut(line, " - ")
-		f := strings.Fields(pre)
-		if !ok || len(f) < 5 || strings.ReplaceAll(f[4], "\\040", " ") != path {
-			continue
-		}
-		if p := strings.Fields(post); len(p) > 0 {
-			fs = p[0]
+	for _, m := range testenv.Mounts() {
+		if m.Point == path {
+			fs = m.FSType
 		}
 	}
 	return fs
