@@ -80,7 +80,7 @@ func newFakeAPI() *fakeAPI {
 		"/api/v1/namespaces/app/services": &corev1.ServiceList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceList"}},
 		"/api/v1/namespaces/default/services/kubernetes": &corev1.Service{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: "default"},
-			Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443}}}},
+			Spec:       corev1.ServiceSpec{ClusterIP: "10.96.0.1", Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443}}}},
 		"/api/v1/pods": &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []corev1.Pod{*pod}},
 		"/api/v1/namespaces/app/events": &corev1.EventList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "EventList"}, Items: []corev1.Event{{
 			ObjectMeta:     metav1.ObjectMeta{Name: "e1", Namespace: "app"},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -20,10 +21,12 @@ type streamed struct {
 // podstep with args, hands each stdout line to onLine (with the process,
 // to signal it) as it comes, and waits for the exit. A pipe or start error
 // fails t; a process still running after timeout is killed and fails t, so
-// that no test hangs.
+// that no test hangs. The run's TMPDIR is the test's own: the sim dir of a
+// run the test kills on purpose (it stays for `cleanup --sim`) goes with it.
 func stream(t *testing.T, timeout time.Duration, onLine func(p *exec.Cmd, line string), args ...string) streamed {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
