@@ -21,7 +21,8 @@ what your runs on the simulated runtime left (a pod kept with --keep, a killed r
 With no runtime answering it still does the latter.
 
 With --sim it only removes what your runs on the simulated runtime left, in the temp dir
-(` + session.SimDirPrefix + `*): the runtime itself ended with each run.
+(` + session.SimDirPrefix + `*): the runtime itself ended with each run. A dir there with
+nothing but a socket no one listens on (a killed bench simulator's) goes too.
 
 A directory is removed only once the runtime removed the sandbox (its containers may
 use it until then), and only when podstep recorded making it: it holds podstep's

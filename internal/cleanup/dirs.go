@@ -2,12 +2,16 @@ package cleanup
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/volume"
@@ -27,7 +31,9 @@ type Dir struct {
 // the pod and log dirs of a pod kept with --keep, or of a run that was
 // killed. Only this user's dirs, and only those whose run has ended (its
 // owner process is gone: the simulated runtime went with it); the pod and
-// log dirs inside only when they hold podstep's marker (mark.Check).
+// log dirs inside only when they hold podstep's marker (mark.Check). A dir
+// of that name with no owner file is removed only when it holds nothing but
+// a socket nobody listens on (a killed `sim-serve` child's).
 func SimDirs(tmp, prefix, ownerFile string) []Dir {
 	entries, err := os.ReadDir(tmp)
 	if err != nil {
@@ -44,7 +50,12 @@ func SimDirs(tmp, prefix, ownerFile string) []Dir {
 		}
 		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
 		if err != nil {
-			continue // not a run's sim dir (a sim-serve child's removes itself)
+			// Not a run's sim dir: a sim-serve child's, which removes itself
+			// when it ends; one killed with its parent leaves its socket alone.
+			if deadSocketDir(dir) {
+				out = append(out, removeDeadSocketDir(dir))
+			}
+			continue
 		}
 		var h mark.Holder
 		if err := json.Unmarshal(data, &h); err != nil {
@@ -169,4 +180,31 @@ func WriteDirs(w io.Writer, dirs []Dir) (left int) {
 		}
 	}
 	return left
+}
+
+// deadSocketDir: dir holds one thing, a unix socket older than a few
+// seconds (not one a starting child has bound but not yet listens on) that
+// nothing listens on (a connection is refused): what a killed sim-serve
+// child leaves.
+func deadSocketDir(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Type()&fs.ModeSocket == 0 {
+		return false
+	}
+	if info, err := entries[0].Info(); err != nil || time.Since(info.ModTime()) < 5*time.Second {
+		return false
+	}
+	c, err := net.DialTimeout("unix", filepath.Join(dir, entries[0].Name()), time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+func removeDeadSocketDir(dir string) Dir {
+	if err := os.RemoveAll(dir); err != nil {
+		return Dir{Path: dir, Why: err.Error()}
+	}
+	return Dir{Path: dir, Removed: true, Why: "a stopped simulated runtime's socket"}
 }

@@ -1,10 +1,12 @@
 package cleanup_test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/podstep/podstep/internal/cleanup"
 	"github.com/podstep/podstep/internal/mark"
@@ -63,5 +65,56 @@ func TestOrphans(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimDirsDeadSocket: a sim dir with no owner file goes only when all it
+// holds is a socket that refuses connections (a killed sim-serve child's);
+// a live one's, or one with anything else in it, stays.
+func TestSimDirsDeadSocket(t *testing.T) {
+	// A short temp dir: a unix socket's path has a 108-byte limit.
+	tmp, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	sock := func(name string, live bool, extra bool) string {
+		dir := filepath.Join(tmp, "podstep-sim-"+name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, "sim.sock"), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live {
+			t.Cleanup(func() { l.Close() })
+		} else {
+			l.SetUnlinkOnClose(false)
+			l.Close()
+		}
+		old := time.Now().Add(-time.Minute) // a fresh socket may be a starting child's
+		if err := os.Chtimes(filepath.Join(dir, "sim.sock"), old, old); err != nil {
+			t.Fatal(err)
+		}
+		if extra {
+			if err := os.WriteFile(filepath.Join(dir, "notes"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	dead, live, other := sock("dead", false, false), sock("live", true, false), sock("other", false, true)
+	got := cleanup.SimDirs(tmp, "podstep-sim-", "podstep-run.json")
+	if len(got) != 1 || got[0].Path != dead || !got[0].Removed {
+		t.Fatalf("SimDirs = %+v, want only %s removed", got, dead)
+	}
+	for _, d := range []string{live, other} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v (want it kept)", d, err)
+		}
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("%s still there (%v)", dead, err)
 	}
 }
