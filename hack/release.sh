@@ -5,6 +5,7 @@
 #
 #   bash hack/release.sh [--snapshot] [VERSION] [OUTDIR]
 #
+# PODSTEP_RELEASE_TARGETS="OS/ARCH ..." builds only those (of the four).
 # VERSION defaults to `git describe --tags --always --dirty` (v-prefix kept); OUTDIR to dist/.
 # --snapshot (CI, hack/test.sh): VERSION is VERSION-snapshot, OUTDIR a temp dir removed at the end,
 # and the host's binary is run to check the stamped version.
@@ -36,7 +37,17 @@ case "$version" in
 esac
 mkdir -p "$out"
 
-targets=(linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)
+# PODSTEP_RELEASE_TARGETS: fewer of them (hack/test.sh's snapshot leaves out darwin/arm64).
+read -r -a targets <<<"${PODSTEP_RELEASE_TARGETS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}"
+for t in "${targets[@]}"; do
+	case $t in
+	linux/amd64 | linux/arm64 | darwin/amd64 | darwin/arm64) ;;
+	*)
+		echo "hack/release.sh: PODSTEP_RELEASE_TARGETS: unknown target '$t' (known: linux/amd64 linux/arm64 darwin/amd64 darwin/arm64)" >&2
+		exit 2
+		;;
+	esac
+done
 for t in "${targets[@]}"; do
 	os=${t%/*} arch=${t#*/}
 	name="podstep_${version}_${os}_${arch}"

@@ -20,9 +20,10 @@ containerd2_works() {
 # compile_containerd2 DIR: go install the three binaries into DIR. -tags no_btrfs: no btrfs
 # headers needed (the snapshotter is not used). The version is stamped the way containerd's
 # release builds do (-X .../version.Version), so that CRI Version answers "v2.4.2" as a released
-# containerd does, not the source default "2.4.2+unknown".
+# containerd does, not the source default "2.4.2+unknown". CGO_ENABLED=1 whatever the caller's
+# (hack/test.sh exports 0 for podstep's own compiles).
 compile_containerd2() (
-	cd / && GOWORK=off GOBIN=$1 "$GO" install -tags no_btrfs \
+	cd / && GOWORK=off GOBIN=$1 CGO_ENABLED=1 "$GO" install -tags no_btrfs \
 		-ldflags "-X $C2_MODULE/version.Version=$CONTAINERD2_VERSION" \
 		"$C2_MODULE/cmd/containerd@$CONTAINERD2_VERSION" \
 		"$C2_MODULE/cmd/containerd-shim-runc-v2@$CONTAINERD2_VERSION" \

@@ -8,7 +8,6 @@ package testenv
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -46,10 +45,44 @@ func Require(t testing.TB, suite, hint string, keys ...string) []string {
 	return vals
 }
 
-// RepoRoot is the repository's root (testdata/pods, hack/, deploy/).
+// RepoRoot is the repository's root (testdata/pods, hack/, deploy/): the
+// nearest folder above the test's working directory (its package's folder,
+// as `go test` runs it) whose go.mod declares this module. Not the source
+// file's path: under -trimpath (hack/test.sh builds so) that is the import
+// path, not a folder. "" when there is none.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	return repoRootFrom(dir)
+}
+
+// repoRootFrom is RepoRoot from dir.
+func repoRootFrom(dir string) string {
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && declaresModule(string(data)) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// modulePath is the module this repository's go.mod declares.
+const modulePath = "github.com/podstep/podstep"
+
+// declaresModule: a go.mod's text declares modulePath.
+func declaresModule(gomod string) bool {
+	for _, line := range strings.Split(gomod, "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && strings.Trim(f[1], `"`) == modulePath {
+			return true
+		}
+	}
+	return false
 }
 
 // Mount is one line of /proc/self/mountinfo.

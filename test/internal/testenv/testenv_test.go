@@ -1,9 +1,41 @@
 package testenv
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
+
+// TestRepoRoot: found from a package folder below it whatever the build
+// flags (runtime.Caller's path is an import path under -trimpath, which
+// hack/test.sh uses); a go.mod of another module on the way is passed by.
+func TestRepoRoot(t *testing.T) {
+	root := RepoRoot()
+	for _, f := range []string{"go.mod", "hack/test.sh", "testdata"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Fatalf("RepoRoot() = %q: no %s there: %v", root, f, err)
+		}
+	}
+	tmp := t.TempDir()
+	other := filepath.Join(tmp, "repo", "hack", "kubelet")
+	if err := os.MkdirAll(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(tmp, "repo", "go.mod"), "module github.com/podstep/podstep\n\ngo 1.26\n")
+	write(filepath.Join(other, "go.mod"), "module podstep.local/kubelet\n")
+	if got, want := repoRootFrom(other), filepath.Join(tmp, "repo"); got != want {
+		t.Errorf("repoRootFrom(%q) = %q, want %q", other, got, want)
+	}
+	if got := repoRootFrom(tmp); got != "" {
+		t.Errorf("repoRootFrom(%q) = %q, want \"\" (no go.mod of this module above)", tmp, got)
+	}
+}
 
 func TestParse(t *testing.T) {
 	for _, tt := range []struct {
