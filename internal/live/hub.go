@@ -112,11 +112,16 @@ func (h *Hub) publish(line []byte) {
 	} else {
 		h.lost++
 	}
+	h.broadcast(msg)
+}
+
+// broadcast queues msg for every client; a client whose queue is full is
+// too slow: dropped (its page reconnects and starts over). h.mu is held.
+func (h *Hub) broadcast(msg []byte) {
 	for c := range h.clients {
 		select {
 		case c.ch <- msg:
 		default:
-			// Too slow: dropped; its page reconnects and starts over.
 			close(c.ch)
 			delete(h.clients, c)
 			h.dropped++
@@ -158,15 +163,7 @@ func (h *Hub) Reset() {
 		return
 	}
 	h.partial, h.history, h.size, h.lost = nil, nil, 0, 0
-	for c := range h.clients {
-		select {
-		case c.ch <- helloEvent:
-		default:
-			close(c.ch)
-			delete(h.clients, c)
-			h.dropped++
-		}
-	}
+	h.broadcast(helloEvent)
 }
 
 // Close ends every client's stream; later writes are dropped.
