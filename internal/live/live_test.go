@@ -2,28 +2,23 @@ package live
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/podstep/podstep/internal/manifest"
-	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
-	"github.com/podstep/podstep/internal/sim"
-	"github.com/podstep/podstep/internal/sim/simtest"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/steps/stepstest"
 )
 
 // stream is one SSE client of a test server.
@@ -190,18 +185,8 @@ func TestSlowClient(t *testing.T) {
 // between (nil: nothing).
 func runPod(t testing.TB, file string, s *Server, between func(steps.Event)) report.Timing {
 	t.Helper()
-	b, err := manifest.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
-	root := t.TempDir()
-	zero := int64(0)
-	eng := steps.New(b, c, steps.Options{
-		Config:      podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
-		GracePeriod: &zero, PollInterval: 5 * time.Millisecond, Simulated: true, InitTimeout: 5 * time.Second,
-		MaxRestarts: 2, BackoffScale: 0.001, Settle: 100 * time.Millisecond,
-	})
+	r := stepstest.New(t, file, nil)
+	b, c, eng := r.Bundle, r.Client, r.Engine
 	if s != nil {
 		eng.Subscribe(s.Observe)
 	}
@@ -220,16 +205,8 @@ func runPod(t testing.TB, file string, s *Server, between func(steps.Event)) rep
 			t.Fatal(err)
 		}
 	}
-	ctx := context.Background()
 	begin := time.Now()
-	for !eng.Finished() {
-		if err := eng.Continue(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := eng.Teardown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stepstest.Through(t, eng)
 	timing := session.Timing(eng.Steps(), c.Calls(), time.Since(begin))
 	if s != nil {
 		if err := s.Finish(report.Summary{Pod: pod, Outcome: "running", Display: eng.PodState().Display}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/sim/simtest"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/steps/stepstest"
 )
 
 // capture runs the init pod on the simulated runtime and returns its
@@ -34,7 +35,7 @@ func capture(b *testing.B) ([]steps.Event, *steps.Engine) {
 		Simulated:    true,
 	})
 	eng.Subscribe(func(ev steps.Event) { evs = append(evs, ev) })
-	runThrough(b, eng)
+	stepstest.Through(b, eng)
 	return evs, eng
 }
 

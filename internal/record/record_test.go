@@ -3,22 +3,17 @@ package record
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/podstep/podstep/internal/manifest"
-	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
-	"github.com/podstep/podstep/internal/sim"
-	"github.com/podstep/podstep/internal/sim/simtest"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/steps/stepstest"
 )
 
 func repoFile(p string) string { return filepath.Join("..", "..", p) }
@@ -34,44 +29,14 @@ func recordRun(t testing.TB, file string, compress bool) (rec, out []byte, eng *
 	return buf.Bytes(), out, eng
 }
 
-// runThrough runs eng's creation to its end, then its teardown.
-func runThrough(t testing.TB, eng *steps.Engine) {
-	t.Helper()
-	ctx := context.Background()
-	for !eng.Finished() {
-		if err := eng.Continue(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := eng.Teardown(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // recordWith runs file into the recorder r, whose Observe observe calls,
 // and returns the -o json output of the run and the engine.
 func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event)) ([]byte, *steps.Engine) {
 	t.Helper()
-	b, err := manifest.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
-	root := t.TempDir()
-	zero := int64(0)
+	run := stepstest.New(t, file, nil)
+	b, c, eng := run.Bundle, run.Client, run.Engine
 	var outBuf bytes.Buffer
 	printer := report.New(&outBuf, "json")
-	o := steps.Options{
-		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
-		GracePeriod:  &zero,
-		PollInterval: 5 * time.Millisecond,
-		Simulated:    true,
-		InitTimeout:  5 * time.Second,
-		MaxRestarts:  2,
-		BackoffScale: 0.001,
-		Settle:       100 * time.Millisecond,
-	}
-	eng := steps.New(b, c, o)
 	eng.Subscribe(printer.Observe)
 	eng.Subscribe(observe)
 	rt := render.Runtime{Endpoint: c.RuntimeEndpoint, Simulated: true, Why: "test"}
@@ -82,7 +47,7 @@ func recordWith(t testing.TB, file string, r *Recorder, observe func(steps.Event
 	if err := r.Start(h, eng, rt, pod); err != nil {
 		t.Fatal(err)
 	}
-	runThrough(t, eng)
+	stepstest.Through(t, eng)
 	sum := report.Summary{Pod: pod, UID: string(b.Pod.UID), Outcome: "running", Display: eng.PodState().Display}
 	printer.Finish(sum)
 	if err := r.Finish(sum); err != nil {

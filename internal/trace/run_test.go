@@ -14,11 +14,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/podstep/podstep/internal/cri"
-	"github.com/podstep/podstep/internal/manifest"
-	"github.com/podstep/podstep/internal/podcfg"
-	"github.com/podstep/podstep/internal/sim"
-	"github.com/podstep/podstep/internal/sim/simtest"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/steps/stepstest"
 )
 
 // traced runs file on the simulated runtime with a Run recording into an
@@ -36,21 +33,8 @@ func traced(t *testing.T, file string) ([]sdktrace.ReadOnlySpan, []cri.Call) {
 // a Run on tp when traced, and returns the client's calls.
 func runFile(t testing.TB, file string, tp *sdktrace.TracerProvider, traced bool) []cri.Call {
 	t.Helper()
-	b, err := manifest.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond})
-	root := t.TempDir()
-	zero := int64(0)
-	eng := steps.New(b, c, steps.Options{
-		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
-		GracePeriod:  &zero,
-		PollInterval: 5 * time.Millisecond,
-		Simulated:    true,
-		InitTimeout:  5 * time.Second,
-		Settle:       20 * time.Millisecond,
-	})
+	r := stepstest.New(t, file, func(o *steps.Options) { o.MaxRestarts, o.BackoffScale, o.Settle = 0, 0, 20*time.Millisecond })
+	c, eng := r.Client, r.Engine
 	var run *Run
 	if traced {
 		p := eng.Pod()
@@ -58,15 +42,7 @@ func runFile(t testing.TB, file string, tp *sdktrace.TracerProvider, traced bool
 		eng.Subscribe(run.Observe)
 		c.SetTracer(run)
 	}
-	ctx := context.Background()
-	for !eng.Finished() {
-		if err := eng.Continue(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := eng.Teardown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	stepstest.Through(t, eng)
 	run.End(0)
 	return c.Calls()
 }
