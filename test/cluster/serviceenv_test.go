@@ -55,11 +55,15 @@ func TestPodServiceEnv(t *testing.T) {
 	// pod (its own race, makeEnvironmentVariables' comment).
 	time.Sleep(2 * time.Second)
 
-	for _, links := range []bool{true, false} {
-		name := "links-on"
-		if !links {
-			name = "links-off"
-		}
+	for _, tc := range []struct {
+		name  string
+		links bool   // the pod's enableServiceLinks
+		want  string // a line the kubelet's container must have
+	}{
+		{"links-on", true, "WEB_DB_SERVICE_HOST=" + svc.Spec.ClusterIP},
+		{"links-off", false, "KUBERNETES_SERVICE_HOST"}, // default/kubernetes's only
+	} {
+		name, links := tc.name, tc.links
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
 				NodeName: n.name, EnableServiceLinks: &links, TerminationGracePeriodSeconds: ptrInt64(0),
@@ -91,12 +95,8 @@ func TestPodServiceEnv(t *testing.T) {
 			}
 			podstep := serviceVars(t, criEnv(t, ep, criReplayContainer(t, ep, string(real.UID))))
 
-			want := "KUBERNETES_SERVICE_HOST"
-			if links {
-				want = "WEB_DB_SERVICE_HOST=" + svc.Spec.ClusterIP
-			}
-			if !strings.Contains(strings.Join(kubelet, "\n"), want) {
-				t.Fatalf("the kubelet's container has no %s: %v", want, kubelet)
+			if !strings.Contains(strings.Join(kubelet, "\n"), tc.want) {
+				t.Fatalf("the kubelet's container has no %s: %v", tc.want, kubelet)
 			}
 			if strings.Join(podstep, "\n") != strings.Join(kubelet, "\n") {
 				t.Errorf("service env vars differ\nkubelet's:\n  %s\npodstep's:\n  %s", strings.Join(kubelet, "\n  "), strings.Join(podstep, "\n  "))
