@@ -37,7 +37,7 @@ case "$version" in
 esac
 mkdir -p "$out"
 
-# PODSTEP_RELEASE_TARGETS: fewer of them (hack/test.sh's snapshot leaves out darwin/arm64).
+# PODSTEP_RELEASE_TARGETS: fewer of them (hack/test.sh's snapshot: linux/amd64 and darwin/amd64).
 read -r -a targets <<<"${PODSTEP_RELEASE_TARGETS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64}"
 for t in "${targets[@]}"; do
 	case $t in
