@@ -9,11 +9,12 @@
 #
 #   PODSTEP_CONTAINERD=1.6 hack/containerd-up.sh; PODSTEP_CONTAINERD=2 hack/containerd-up.sh
 #   eval "$(hack/cluster-up.sh | tail -n 1)"      # KUBECONFIG=/var/lib/podstep-cluster/admin.kubeconfig
-#   kubectl get nodes                            # podstep-node-16, podstep-node-2: Ready
+#   kubectl get nodes                            # podstep-node-16, podstep-node-2: Ready (any kubectl;
+#                                                # bash hack/control-plane-build.sh kubectl builds v1.37.0)
 #   hack/cluster-down.sh
 #
 # Ready when: both nodes Ready, the default ServiceAccount and the kube-root-ca.crt ConfigMap in
-# namespace default exist. Prints NODE_16, NODE_2, ENDPOINT_16, ENDPOINT_2, KUBECTL, ... and,
+# namespace default exist. Prints NODE_16, NODE_2, ENDPOINT_16, ENDPOINT_2, KUBECTL (if built), ... and,
 # always last, KUBECONFIG=... Idempotent: what already runs (same folder) is kept.
 # Variables: hack/cluster-env.sh. Everything lives in $PODSTEP_CLUSTER_DIR; hack/cluster-down.sh
 # removes every trace. See hack/README.md, "Cluster".
@@ -75,9 +76,8 @@ log "binaries (built once, cached in ~/.cache/podstep):"
 ETCD=$(bash "$HERE/etcd-build.sh" | tail -n 1)
 K8S_BIN=$(bash "$HERE/control-plane-build.sh" | tail -n 1)
 KUBELET=$(bash "$HERE/kubelet-build.sh" | tail -n 1)
-KUBECTL=$K8S_BIN/kubectl
 log "  $ETCD"
-log "  $K8S_BIN/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}"
+log "  $K8S_BIN/{kube-apiserver,kube-controller-manager,kube-scheduler}"
 log "  $KUBELET"
 mkdir -p "$CLUSTER_DIR/bin" "$CLUSTER_DIR/logs" "$CLUSTER_DIR/run" "$PKI"
 # crisweep: cluster-down's CRI sweep of the kubelets' pods (built now, so that down needs no go)
@@ -200,7 +200,8 @@ wait_for() {
 	done
 	log "$what ($(elapsed))"
 }
-kubectl_() { "$KUBECTL" --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+# api PATH: GET PATH from the API server as the admin (curl: the cluster needs no kubectl).
+api() { curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT$1"; }
 # port_free PORT: nothing listens on it, or one of our processes does (a re-run)
 check_port() {
 	local port=$1 marker=$2 line p
@@ -240,8 +241,7 @@ start kube-apiserver "--tls-cert-file=$PKI/apiserver.crt" "$K8S_BIN/kube-apiserv
 	--requestheader-extra-headers-prefix=X-Remote-Extra- \
 	"--proxy-client-cert-file=$PKI/front-proxy-client.crt" "--proxy-client-key-file=$PKI/front-proxy-client.key" \
 	"--cert-dir=$CLUSTER_DIR/apiserver" --profiling=false
-wait_for "kube-apiserver ready on https://127.0.0.1:$APISERVER_PORT" kube-apiserver \
-	curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT/readyz"
+wait_for "kube-apiserver ready on https://127.0.0.1:$APISERVER_PORT" kube-apiserver api /readyz
 
 # kube-controller-manager: its default controllers (service accounts and their tokens,
 # root-ca-cert-publisher: kube-root-ca.crt in every namespace; deployment, replicaset, garbage
@@ -363,7 +363,7 @@ EOF
 done
 
 # --- readiness -------------------------------------------------------------------------------------
-node_ready() { [ "$(kubectl_ get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]; }
+node_ready() { [ "$(api "/api/v1/nodes/$1" 2>/dev/null | jq -r '.status.conditions[]? | select(.type == "Ready") | .status')" = True ]; }
 for n in "${NODES[@]}"; do
 	name=$(node_var "$n" NODE_NAME)
 	wait_for "kubelet $name healthz" "kubelet-$name" curl -fsS "http://127.0.0.1:$(node_var "$n" HEALTHZ_PORT)/healthz"
@@ -372,8 +372,8 @@ for n in "${NODES[@]}"; do
 	name=$(node_var "$n" NODE_NAME)
 	wait_for "node $name Ready" "kubelet-$name" node_ready "$name"
 done
-wait_for "ServiceAccount default/default" kube-controller-manager kubectl_ -n default get serviceaccount default
-wait_for "ConfigMap default/kube-root-ca.crt" kube-controller-manager kubectl_ -n default get configmap kube-root-ca.crt
+wait_for "ServiceAccount default/default" kube-controller-manager api /api/v1/namespaces/default/serviceaccounts/default
+wait_for "ConfigMap default/kube-root-ca.crt" kube-controller-manager api /api/v1/namespaces/default/configmaps/kube-root-ca.crt
 wait_for "kube-scheduler healthz" kube-scheduler curl -fsSk "https://127.0.0.1:$SCHED_PORT/healthz"
 log "cluster up in $(elapsed)"
 
@@ -383,7 +383,8 @@ for n in "${NODES[@]}"; do
 	[ -z "$reg" ] || log "REGISTRY_$n=$reg"
 done
 log "PODSTEP_CLUSTER_DIR=$CLUSTER_DIR"
-log "KUBECTL=$KUBECTL"
+# kubectl of the cluster's version, if built (bash hack/control-plane-build.sh kubectl): not by default.
+if [ -x "$K8S_BIN/kubectl" ]; then log "KUBECTL=$K8S_BIN/kubectl"; fi
 for n in "${NODES[@]}"; do
 	log "NODE_$n=$(node_var "$n" NODE_NAME)"
 	log "NODE_IP_$n=${NODE_IP[$n]}"

@@ -3,8 +3,15 @@
 # (hack/cluster-up.sh), built once from the Go module proxy out of the kubelet's wrapper module
 # (hack/kubelet/go.mod: k8s.io/kubernetes v1.37.0, staging modules replaced by their published
 # v0.37.0, one `tool` line per command) into
-#   ${PODSTEP_CACHE_DIR:-~/.cache/podstep}/kubernetes-v1.37.0/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
+#   ${PODSTEP_CACHE_DIR:-~/.cache/podstep}/kubernetes-v1.37.0/bin/{kube-apiserver,kube-controller-manager,kube-scheduler}
 # Each binary is reused while its --version names v1.37.0; only the missing ones are built.
+#
+#   bash hack/control-plane-build.sh [COMMAND...]
+#
+# COMMANDs: those instead (of kube-apiserver kube-controller-manager kube-scheduler kubectl), into
+# the same folder: `bash hack/control-plane-build.sh kubectl` for a kubectl of the cluster's version
+# (cluster-up.sh needs none: its checks use curl; cold, kubectl is ~2 min of compiling on 2 cores
+# the test command would spend for nothing).
 # Prints the bin folder as its last line. Under a lock: two callers at once build once.
 # Log: .../kubernetes-v1.37.0/build.log (one section per command, with its time).
 # (The kubelet is hack/kubelet-build.sh's, cached on its own: the proxy tests need only it.)
@@ -15,7 +22,19 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib/cache.sh
 . "$HERE/lib/cache.sh"
 CACHE=$(cache_dir "kubernetes-$K8S_VERSION")
-COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler)
+if [ $# -gt 0 ]; then
+	for c in "$@"; do
+		case $c in
+		kube-apiserver | kube-controller-manager | kube-scheduler | kubectl) ;;
+		*)
+			printf 'control-plane-build: unknown command %q (known: kube-apiserver kube-controller-manager kube-scheduler kubectl)\n' "$c" >&2
+			exit 2
+			;;
+		esac
+	done
+	COMMANDS=("$@")
+fi
 
 log() { printf 'control-plane-build: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
