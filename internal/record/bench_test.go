@@ -5,14 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/podstep/podstep/internal/manifest"
-	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
-	"github.com/podstep/podstep/internal/sim"
-	"github.com/podstep/podstep/internal/sim/simtest"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/steps/stepstest"
 )
@@ -20,20 +15,12 @@ import (
 // capture runs the init pod on the simulated runtime and returns its
 // events (steps with their calls and pod snapshots) and the engine.
 func capture(b *testing.B) ([]steps.Event, *steps.Engine) {
-	bundle, err := manifest.Load(repoFile("testdata/pods/init.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := simtest.Client(b, sim.Options{InitRunTime: 20 * time.Millisecond})
-	root := b.TempDir()
-	zero := int64(0)
+	// The engine's defaults but for the shared test dirs, grace and polls:
+	// no init timeout, restarts or settle time.
+	eng := stepstest.New(b, repoFile("testdata/pods/init.yaml"), func(o *steps.Options) {
+		o.InitTimeout, o.MaxRestarts, o.BackoffScale, o.Settle = 0, 0, 0, 0
+	}).Engine
 	var evs []steps.Event
-	eng := steps.New(bundle, c, steps.Options{
-		Config:       podcfg.Options{RootDir: filepath.Join(root, "kubelet"), LogDir: filepath.Join(root, "logs"), CgroupDriver: "cgroupfs"},
-		GracePeriod:  &zero,
-		PollInterval: 5 * time.Millisecond,
-		Simulated:    true,
-	})
 	eng.Subscribe(func(ev steps.Event) { evs = append(evs, ev) })
 	stepstest.Through(b, eng)
 	return evs, eng
