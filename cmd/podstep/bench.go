@@ -103,6 +103,7 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 	// podstep's (sim.StartProcess).
 	ep := g.ep
 	ep.SimExe = simServeBinary
+	ep.SimDirs = o.run.SimDirs()
 	c, err := session.Connect(ctx, ep)
 	if err != nil {
 		return sig.NotStarted(err)

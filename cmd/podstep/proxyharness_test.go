@@ -12,10 +12,11 @@ import (
 
 // startSim starts the simulated runtime as bench does (sim.StartProcess:
 // `exe sim-serve --until-stdin-closes`, a process of its own) and returns
-// it; Stop it when done.
+// it; Stop it when done. The tests' requests name log dirs in their temp
+// dirs: it lets them (--allow-dir TMPDIR).
 func startSim(tb testing.TB, exe string) *sim.Process {
 	tb.Helper()
-	up, err := sim.StartProcess(exe)
+	up, err := sim.StartProcess(exe, os.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -13,18 +13,24 @@ import (
 // in a process of its own (sim.Serve; bench starts it with sim.StartProcess).
 func newSimServeCmd() *cobra.Command {
 	var untilEOF bool
+	var dirs []string
 	cmd := &cobra.Command{
-		Use:    "sim-serve DIR",
-		Short:  "Serve the simulated CRI runtime on DIR/sim.sock until interrupted (for benchmarks)",
+		Use:   "sim-serve DIR",
+		Short: "Serve the simulated CRI runtime on DIR/sim.sock (mode 0600) until interrupted (for benchmarks)",
+		Long: `podstep sim-serve serves the simulated CRI runtime on DIR/sim.sock, of mode 0600
+whatever the umask: only its user may call it. DIR must be private (yours or root's,
+writable by no one else). Requests may name log directories only inside DIR and the
+--allow-dir directories (InvalidArgument otherwise). It listens on no TCP port.`,
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := sim.Serve(args[0], cmd.InOrStdin(), cmd.OutOrStdout(), untilEOF); err != nil {
+			if err := sim.Serve(args[0], dirs, cmd.InOrStdin(), cmd.OutOrStdout(), untilEOF); err != nil {
 				return session.RuntimeErr(err)
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringArrayVar(&dirs, "allow-dir", nil, "a directory, besides DIR, in which requests may name log directories (the run's --root-dir and --log-dir); repeatable")
 	cmd.Flags().BoolVar(&untilEOF, "until-stdin-closes", false, "also stop when standard input closes (the parent went away)")
 	return cmd
 }

@@ -24,6 +24,10 @@ type Endpoints struct {
 	// the simulated runtime in a process of its own (bench: sim.StartProcess);
 	// else it runs in podstep's process.
 	SimExe func() (string, error)
+	// SimDirs are the directories, besides the run's sim dir, where the
+	// simulated runtime lets requests name log dirs (sim.Options.Dirs):
+	// the run's --root-dir and --log-dir when given (Options.SimDirs).
+	SimDirs []string
 	// NoFallback: no runtime answering is exit 3, not the simulated runtime
 	// (podstep info: a health check must not pass on a node without one).
 	NoFallback bool
@@ -166,20 +170,21 @@ func (e Endpoints) startSim(opts cri.Options, why string) (*Conn, error) {
 }
 
 // simServer starts the runtime: with SimExe in a child (in a dir of its
-// own, which it removes), else in this process on dir/sim.sock.
+// own, which it removes), else in this process on dir/sim.sock; either
+// lets requests name paths only in dir and SimDirs.
 func (e Endpoints) simServer(dir string) (string, func(), error) {
 	if e.SimExe != nil {
 		exe, err := e.SimExe()
 		if err != nil {
 			return "", nil, fmt.Errorf("start simulated runtime: %w", err)
 		}
-		p, err := sim.StartProcess(exe)
+		p, err := sim.StartProcess(exe, append([]string{dir}, e.SimDirs...)...)
 		if err != nil {
 			return "", nil, err
 		}
 		return p.Endpoint, p.Stop, nil
 	}
-	srv, err := sim.Start(dir)
+	srv, err := sim.StartWithOptions(dir, sim.Options{Dirs: e.SimDirs})
 	if err != nil {
 		return "", nil, fmt.Errorf("start simulated runtime: %w", err)
 	}

@@ -128,7 +128,9 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	sig := WatchSignals(cancel, env.Stderr)
 	defer sig.Stop()
 
-	c, err := Connect(ctx, env.Endpoints)
+	ep := env.Endpoints
+	ep.SimDirs = o.SimDirs()
+	c, err := Connect(ctx, ep)
 	if err != nil {
 		rec.Discard()
 		return sig.NotStarted(err)

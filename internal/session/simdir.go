@@ -86,5 +86,19 @@ func (o *Options) UseRuntime(c *Conn) error {
 	return nil
 }
 
+// SimDirs are the dirs the user gave with --root-dir and --log-dir: the
+// simulated runtime lets requests name paths there, besides its run's
+// sim dir (Endpoints.SimDirs).
+func (o *Options) SimDirs() []string {
+	var out []string
+	if o.RootDirGiven && o.RootDir != "" {
+		out = append(out, o.RootDir)
+	}
+	if o.LogDirGiven && o.LogDir != "" {
+		out = append(out, o.LogDir)
+	}
+	return out
+}
+
 // runtimeOf is how the engine records its runtime (steps.Options).
 func runtimeOf(rt render.Runtime) (string, bool) { return rt.Endpoint, rt.Simulated }

@@ -114,7 +114,11 @@ func (s *service) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		createdAt: s.now(),
 	}
 	if dir := sb.config.GetLogDirectory(); dir != "" && cfg.GetLogPath() != "" {
-		c.logPath = filepath.Join(dir, cfg.GetLogPath())
+		p, err := s.containerLog(dir, cfg.GetLogPath())
+		if err != nil {
+			return nil, err
+		}
+		c.logPath = p.String()
 	}
 	s.containers[id] = c
 	s.containerNames[name] = id
@@ -152,7 +156,7 @@ func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContain
 		c.exitAt, c.exitAtCode = now.Add(s.opts.InitRunTime), 0
 	}
 	if c.logPath != "" {
-		if err := writeLog(c.logPath, now, c.config); err != nil {
+		if err := s.writeLog(c.logPath, now, c.config); err != nil {
 			return nil, status.Error(codes.Unknown, fmt.Sprintf("failed to create container log %q: %v", c.logPath, err))
 		}
 	}

@@ -49,6 +49,12 @@
 //	2026-01-02T15:04:05.000000001Z stdout F hello
 //	2026-01-02T15:04:05.000000001Z stderr F oops
 //
+// Paths: the socket is 0600 whatever the umask, in a dir that must be
+// private (fsperm). A log_directory must be inside the dir the runtime
+// serves from or Options.Dirs, a log_path relative and inside its
+// log_directory, else InvalidArgument; logs are made and opened with no
+// symbolic link followed (fsperm.OpenBeneath). Mounts are recorded only.
+//
 // # Fault injection
 //
 // Pod annotations reach the runtime in PodSandboxConfig.annotations

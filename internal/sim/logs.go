@@ -1,12 +1,18 @@
 package sim
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/fsperm"
 )
 
 // logLine is one line a simulated process writes.
@@ -15,16 +21,69 @@ type logLine struct {
 	text   string
 }
 
-// writeLog creates the container log at path (and its parent directories)
-// and appends, in the CRI log format the kubelet reads
+// logPath is where a container's log goes: under its sandbox's log
+// directory, and nowhere else.
+type logPath struct {
+	root string // the allowed directory (service.roots) it is under
+	rel  string // the rest, a local path
+}
+
+func (l logPath) String() string { return filepath.Join(l.root, l.rel) }
+
+// confine checks that p, a path a request names (the field what, e.g.
+// "log_directory"), is absolute and inside one of the runtime's own
+// directories (its run dir, the run's --root-dir and --log-dir), and
+// returns it as that directory and the rest. Else InvalidArgument, as a
+// runtime refuses a path it will not write: a request must not make the
+// runtime (often root) write where its caller could not.
+func (s *service) confine(what, p string) (logPath, error) {
+	if !filepath.IsAbs(p) {
+		return logPath{}, status.Error(codes.InvalidArgument, fmt.Sprintf("%s %q is not an absolute path", what, p))
+	}
+	clean := filepath.Clean(p)
+	for _, r := range s.roots {
+		if rel, err := filepath.Rel(r, clean); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return logPath{root: r, rel: rel}, nil
+		}
+	}
+	return logPath{}, status.Error(codes.InvalidArgument, fmt.Sprintf("%s %q is outside the simulated runtime's directories (%s): it writes only there", what, p, strings.Join(s.roots, ", ")))
+}
+
+// containerLog is where a container of a sandbox with log directory dir
+// logs: dir joined with the request's log_path, a relative path that
+// stays inside dir (InvalidArgument otherwise, "../x" included).
+func (s *service) containerLog(dir, rel string) (logPath, error) {
+	base, err := s.confine("log_directory", dir)
+	if err != nil {
+		return logPath{}, err
+	}
+	if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
+		return logPath{}, status.Error(codes.InvalidArgument, fmt.Sprintf("log_path %q is not a relative path inside the sandbox's log_directory %q", rel, dir))
+	}
+	base.rel = filepath.Join(base.rel, rel)
+	return base, nil
+}
+
+// writeLog creates the container log at name (confined again) (and its parent directories,
+// following no symbolic link: fsperm.OpenBeneath) and appends, in the CRI
+// log format the kubelet reads
 // ("2026-01-02T15:04:05.123456789Z stdout F hello"), one line per string
-// the container's command echoes.
-func writeLog(path string, t time.Time, cfg *runtimeapi.ContainerConfig) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+// the container's command echoes. A file that is not a regular file of
+// one link is refused: a hard link to another file is not a log.
+func (s *service) writeLog(name string, t time.Time, cfg *runtimeapi.ContainerConfig) error {
+	path, err := s.confine("log path", name)
+	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	f, err := fsperm.OpenBeneath(path.root, path.rel, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640, 0o755)
 	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || links(fi) > 1 {
+		_ = f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s is not a regular file of its own (mode %v, %d links)", path, fi.Mode(), links(fi))
+		}
 		return err
 	}
 	ts := t.UTC().Format(time.RFC3339Nano)
@@ -37,6 +96,13 @@ func writeLog(path string, t time.Time, cfg *runtimeapi.ContainerConfig) error {
 		werr = cerr
 	}
 	return werr
+}
+
+func links(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }
 
 func commandLine(cfg *runtimeapi.ContainerConfig) []string {

@@ -28,12 +28,16 @@ type Process struct {
 // and the runtime stops. bench runs its simulated runtime so: in podstep's
 // own process the runtime's goroutines would share the Go scheduler with
 // the pods' and count in podstep's own time and CPU.
-func StartProcess(exe string) (*Process, error) {
+func StartProcess(exe string, dirs ...string) (*Process, error) {
 	dir, err := os.MkdirTemp("", "podstep-sim-")
 	if err != nil {
 		return nil, fmt.Errorf("start simulated runtime: %w", err)
 	}
-	cmd := exec.Command(exe, "sim-serve", "--until-stdin-closes", dir)
+	args := []string{"sim-serve", "--until-stdin-closes"}
+	for _, d := range dirs {
+		args = append(args, "--allow-dir", d)
+	}
+	cmd := exec.Command(exe, append(args, dir)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = os.Stderr
 	p := &Process{cmd: cmd, dir: dir}
@@ -103,15 +107,15 @@ func FirstLine(r io.Reader, timeout time.Duration) (string, error) {
 	}
 }
 
-// Serve is `podstep sim-serve DIR`: the simulated runtime on DIR/sim.sock,
-// its endpoint printed as the first line of out, until SIGINT or SIGTERM,
+// Serve is `podstep sim-serve DIR`: the simulated runtime on DIR/sim.sock
+// (requests may name paths in DIR and dirs: Options.Dirs), its endpoint printed as the first line of out, until SIGINT or SIGTERM,
 // or, with untilEOF, until in closes (then DIR is removed: StartProcess
 // made it for the child alone, and it goes even when podstep was killed).
-func Serve(dir string, in io.Reader, out io.Writer, untilEOF bool) error {
+func Serve(dir string, dirs []string, in io.Reader, out io.Writer, untilEOF bool) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(stop)
-	srv, err := Start(dir)
+	srv, err := StartWithOptions(dir, Options{Dirs: dirs})
 	if err != nil {
 		return fmt.Errorf("start simulated runtime: %w", err)
 	}

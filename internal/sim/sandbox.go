@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -13,6 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/fsperm"
 )
 
 // makeSandboxName is containerd's reserved sandbox name.
@@ -95,7 +96,11 @@ func (s *service) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		return nil, faultError(msg)
 	}
 	if dir := cfg.GetLogDirectory(); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		p, err := s.confine("log_directory", dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := fsperm.MkdirBeneath(p.root, p.rel, 0o755); err != nil {
 			return nil, status.Error(codes.Unknown, fmt.Sprintf("failed to create log directory %q: %v", dir, err))
 		}
 	}

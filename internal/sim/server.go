@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +12,8 @@ import (
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/fsperm"
 )
 
 // SocketName is the file name of the unix socket Start listens on.
@@ -22,10 +23,6 @@ const SocketName = "sim.sock"
 // (no sleep/httpd/tail/nc -l in its command) runs before exiting.
 const DefaultInitRunTime = 150 * time.Millisecond
 
-// maxSocketPath is the limit of sockaddr_un.sun_path on Linux (108 bytes
-// including the trailing NUL).
-const maxSocketPath = 107
-
 // Options tunes the simulated runtime. The zero value is valid.
 type Options struct {
 	// InitRunTime is how long a container whose process exits by itself
@@ -34,6 +31,11 @@ type Options struct {
 	// Clock returns the current time (default time.Now). All timestamps
 	// the runtime reports and all lazy exits use it.
 	Clock func() time.Time
+	// Dirs are the directories, besides the one it serves from, under
+	// which a request may name a log directory: the run's --root-dir and
+	// --log-dir when the user gave them. Any other path is refused
+	// (InvalidArgument): the runtime writes only in its own run dirs.
+	Dirs []string
 }
 
 // Server is a running simulated CRI runtime: a gRPC server that implements
@@ -41,7 +43,7 @@ type Options struct {
 type Server struct {
 	sock     string
 	grpc     *grpc.Server
-	lis      net.Listener
+	lis      *net.UnixListener
 	svc      *service
 	served   chan struct{}
 	stopOnce sync.Once
@@ -53,8 +55,15 @@ func Start(dir string) (*Server, error) {
 	return StartWithOptions(dir, Options{})
 }
 
+// SocketMode is the mode of the simulator's socket, whatever the umask:
+// its user alone may call it (the runtime writes files as that user).
+const SocketMode = 0o600
+
 // StartWithOptions starts a simulated runtime listening on dir/sim.sock.
-// dir must exist. A stale socket file left in dir is replaced.
+// dir must exist and be private (fsperm.Private: podstep's user's or
+// root's, writable by no one else, in directories no one else can
+// change). The socket is SocketMode from its first moment
+// (fsperm.ListenUnix). A stale socket file left in dir is replaced.
 func StartWithOptions(dir string, o Options) (*Server, error) {
 	if o.InitRunTime <= 0 {
 		o.InitRunTime = DefaultInitRunTime
@@ -66,25 +75,33 @@ func StartWithOptions(dir string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("sim: %s is not a directory", abs)
+	if err := fsperm.Private(abs, false); err != nil {
+		return nil, fmt.Errorf("sim: the runtime's dir: %w", err)
 	}
 	sock := filepath.Join(abs, SocketName)
-	if len(sock) > maxSocketPath {
-		return nil, fmt.Errorf("sim: socket path %s is %d bytes, longer than the unix socket limit of %d", sock, len(sock), maxSocketPath)
+	if len(sock) > fsperm.MaxSocketPath {
+		return nil, fmt.Errorf("sim: socket path %s is %d bytes, longer than the unix socket limit of %d", sock, len(sock), fsperm.MaxSocketPath)
 	}
-	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("sim: removing stale socket: %w", err)
+	if fi, err := os.Lstat(sock); err == nil && fi.Mode()&os.ModeSocket == 0 {
+		return nil, fmt.Errorf("sim: %s exists and is not a socket", sock)
 	}
-	lis, err := net.Listen("unix", sock)
+	lis, err := fsperm.ListenUnix(sock, SocketMode, -1)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
+	roots := []string{abs}
+	for _, d := range o.Dirs {
+		if d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			_ = lis.Close()
+			return nil, fmt.Errorf("sim: directory %q is not absolute", d)
+		}
+		roots = append(roots, filepath.Clean(d))
+	}
 	svc := newService(o)
+	svc.roots = roots
 	g := grpc.NewServer(grpc.UnaryInterceptor(svc.delayInterceptor))
 	runtimeapi.RegisterRuntimeServiceServer(g, svc)
 	runtimeapi.RegisterImageServiceServer(g, svc)
@@ -133,7 +150,8 @@ type service struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	runtimeapi.UnimplementedImageServiceServer
 
-	opts Options
+	opts  Options
+	roots []string // the directories requests may name paths in (confine)
 
 	mu             sync.Mutex
 	seq            uint64                // per-server counter for IDs and ordering

@@ -2,10 +2,12 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/fsperm"
 )
 
 const testInitRunTime = 50 * time.Millisecond
@@ -50,7 +54,7 @@ type env struct {
 func socketDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if len(filepath.Join(dir, SocketName)) > maxSocketPath {
+	if len(filepath.Join(dir, "0123456789", "s")) > fsperm.MaxSocketPath { // where fsperm.ListenUnix binds
 		var err error
 		if dir, err = os.MkdirTemp("", "sim"); err != nil {
 			t.Fatal(err)
@@ -889,5 +893,110 @@ func TestStopRemovesSocket(t *testing.T) {
 	}
 	if _, err := Start(filepath.Join(dir, "missing")); err == nil {
 		t.Error("Start in a missing directory succeeded")
+	}
+}
+
+// TestPathsConfined: the runtime writes only in its own dirs. A request
+// naming a log_directory elsewhere (a root-owned dir), a log_path that
+// climbs out of its sandbox's (../../x) or an absolute one is refused with
+// InvalidArgument, and a link or hard link planted inside its dirs is not
+// written through: the root-owned "script" outside is never touched.
+func TestPathsConfined(t *testing.T) {
+	e := newEnv(t)
+	outside := t.TempDir()
+	script := filepath.Join(outside, "script.sh")
+	const content = "#!/bin/sh\necho root runs this\n"
+	if err := os.WriteFile(script, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logs := filepath.Join(e.dir, "logs")
+	if err := os.MkdirAll(filepath.Join(logs, "planted", "c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(logs, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(script, filepath.Join(logs, "planted", "c", "0.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(logs, "hard", "c"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(script, filepath.Join(logs, "hard", "c", "0.log")); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, tc := range []struct {
+		name        string
+		dir, path   string
+		code        codes.Code
+		want, where string // the message, and the call that refuses
+	}{
+		{"log_directory elsewhere", outside, "c/0.log", codes.InvalidArgument, "is outside the simulated runtime's directories", "RunPodSandbox"},
+		{"log_directory relative", "logs/x", "c/0.log", codes.InvalidArgument, "is not an absolute path", "RunPodSandbox"},
+		{"log_directory climbing out", filepath.Join(e.dir, "..", filepath.Base(outside)), "c/0.log", codes.InvalidArgument, "is outside", "RunPodSandbox"},
+		{"log_directory through a link", filepath.Join(logs, "linkdir", "pod"), "c/0.log", codes.Unknown, "is a symbolic link", "RunPodSandbox"},
+		{"log_path climbing out", filepath.Join(logs, "p"), "../../../" + filepath.Base(outside) + "/script.sh", codes.InvalidArgument, "is not a relative path inside the sandbox's log_directory", "CreateContainer"},
+		{"log_path ../../x", filepath.Join(logs, "p"), "../../x", codes.InvalidArgument, "log_path", "CreateContainer"},
+		{"log_path absolute", filepath.Join(logs, "p"), script, codes.InvalidArgument, "log_path", "CreateContainer"},
+		{"log file a planted link", filepath.Join(logs, "planted"), "c/0.log", codes.Unknown, "is a symbolic link", "StartContainer"},
+		{"log file a hard link", filepath.Join(logs, "hard"), "c/0.log", codes.Unknown, "not a regular file of its own", "StartContainer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sbCfg := sandboxConfig(fmt.Sprintf("p%d", i), nil)
+			sbCfg.LogDirectory = tc.dir
+			cfg := containerConfig("c", "sh", "-c", "echo pwned")
+			cfg.LogPath = tc.path
+			var err error
+			where := "RunPodSandbox"
+			sb, err := e.rt.RunPodSandbox(e.ctx, &runtimeapi.RunPodSandboxRequest{Config: sbCfg})
+			if err == nil {
+				where = "CreateContainer"
+				var c *runtimeapi.CreateContainerResponse
+				c, err = e.rt.CreateContainer(e.ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: cfg, SandboxConfig: sbCfg})
+				if err == nil {
+					where = "StartContainer"
+					_, err = e.rt.StartContainer(e.ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId})
+				}
+			}
+			if status.Code(err) != tc.code || !strings.Contains(err.Error(), tc.want) || where != tc.where {
+				t.Errorf("%s: %v, want %s from %s saying %q", where, err, tc.code, tc.where, tc.want)
+			}
+			if b, _ := os.ReadFile(script); string(b) != content {
+				t.Fatalf("the script outside was written: %q", b)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) != 1 {
+				t.Errorf("made outside: %v", ents)
+			}
+		})
+	}
+}
+
+// TestSocketPrivate: under umask 000 the socket is 0600 from the start,
+// and a dir others may write to is refused.
+func TestSocketPrivate(t *testing.T) {
+	dir := socketDir(t)
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	srv, err := Start(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(srv.SocketPath())
+	srv.Stop()
+	if err != nil || fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != SocketMode {
+		t.Errorf("socket %v (%v), want srw-------", fi.Mode(), err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in the dir: %v", ents)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err := Start(dir); err == nil || !strings.Contains(err.Error(), "is writable by group and others") {
+		if srv != nil {
+			srv.Stop()
+		}
+		t.Errorf("a world-writable dir: %v, want it refused", err)
 	}
 }

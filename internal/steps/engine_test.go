@@ -506,7 +506,7 @@ func BenchmarkHelloOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	srv, err := sim.Start(dir)
+	srv, err := sim.StartWithOptions(dir, sim.Options{Dirs: []string{os.TempDir()}}) // the log dir is b.TempDir()
 	if err != nil {
 		b.Fatal(err)
 	}

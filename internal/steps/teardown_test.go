@@ -26,7 +26,7 @@ import (
 // when the test ends; the test may stop the runtime before.
 func simRuntime(t *testing.T) (*sim.Server, *cri.Client) {
 	t.Helper()
-	srv, err := sim.StartWithOptions(t.TempDir(), sim.Options{InitRunTime: 20 * time.Millisecond})
+	srv, err := sim.StartWithOptions(t.TempDir(), sim.Options{InitRunTime: 20 * time.Millisecond, Dirs: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

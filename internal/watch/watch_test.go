@@ -38,7 +38,7 @@ func startProxied(t *testing.T, hooks proxy.Hooks) *proxied {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	rt, err := sim.Start(dir)
+	rt, err := sim.StartWithOptions(dir, sim.Options{Dirs: []string{os.TempDir()}}) // its requests name log dirs in /tmp
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,11 @@ import (
 
 // Client starts a simulated runtime with o in a fresh directory short
 // enough for its unix socket, and returns a client for it. The client,
-// the runtime and the directory are gone when the test ends.
+// the runtime and the directory are gone when the test ends. Its requests
+// may name log dirs in the temp dir too (the tests' t.TempDir).
 func Client(t testing.TB, o sim.Options) *cri.Client {
 	t.Helper()
+	o.Dirs = append(o.Dirs, os.TempDir())
 	// t.TempDir paths can be longer than a unix socket path allows.
 	dir, err := os.MkdirTemp("", "podstep-sim")
 	if err != nil {
