@@ -29,7 +29,7 @@ const MaxSocketPath = 107
 // can write to (Private; MkdirAll makes one).
 func ListenUnix(path string, perm fs.FileMode, gid int) (*net.UnixListener, error) {
 	dir := filepath.Dir(path)
-	tmp, err := os.MkdirTemp(dir, "")
+	tmp, err := os.MkdirTemp(dir, ".s") // short: unix socket paths
 	if err != nil {
 		return nil, err
 	}

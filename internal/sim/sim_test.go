@@ -54,7 +54,7 @@ type env struct {
 func socketDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if len(filepath.Join(dir, "0123456789", "s")) > fsperm.MaxSocketPath { // where fsperm.ListenUnix binds
+	if len(filepath.Join(dir, ".s0123456789", "s")) > fsperm.MaxSocketPath { // where fsperm.ListenUnix binds
 		var err error
 		if dir, err = os.MkdirTemp("", "sim"); err != nil {
 			t.Fatal(err)
