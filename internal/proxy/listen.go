@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/fsperm"
 )
 
 // SocketMode is the proxy's unix socket's mode, whatever the umask: the
@@ -21,17 +22,22 @@ const SocketMode = 0o660
 // DirMode is the mode of the directories Listen makes for the socket.
 const DirMode = 0o750
 
+// TCPRisk is what a tcp:// endpoint exposes, for errors and warnings.
+const TCPRisk = "the CRI has no authentication: anyone on this machine who can reach the port (loopback included) can run containers as root"
+
 // ListenOptions say who may use the socket the proxy serves. The zero value
-// is a unix socket of mode 0660 in the process's group, and TCP on loopback
-// only.
+// is a unix socket of mode 0660 in the process's group, and no TCP.
 type ListenOptions struct {
 	// Group, when GroupSet, is the group id given the socket (and the
 	// directories Listen makes): its members may use the CRI.
 	Group    int
 	GroupSet bool
-	// AllowRemote lets a tcp:// endpoint listen on an address other than
-	// loopback. The CRI has no authentication: whoever reaches the port
-	// has the node.
+	// AllowTCP lets the endpoint be tcp:// (on loopback unless
+	// AllowRemote). The CRI has no authentication: any local user who
+	// reaches the port has what the runtime has.
+	AllowTCP bool
+	// AllowRemote, with AllowTCP, lets a tcp:// endpoint listen on an
+	// address other than loopback: whoever reaches the port has the node.
 	AllowRemote bool
 }
 
@@ -40,11 +46,15 @@ type ListenOptions struct {
 func Listen(endpoint string) (net.Listener, error) { return ListenOptions{}.Listen(endpoint) }
 
 // Listen opens the socket the kubelet will dial. A unix endpoint's missing
-// parent directories are made (DirMode), a stale socket file replaced, and
-// the socket gets SocketMode and the group before it has its name: it is
-// bound in a private directory (0700) and renamed into place, so that no
-// one can connect to it while the umask's mode is on it. tcp:// listens on
-// host:port, which must be a loopback address unless AllowRemote.
+// parent directories are made (DirMode and the group, set on a handle:
+// fsperm.MkdirAll) and its directory must be private (fsperm.Private: a
+// parent others may write to and not sticky, another user's directory or
+// a link on the way is refused); a stale socket file is replaced, and the
+// socket gets SocketMode and the group before it has its name: it is
+// bound in a private directory (0700) and renamed into place
+// (fsperm.ListenUnix), so that no one can connect to it while the umask's
+// mode is on it. tcp:// needs AllowTCP and listens on host:port, which
+// must be a loopback address unless AllowRemote.
 func (o ListenOptions) Listen(endpoint string) (net.Listener, error) {
 	if p := cri.SocketPath(endpoint); p != "" {
 		l, err := o.listenUnix(p)
@@ -56,6 +66,9 @@ func (o ListenOptions) Listen(endpoint string) (net.Listener, error) {
 	target, err := cri.Target(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
+	}
+	if !o.AllowTCP {
+		return nil, fmt.Errorf("listen %s: a tcp:// endpoint needs --allow-tcp (%s); the default is a unix socket", endpoint, TCPRisk)
 	}
 	addr := strings.TrimPrefix(target, "dns:///")
 	if !o.AllowRemote {
@@ -93,8 +106,16 @@ func CheckLoopback(addr string) error {
 
 func (o ListenOptions) listenUnix(p string) (net.Listener, error) {
 	dir := filepath.Dir(p)
-	if err := o.mkdirs(dir); err != nil {
-		return nil, err
+	gid := -1
+	if o.GroupSet {
+		gid = o.Group
+	}
+	// Made one component at a time, each given its mode and group on
+	// its handle, and checked: a parent others may write to (and not
+	// sticky), another user's directory or a link planted on the way is
+	// refused, never followed.
+	if err := fsperm.MkdirAll(dir, DirMode, gid); err != nil {
+		return nil, fmt.Errorf("the socket's directory: %w", err)
 	}
 	if fi, err := os.Lstat(p); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -104,68 +125,14 @@ func (o ListenOptions) listenUnix(p string) (net.Listener, error) {
 			_ = c.Close()
 			return nil, fmt.Errorf("something already answers on %s", p)
 		}
-		if err := os.Remove(p); err != nil {
-			return nil, fmt.Errorf("remove the stale socket: %w", err)
-		}
 	}
-	private, err := os.MkdirTemp(dir, ".podstep-")
+	// Bound in a private directory, given its mode and group there, and
+	// renamed over the stale socket, if any.
+	ul, err := fsperm.ListenUnix(p, SocketMode, gid)
 	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(private) }() // empty once renamed; best effort
-	tmp := filepath.Join(private, "s")
-	l, err := net.Listen("unix", tmp)
-	if err != nil {
-		return nil, err
-	}
-	ul := l.(*net.UnixListener)
-	ul.SetUnlinkOnClose(false) // it is unlinked by its final name
-	gid := -1
-	if o.GroupSet {
-		gid = o.Group
-	}
-	err = os.Chmod(tmp, SocketMode)
-	if err == nil && gid >= 0 {
-		err = os.Lchown(tmp, -1, gid)
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		_ = l.Close()
 		return nil, err
 	}
 	return &unixListener{UnixListener: ul, path: p}, nil
-}
-
-// mkdirs makes dir and its missing parents, each DirMode (and the group),
-// whatever the umask; directories that exist are left as they are.
-func (o ListenOptions) mkdirs(dir string) error {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil || !errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		missing = append(missing, d)
-		if d == filepath.Dir(d) {
-			break
-		}
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		d := missing[i]
-		if err := os.Mkdir(d, DirMode); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		if err := os.Chmod(d, DirMode); err != nil {
-			return err
-		}
-		if o.GroupSet {
-			if err := os.Lchown(d, -1, o.Group); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // unixListener removes the socket by its final name when closed.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -78,23 +79,27 @@ func TestSocketGroup(t *testing.T) {
 	}
 }
 
-// TestListenTCP: only loopback, unless AllowRemote.
+// TestListenTCP: no TCP without AllowTCP, loopback included; then only
+// loopback, unless AllowRemote.
 func TestListenTCP(t *testing.T) {
 	for _, tc := range []struct {
-		ep     string
-		remote bool
-		err    string
+		ep          string
+		tcp, remote bool
+		err         string
 	}{
-		{"tcp://127.0.0.1:0", false, ""},
-		{"tcp://localhost:0", false, ""},
-		{"tcp://[::1]:0", false, ""},
-		{"tcp://0.0.0.0:0", false, "0.0.0.0 is not a loopback address"},
-		{"tcp://:0", false, "every address is not a loopback address"},
-		{"tcp://[::]:0", false, ":: is not a loopback address"},
-		{"tcp://example.com:0", false, "example.com is not a loopback address"},
-		{"tcp://0.0.0.0:0", true, ""},
+		{"tcp://127.0.0.1:0", false, false, "needs --allow-tcp (the CRI has no authentication: anyone on this machine"},
+		{"tcp://localhost:0", false, false, "needs --allow-tcp"},
+		{"tcp://0.0.0.0:0", false, true, "needs --allow-tcp"},
+		{"tcp://127.0.0.1:0", true, false, ""},
+		{"tcp://localhost:0", true, false, ""},
+		{"tcp://[::1]:0", true, false, ""},
+		{"tcp://0.0.0.0:0", true, false, "0.0.0.0 is not a loopback address"},
+		{"tcp://:0", true, false, "every address is not a loopback address"},
+		{"tcp://[::]:0", true, false, ":: is not a loopback address"},
+		{"tcp://example.com:0", true, false, "example.com is not a loopback address"},
+		{"tcp://0.0.0.0:0", true, true, ""},
 	} {
-		l, err := ListenOptions{AllowRemote: tc.remote}.Listen(tc.ep)
+		l, err := ListenOptions{AllowTCP: tc.tcp, AllowRemote: tc.remote}.Listen(tc.ep)
 		if err != nil && strings.Contains(err.Error(), "address family not supported") {
 			continue // no IPv6 here
 		}
@@ -107,5 +112,77 @@ func TestListenTCP(t *testing.T) {
 		if l != nil {
 			_ = l.Close()
 		}
+	}
+}
+
+// TestListenUnsafeDir: the socket's directory is refused, with nothing
+// made or chmodded, when a parent is world-writable and not sticky, and
+// when an unprivileged user (uid 65534, a real process) planted a link
+// where podstep would make it: root's socket never lands in their dir.
+func TestListenUnsafeDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the attacker is a real unprivileged user (setpriv)")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("needs setpriv (util-linux)")
+	}
+	base := shortDir(t)
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	world := filepath.Join(base, "w")
+	sticky := filepath.Join(base, "t")
+	theirs := filepath.Join(base, "theirs")
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+		uid  int
+	}{{world, 0o777, 0}, {sticky, os.ModeSticky | 0o777, 0}, {theirs, 0o755, 65534}} {
+		if err := os.Mkdir(d.path, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d.path, d.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d.path, d.uid, d.uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asNobody := func(args ...string) {
+		t.Helper()
+		out, err := exec.Command("setpriv", append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("as uid 65534: %v: %v %s", args, err, out)
+		}
+	}
+	// The user's links, in the sticky dir (as /tmp) and in the open one.
+	asNobody("ln", "-s", theirs, filepath.Join(sticky, "newdir"))
+	asNobody("ln", "-s", theirs, filepath.Join(world, "linked"))
+
+	for _, tc := range []struct{ name, sock, want string }{
+		{"world-writable parent", filepath.Join(world, "newdir", "cri.sock"), world + " is writable by group and others and not sticky"},
+		{"world-writable parent, existing", filepath.Join(world, "cri.sock"), world + " is writable by group and others"},
+		{"planted link in a sticky dir", filepath.Join(sticky, "newdir", "cri.sock"), "is a symbolic link owned by uid 65534"},
+		{"planted link in an open dir", filepath.Join(world, "linked", "cri.sock"), "symbolic link owned by uid 65534"},
+		{"another user's dir", filepath.Join(theirs, "cri.sock"), "is owned by uid 65534"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Listen("unix://" + tc.sock)
+			if err == nil {
+				_ = l.Close()
+				t.Fatalf("listened on %s", tc.sock)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+	for _, d := range []string{world, theirs} {
+		if ents, _ := os.ReadDir(d); (d == world && len(ents) != 1) || (d == theirs && len(ents) != 0) {
+			t.Errorf("%s holds %v after the refusals", d, ents)
+		}
+	}
+	if fi, _ := os.Lstat(world); fi.Mode().Perm() != 0o777 {
+		t.Errorf("%s mode changed to %v", world, fi.Mode())
 	}
 }

@@ -22,7 +22,8 @@ type SocketFlags struct {
 
 func (s *SocketFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.group, "socket-group", "", "the group (name or id) of the unix socket, whose members may use it (mode 0660 whatever the umask; default: podstep's group)")
-	f.BoolVar(&s.listen.AllowRemote, "allow-remote", false, "let a tcp:// --listen use an address other than loopback (the CRI has no authentication: a warning is printed)")
+	f.BoolVar(&s.listen.AllowTCP, "allow-tcp", false, "let --listen be tcp://HOST:PORT (loopback only, unless --allow-remote): the CRI has no authentication, so anyone on this machine who can reach the port can run containers as root (a warning is printed each time; the default, a unix socket of mode 0660, is what the kubelet uses)")
+	f.BoolVar(&s.listen.AllowRemote, "allow-remote", false, "with --allow-tcp, let a tcp:// --listen use an address other than loopback: anyone who reaches it over the network can run containers as root (a warning is printed)")
 }
 
 // validate checks the flags against --listen and resolves the group.
@@ -48,6 +49,12 @@ func (s *SocketFlags) validate(listen string) error {
 	if s.listen.AllowRemote && unix {
 		return session.Usagef("--allow-remote: --listen %s is a unix socket", listen)
 	}
+	if s.listen.AllowTCP && unix {
+		return session.Usagef("--allow-tcp: --listen %s is a unix socket", listen)
+	}
+	if !unix && !s.listen.AllowTCP {
+		return session.Usagef("--listen %s: a tcp:// endpoint needs --allow-tcp: %s; the default is a unix socket (unix:///run/podstep/cri.sock, mode 0660)", listen, proxy.TCPRisk)
+	}
 	if !unix && !s.listen.AllowRemote {
 		t, _ := cri.Target(listen)
 		if err := proxy.CheckLoopback(strings.TrimPrefix(t, "dns:///")); err != nil {
@@ -57,14 +64,16 @@ func (s *SocketFlags) validate(listen string) error {
 	return nil
 }
 
-// warn says, when --allow-remote opened the CRI to the network, who can
-// use it.
+// warn says, each time the proxy listens on TCP, who can use it: every
+// local user on loopback (--allow-tcp), anyone on the network with
+// --allow-remote.
 func (s *SocketFlags) warn(stderr io.Writer, listen string) {
-	if !s.listen.AllowRemote {
+	if cri.SocketPath(listen) != "" {
 		return
 	}
 	t, _ := cri.Target(listen)
 	if proxy.CheckLoopback(strings.TrimPrefix(t, "dns:///")) == nil {
+		_, _ = fmt.Fprintf(stderr, "podstep: warning: --allow-tcp: the CRI at %s has no authentication; anyone on this machine who can reach it can run containers as root on this node\n", listen)
 		return
 	}
 	_, _ = fmt.Fprintf(stderr, "podstep: warning: --allow-remote: the CRI at %s has no authentication; anyone who reaches it can run containers as root on this node\n", listen)
