@@ -59,6 +59,8 @@ func TestDecide(t *testing.T) {
 			want: want{restsOn: "script: keeps running: `tail -f /dev/null` follows its file"}},
 		{name: "cat of nothing", image: "x", command: []string{"cat"}, want: want{exits: true, restsOn: "command: exits 0 after `cat`"}},
 		{name: "cat with stdin", image: "x", command: []string{"cat"}, stdin: true, want: want{restsOn: "keeps running: `cat` reads its stdin"}},
+		{name: "cat of a file", image: "x", command: sh("cat /work/ready; exit 4"),
+			want: want{exits: true, code: 4, restsOn: "script: exits 4 after `cat /work/ready; exit 4` (assumed: `cat` exits 0)", assumed: true}},
 		{name: "utility", image: "x", command: []string{"cp", "/sample.war", "/app"},
 			want: want{exits: true, restsOn: "command: exits 0 after `cp /sample.war /app` (assumed: `cp` exits 0)", assumed: true}},
 

@@ -55,7 +55,7 @@ var utilities = map[string]bool{
 	"cp": true, "mv": true, "rm": true, "ln": true, "mkdir": true, "rmdir": true, "touch": true,
 	"chmod": true, "chown": true, "chgrp": true, "ls": true, "env": true, "printenv": true, "id": true,
 	"whoami": true, "hostname": true, "uname": true, "date": true, "pwd": true, "basename": true,
-	"dirname": true, "rev": true, "wc": true, "head": true, "stat": true, "df": true, "du": true,
+	"dirname": true, "rev": true, "cat": true, "wc": true, "head": true, "stat": true, "df": true, "du": true,
 	"sync": true, "cd": true, "trap": true, "umask": true, "ulimit": true,
 }
 
