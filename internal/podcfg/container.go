@@ -33,6 +33,9 @@ func ContainerConfig(pod *corev1.Pod, sandbox *runtimeapi.PodSandboxConfig, in C
 		return nil, err
 	}
 	uid, username := imageUser(in.ImageUser)
+	if in.ImageUserUnknown {
+		uid, username = nil, ""
+	}
 	if err := verifyRunAsNonRoot(pod, c, uid, username); err != nil {
 		return nil, err
 	}

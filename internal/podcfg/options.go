@@ -126,6 +126,13 @@ type ContainerInput struct {
 	// name. "" means the image sets no user, which the kubelet treats as root
 	// (uid 0, hence run_as_user {} in the trace).
 	ImageUser string
+	// ImageUserUnknown says the runtime could not tell the image's user
+	// (the simulator, of an image whose config it cannot read): not "no
+	// user, so root". verifyRunAsNonRoot then lets the container through
+	// where only the image's user would decide (RunAsNonRootNeedsImageUser
+	// says when, for the caller to label that verdict), and no run_as_user
+	// comes from the image.
+	ImageUserUnknown bool
 	// PodIP / PodIPs are the sandbox's IPs (PodSandboxStatus). The kubelet
 	// mounts /etc/hosts only when the pod has at least one IP.
 	PodIP  string

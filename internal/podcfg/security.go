@@ -109,6 +109,14 @@ func verifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, uid *int64, userna
 	return nil
 }
 
+// RunAsNonRootNeedsImageUser says whether verifyRunAsNonRoot decides the
+// container by its image's user: runAsNonRoot is true and no runAsUser
+// (the pod's or the container's) decides alone.
+func RunAsNonRootNeedsImageUser(pod *corev1.Pod, c *corev1.Container) bool {
+	eff := effectiveSecurityContext(pod, c)
+	return eff.RunAsNonRoot != nil && *eff.RunAsNonRoot && eff.RunAsUser == nil
+}
+
 // containerSecurityContext mirrors kuberuntime/security_context.go
 // determineEffectiveSecurityContext.
 func containerSecurityContext(pod *corev1.Pod, c *corev1.Container, uid *int64, username string, ns *runtimeapi.NamespaceOption, rootDir string, thermalThrottle []string) (*runtimeapi.LinuxContainerSecurityContext, error) {

@@ -232,7 +232,7 @@ func (p *Player) applyPlan(pl *record.Plan) {
 func stepOf(j *report.StepJSON) steps.Step {
 	s := steps.Step{ID: j.ID, Stage: j.Stage, Kind: steps.KindOf(j.Name), Name: j.Name, Title: j.Title, Container: j.Container, Mirrors: j.Mirrors,
 		State: j.State, Started: j.Started, Duration: msDuration(j.DurationMs), Changes: j.Changes, Events: j.Events,
-		Result: steps.Result{Summary: j.Summary, Details: j.Details, Warnings: j.Warnings, Reason: j.Reason, Message: j.Message}}
+		Result: steps.Result{Summary: j.Summary, Details: j.Details, Warnings: j.Warnings, Reason: j.Reason, Message: j.Message, RestsOn: j.RestsOn}}
 	if j.State == steps.Failed {
 		s.Result.Err = errors.New(j.Message)
 	}

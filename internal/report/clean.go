@@ -22,6 +22,7 @@ func cleanStep(s StepJSON) StepJSON {
 	s.Name, s.Title, s.Summary, s.Reason, s.Message = l(s.Name), l(s.Title), l(s.Summary), l(s.Reason), l(s.Message)
 	s.Stage = steps.Stage(l(string(s.Stage)))
 	s.Warnings = cleanStrings(s.Warnings)
+	s.RestsOn = cleanStrings(s.RestsOn)
 	if s.Details != nil {
 		d := make([]steps.Detail, len(s.Details))
 		for i, x := range s.Details {
@@ -83,5 +84,6 @@ func cleanSummary(s Summary) Summary {
 		s.Leftover = &lb
 	}
 	s.Events = cleanEvents(s.Events)
+	s.RestsOn = cleanStrings(s.RestsOn)
 	return s
 }

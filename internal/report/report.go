@@ -41,6 +41,9 @@ type Summary struct {
 	// Cluster is what the API server says about the pod podstep replayed
 	// (podstep run --pod); nil otherwise.
 	Cluster *ClusterView `json:"cluster,omitempty"`
+	// RestsOn is what the run's verdict rests on, on the simulated runtime
+	// (steps.RestsOn: every step's Result.RestsOn, "CONTAINER: what").
+	RestsOn []string `json:"rests_on,omitempty"`
 }
 
 // Failure names where and why the pod failed.
@@ -153,6 +156,8 @@ var (
 	stageCol = color.New(color.FgCyan)
 	// changeCol marks what a step changed, as the TUI's Changed style does.
 	changeCol = color.New(color.FgYellow, color.Bold)
+	// restsCol marks what a simulated verdict rests on.
+	restsCol = color.New(color.FgMagenta)
 )
 
 // SpecVsSent is the detail of a proxied create step that compares the
@@ -181,6 +186,11 @@ func (p *Printer) stepText(s StepJSON) {
 	}
 	if s.State == steps.Failed {
 		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Reason+":"), s.Message)
+	}
+	if !p.short {
+		for _, r := range s.RestsOn {
+			fmt.Fprintf(p.w, "       %s %s\n", restsCol.Sprint("rests on:"), r)
+		}
 	}
 	// A hook's exit code and output are what the kubelet's own event hides,
 	// so they are always shown; other steps show details only on failure.
@@ -305,6 +315,12 @@ func (p *Printer) Finish(s Summary) {
 		fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
 			s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
 	}
+	if len(s.RestsOn) > 0 {
+		fmt.Fprintf(p.w, "%s\n", restsCol.Sprint("on the simulated runtime the verdict rests on:"))
+		for _, r := range s.RestsOn {
+			fmt.Fprintf(p.w, "  %s\n", r)
+		}
+	}
 	if s.Cluster != nil {
 		WriteClusterText(p.w, s.Cluster)
 	}
@@ -322,23 +338,26 @@ func (p *Printer) emit(v any) {
 
 // StepJSON is the JSON object of one finished step (documented in the README).
 type StepJSON struct {
-	Type       string         `json:"type"`
-	ID         int            `json:"id"`
-	Stage      steps.Stage    `json:"stage"`
-	Name       string         `json:"name"`
-	Title      string         `json:"title"`
-	Container  string         `json:"container,omitempty"`
-	Mirrors    string         `json:"mirrors"`
-	State      steps.State    `json:"state"`
-	Summary    string         `json:"summary"`
-	Details    []steps.Detail `json:"details,omitempty"`
-	Warnings   []string       `json:"warnings,omitempty"`
-	Reason     string         `json:"reason,omitempty"`
-	Message    string         `json:"message,omitempty"`
-	Started    time.Time      `json:"started"`
-	DurationMs float64        `json:"duration_ms"`
-	Calls      []CallJSON     `json:"calls"`
-	Pod        *PodJSON       `json:"pod,omitempty"`
+	Type      string         `json:"type"`
+	ID        int            `json:"id"`
+	Stage     steps.Stage    `json:"stage"`
+	Name      string         `json:"name"`
+	Title     string         `json:"title"`
+	Container string         `json:"container,omitempty"`
+	Mirrors   string         `json:"mirrors"`
+	State     steps.State    `json:"state"`
+	Summary   string         `json:"summary"`
+	Details   []steps.Detail `json:"details,omitempty"`
+	Warnings  []string       `json:"warnings,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	Message   string         `json:"message,omitempty"`
+	// RestsOn is what the step's verdict rests on, on the simulated
+	// runtime (steps.Result.RestsOn).
+	RestsOn    []string   `json:"rests_on,omitempty"`
+	Started    time.Time  `json:"started"`
+	DurationMs float64    `json:"duration_ms"`
+	Calls      []CallJSON `json:"calls"`
+	Pod        *PodJSON   `json:"pod,omitempty"`
 	// Changes are what the step changed in the pod (steps.Step.Changes);
 	// [] when nothing changed. Only nil is left out: the step objects of
 	// recordings made before podstep had them replay as they were.
@@ -383,7 +402,7 @@ func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 	s := ev.Step
 	out := StepJSON{Type: "step", ID: s.ID, Stage: s.Stage, Name: s.Name, Title: s.Title, Container: s.Container,
 		Mirrors: s.Mirrors, State: s.State, Summary: s.Result.Summary, Details: s.Result.Details,
-		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message,
+		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message, RestsOn: s.Result.RestsOn,
 		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{},
 		Changes: orEmpty(s.Changes), Events: orEmpty(s.Events)}
 	conv := b.Call

@@ -32,7 +32,7 @@ func Summarize(eng *steps.Engine, calls []cri.Call, created time.Duration, kept 
 	snap := eng.PodState()
 	return report.Summary{Pod: PodName(eng), UID: string(eng.Pod().UID), Display: snap.Display, Ready: snap.Ready,
 		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: kept,
-		Timing: Timing(eng.Steps(), calls, created)}
+		Timing: Timing(eng.Steps(), calls, created), RestsOn: steps.RestsOn(eng.Steps())}
 }
 
 // Timing splits the creation wall time into time in CRI calls (every call

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -57,7 +58,7 @@ func (s *service) deleteContainer(id string) {
 }
 
 // CreateContainer implements runtimeapi.RuntimeServiceServer.
-func (s *service) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+func (s *service) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
 	sbID := req.GetPodSandboxId()
 	cfg := req.GetConfig()
 	if sbID == "" {
@@ -110,6 +111,7 @@ func (s *service) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 		config:    proto.Clone(cfg).(*runtimeapi.ContainerConfig),
 		faults:    faults,
 		image:     img,
+		completes: runsToCompletion(ctx),
 		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt: s.now(),
 	}
@@ -126,8 +128,8 @@ func (s *service) CreateContainer(_ context.Context, req *runtimeapi.CreateConta
 }
 
 // StartContainer implements runtimeapi.RuntimeServiceServer. It decides
-// how the simulated process behaves (see keepsRunning) and writes the
-// container's log.
+// how the simulated process behaves (Decide) and writes the container's
+// log.
 func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,10 +152,8 @@ func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now
-	if code, ok := intFault(c.faults, AnnotationExitCode, cname); ok {
-		c.exitAt, c.exitAtCode = now.Add(s.opts.InitRunTime), code
-	} else if !c.keepsRunning() {
-		c.exitAt, c.exitAtCode = now.Add(s.opts.InitRunTime), 0
+	if b := Decide(c.config, c.faults, c.imageName(), c.completes); b.Exits {
+		c.exitAt, c.exitAtCode = now.Add(s.opts.InitRunTime+b.After), b.Code
 	}
 	if c.logPath != "" {
 		if err := s.writeLog(c.logPath, now, c.config); err != nil {
@@ -163,35 +163,27 @@ func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
-// longRunning are the command words that make a simulated process keep
-// running until it is stopped.
-var longRunning = []string{"sleep", "httpd", "tail"}
+// runsToCompletion is the MetadataRunsToCompletion the engine sent with a
+// CreateContainer ("" for none).
+func runsToCompletion(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(MetadataRunsToCompletion); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
-// keepsRunning reports whether the container's process runs until it is
-// stopped: the keep-running fault says so, its command or args use sleep,
-// httpd, tail or "nc -l", or it has no command at all and its image is not
-// busybox (whose default shell exits at once).
-func (c *container) keepsRunning() bool {
-	if v, ok := containerFault(c.faults, AnnotationKeepRunning, c.config.GetMetadata().GetName()); ok && v != "false" {
-		return true
+// imageName is the container's image as its pod names it (the kubelet
+// sends the image ID as the image and the pod's text as
+// user_specified_image), else the image's first repo tag.
+func (c *container) imageName() string {
+	if n := c.config.GetImage().GetUserSpecifiedImage(); n != "" {
+		return n
 	}
-	argv := append(append([]string(nil), c.config.GetCommand()...), c.config.GetArgs()...)
-	if len(argv) == 0 {
-		return !strings.Contains(c.config.GetImage().GetImage()+" "+strings.Join(c.image.repoTags, " "), "busybox")
+	if len(c.image.repoTags) > 0 {
+		return c.image.repoTags[0]
 	}
-	words := strings.FieldsFunc(strings.Join(argv, " "), func(r rune) bool { return !wordRune(r) })
-	for i, w := range words {
-		base := filepath.Base(w)
-		for _, lr := range longRunning {
-			if base == lr {
-				return true
-			}
-		}
-		if base == "nc" && i+1 < len(words) && strings.HasPrefix(words[i+1], "-") && strings.Contains(words[i+1], "l") {
-			return true
-		}
-	}
-	return false
+	return c.config.GetImage().GetImage()
 }
 
 // StopContainer implements runtimeapi.RuntimeServiceServer. A running
@@ -308,10 +300,4 @@ func (s *service) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 		})
 	}
 	return resp, nil
-}
-
-// wordRune reports whether r belongs in a command word: a letter, a digit or
-// one of - _ . /
-func wordRune(r rune) bool {
-	return r == '-' || r == '_' || r == '.' || r == '/' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
 }

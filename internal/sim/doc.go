@@ -33,13 +33,21 @@
 //     containers (exit 137, "Error") and is idempotent; RemovePodSandbox
 //     stops and removes the sandbox and its containers, and succeeds for
 //     unknown IDs.
-//   - Containers never run anything. A started container keeps running if
-//     its command or args use sleep, httpd, tail or "nc -l" (or it has no
-//     command and its image is not busybox, e.g. pause or nginx); otherwise
-//     it exits 0 ("Completed") Options.InitRunTime after it started. Exits
+//   - Containers never run anything. What a started container does is read
+//     from its command as far as it can be (Decide: sh -c scripts of echo,
+//     exit N, true, false, test, sleep N, ...; sleep infinity and tail -f
+//     run for good); what cannot be read (an unknown program, the
+//     entrypoint of an image other than busybox) is assumed to keep
+//     running, or, for a container its pod runs to completion
+//     (MetadataRunsToCompletion), to exit 0. A container that exits does
+//     so Options.InitRunTime plus its script's sleeps after it started,
+//     with its script's exit code ("Completed" for 0, else "Error"). Exits
 //     are applied lazily when the container is observed. StopContainer
 //     exits a running container with 137 ("Error") at once, never waiting
 //     for the timeout.
+//   - ImageStatus reports busybox's user as containerd would (no USER:
+//     neither uid nor username); of an image it does not know it reports
+//     neither and the annotation AnnotationImageConfig: unknown.
 //   - ExecSync returns what the command echoes (as in the log) and exit code 0.
 //
 // Logs: if the sandbox has a log_directory and the container a log_path,

@@ -33,6 +33,17 @@ const (
 	AnnotationDelay        = AnnotationPrefix + "delay."          // + METHOD: "500ms"
 )
 
+// AnnotationImageConfig is not a fault: the simulator sets it, to
+// ImageConfigUnknown, in the spec annotations of an image it reports
+// (ImageStatus, ListImages) whose config it does not know. Such an image's
+// reported user (no uid, no username) is then not "no USER, so root" but
+// unknown; podstep's engine, on the simulator, says so where the kubelet's
+// verifyRunAsNonRoot would need it.
+const (
+	AnnotationImageConfig = AnnotationPrefix + "image-config"
+	ImageConfigUnknown    = "unknown"
+)
+
 // containerFault returns the value of the per-container fault annotation
 // prefix+name.
 func containerFault(ann map[string]string, prefix, name string) (string, bool) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -38,12 +39,18 @@ type image struct {
 	pulled      bool // pulled explicitly (not just preloaded)
 }
 
+// proto is the image as ImageStatus and ListImages report it. The user is
+// what containerd reports (getUserFromImage): a numeric USER as uid, a
+// name as username, neither for an image with no USER (which the kubelet's
+// getImageUser then counts as root). Of an image whose config the
+// simulator does not know (knownImage) it reports neither too, and says
+// so: ImageConfigUnknown in its spec's annotations.
 func (img *image) proto() *runtimeapi.Image {
 	spec := ""
 	if len(img.repoTags) > 0 {
 		spec = img.repoTags[0]
 	}
-	return &runtimeapi.Image{
+	out := &runtimeapi.Image{
 		Id:          img.id,
 		RepoTags:    append([]string(nil), img.repoTags...),
 		RepoDigests: append([]string(nil), img.repoDigests...),
@@ -51,6 +58,42 @@ func (img *image) proto() *runtimeapi.Image {
 		Pinned:      img.pinned,
 		Spec:        &runtimeapi.ImageSpec{Image: spec},
 	}
+	cfg, known := knownImage(img.name())
+	if !known {
+		out.Spec.Annotations = map[string]string{AnnotationImageConfig: ImageConfigUnknown}
+		return out
+	}
+	uid, username := userFromImage(cfg.user)
+	if uid != nil {
+		out.Uid = &runtimeapi.Int64Value{Value: *uid}
+	}
+	out.Username = username
+	return out
+}
+
+// name is the image's first repo tag, else its first repo digest.
+func (img *image) name() string {
+	if len(img.repoTags) > 0 {
+		return img.repoTags[0]
+	}
+	if len(img.repoDigests) > 0 {
+		return img.repoDigests[0]
+	}
+	return img.id
+}
+
+// userFromImage splits an image config's User as containerd's CRI does
+// (getUserFromImage, internal/cri/server/images/image_status.go): "" is
+// neither; "uid[:gid]" a uid; a name (with or without :group) a username.
+func userFromImage(user string) (*int64, string) {
+	if user == "" {
+		return nil, ""
+	}
+	user, _, _ = strings.Cut(user, ":")
+	if uid, err := strconv.ParseInt(user, 10, 64); err == nil {
+		return &uid, ""
+	}
+	return nil, user
 }
 
 // ref returns the reference containerd reports as a container's image_ref:

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -368,17 +369,27 @@ func TestProcessLifetime(t *testing.T) {
 		cmd   []string
 		args  []string
 		ann   map[string]string
+		// completes is the MetadataRunsToCompletion sent with CreateContainer.
+		completes string
+		// after is how long past InitRunTime it runs before it exits.
+		after time.Duration
 		runs  bool
 		code  int32
 	}{
 		{name: "init writes a file", cmd: []string{"sh", "-c", "echo x > /f"}, code: 0},
-		{name: "sleep", cmd: []string{"sleep", "3600"}, runs: true},
-		{name: "sleep in args", cmd: []string{"sh", "-c"}, args: []string{"while true; do date; sleep 5; done"}, runs: true},
+		{name: "sleep", cmd: []string{"sleep", "3600"}, after: time.Hour, code: 0},
+		{name: "a script's sleeps add up", cmd: []string{"sh", "-c", "sleep 2; echo x; sleep 1m; exit 4"}, after: time.Minute + 2*time.Second, code: 4},
+		{name: "a loop cannot be read: it keeps running", cmd: []string{"sh", "-c"}, args: []string{"while true; do date; sleep 5; done"}, runs: true},
 		{name: "absolute sleep", cmd: []string{"/bin/sleep", "infinity"}, runs: true},
 		{name: "httpd", cmd: []string{"httpd", "-f", "-p", "8080"}, runs: true},
 		{name: "tail", cmd: []string{"tail", "-f", "/dev/null"}, runs: true},
 		{name: "nc -l", cmd: []string{"nc", "-lk", "-p", "80"}, runs: true},
-		{name: "nc client exits", cmd: []string{"nc", "example.com", "80"}, code: 0},
+		{name: "an unknown program keeps running", cmd: []string{"nc", "example.com", "80"}, runs: true},
+		{name: "an unknown program in an init container exits 0", cmd: []string{"/cp-tool", "/a", "/b"}, completes: "an init container", code: 0},
+		{name: "a script exits with its code", cmd: []string{"sh", "-c", "echo crashing; exit 2"}, code: 2},
+		{name: "a script's code wins over its role", cmd: []string{"sh", "-c", "exit 3"}, completes: "an init container", code: 3},
+		{name: "server image args only runs", image: "coredns/coredns:1.9.4", args: []string{"-conf", "/etc/coredns/Corefile"}, runs: true},
+		{name: "busybox args only are its command", args: []string{"sh", "-c", "exit 5"}, code: 5},
 		{name: "word containing sleep is not sleep", cmd: []string{"echo", "sleepy"}, code: 0},
 		{name: "busybox default shell exits", cmd: nil, code: 0},
 		{name: "server image default command runs", image: "nginx:1.27", runs: true},
@@ -400,9 +411,14 @@ func TestProcessLifetime(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			ctx := e.ctx
+			if tt.completes != "" {
+				e.ctx = metadata.AppendToOutgoingContext(ctx, MetadataRunsToCompletion, tt.completes)
+			}
 			id := e.create(sbID, sbCfg, cfg)
+			e.ctx = ctx
 			e.start(id)
-			e.clk.Advance(testInitRunTime - time.Nanosecond)
+			e.clk.Advance(testInitRunTime + tt.after - time.Nanosecond)
 			if st := e.status(id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 				t.Fatalf("exited before InitRunTime: %v", st)
 			}

@@ -96,6 +96,7 @@ type container struct {
 	faults    map[string]string // merged sandbox + container annotations
 	image     *image            // image resolved at create time
 	logPath   string            // absolute log path, "" if none
+	completes string            // MetadataRunsToCompletion sent with its CreateContainer
 
 	state      runtimeapi.ContainerState
 	createdAt  time.Time

@@ -3,17 +3,20 @@ package steps
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/sim"
 )
 
 // createStep mirrors startContainer step 2 (pkg/kubelet/kuberuntime/kuberuntime_container.go):
@@ -63,7 +66,7 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 		hosts = filepath.Join(e.rt.podDir, "etc-hosts")
 	}
 	return podcfg.ContainerConfig(e.pod, sb, podcfg.ContainerInput{
-		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser,
+		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser, ImageUserUnknown: c.imageUserUnknown,
 		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
 		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle, PrepareSubPath: prepare,
 		ImageVolumes: e.plannedImageVolumes(),
@@ -98,6 +101,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	if err != nil {
 		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "ImageStatus failed")
 	}
+	c.imageUserUnknown = false
 	if img := st.GetImage(); img != nil {
 		if img.Uid != nil {
 			c.imageUser = strconv.FormatInt(img.Uid.Value, 10)
@@ -107,6 +111,10 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		if c.imageRef == "" {
 			c.imageRef = img.Id
 		}
+		// The simulator reports no user for an image whose config it cannot
+		// read, and says so: on it, that is "unknown", not "root".
+		c.imageUserUnknown = e.simulated() && img.Uid == nil && img.Username == "" &&
+			img.GetSpec().GetAnnotations()[sim.AnnotationImageConfig] == sim.ImageConfigUnknown
 	}
 	// makeMounts: the pod's hosts file and this container's termination-message file.
 	if !e.pod.Spec.HostNetwork {
@@ -141,7 +149,12 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	sb, _, _ := e.sandboxConfig()
 	// Like RunPodSandbox, a CreateContainer is not abandoned on cancel: its
 	// container must be known to be torn down.
-	resp, err := e.client.CreateContainer(context.WithoutCancel(ctx), &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
+	cctx := context.WithoutCancel(ctx)
+	if why := e.runsToCompletion(c); why != "" && e.simulated() {
+		// For a command the simulator cannot read (sim.Decide); not part of the request.
+		cctx = metadata.AppendToOutgoingContext(cctx, sim.MetadataRunsToCompletion, why)
+	}
+	resp, err := e.client.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
 	if err != nil {
 		r := e.createFailed(c, reason.ErrCreateContainer, err, "CreateContainer failed")
 		r.Details = append(r.Details, imageMountHint(cfg)...)
@@ -163,6 +176,11 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		kv("container", resp.ContainerId), kv("image", c.imageRef), kv("log", filepath.Join(sb.LogDirectory, cfg.LogPath)))
 	r.Details = append(r.Details, subPaths.details...)
 	r.Warnings = subPaths.warnings
+	if c.imageUserUnknown && podcfg.RunAsNonRootNeedsImageUser(e.pod, c.spec) {
+		r.RestsOn = append(r.RestsOn, fmt.Sprintf("assumed: image user unknown: runAsNonRoot with no runAsUser is decided by the USER of %s, which the simulator cannot read; "+
+			"verifyRunAsNonRoot (pkg/kubelet/kuberuntime/security_context_others.go) cannot be known here and the container goes on: "+
+			"on a node this passes if the image's USER is a non-zero numeric uid, and fails if it is root, unset (root) or a user name", c.spec.Image))
+	}
 	if e.bundle.Services != nil {
 		v := "none: no Service with a cluster IP"
 		if src := podcfg.ServiceEnvSources(e.pod, e.bundle.Services); len(src) > 0 {
@@ -247,7 +265,44 @@ func (s startStep) run(ctx context.Context, e *Engine) Result {
 	c.startedAt = e.now()
 	e.tracker.Running(s.name, c.startedAt)
 	e.tracker.Record(corev1.EventTypeNormal, reason.StartedContainer, obj, "Started container "+s.name)
-	return ok("container " + shortID(c.id) + " started")
+	r := ok("container " + shortID(c.id) + " started")
+	if e.simulated() {
+		r.RestsOn = []string{e.simulatedBehaviour(c).RestsOn}
+	}
+	return r
+}
+
+// simulatedBehaviour is what the simulator makes of a started container
+// (sim.Decide, with what its StartContainer sees: the pod's annotations
+// and the container's, and why the spec runs it to completion).
+func (e *Engine) simulatedBehaviour(c *containerRuntime) sim.Behaviour {
+	ann := map[string]string{}
+	if sb, _, err := e.sandboxConfig(); err == nil {
+		maps.Copy(ann, sb.GetAnnotations())
+	}
+	maps.Copy(ann, c.config.GetAnnotations())
+	return sim.Decide(c.config, ann, c.spec.Image, e.runsToCompletion(c))
+}
+
+// runsToCompletion says why the pod's spec runs c to completion ("" when
+// it keeps it running): a classic init container, or a regular container
+// whose restart policy (the container's own with ContainerRestartRules,
+// else the pod's) is not Always.
+func (e *Engine) runsToCompletion(c *containerRuntime) string {
+	if c.init {
+		if isSidecar(c.spec) {
+			return ""
+		}
+		return "an init container"
+	}
+	policy := string(e.pod.Spec.RestartPolicy)
+	if c.spec.RestartPolicy != nil && e.opts.Config.Gates.Enabled(gate.ContainerRestartRules) {
+		policy = string(*c.spec.RestartPolicy)
+	}
+	if policy == "" || policy == string(corev1.RestartPolicyAlways) {
+		return ""
+	}
+	return "restartPolicy: " + policy
 }
 
 // imageUserSpec is the ImageSpec of kuberuntime/helpers.go getImageUser,

@@ -197,12 +197,15 @@ type containerRuntime struct {
 	termLog   string // host path of the termination-log file
 	imageRef  string
 	imageUser string
-	config    *runtimeapi.ContainerConfig // published
-	id        string                      // published
-	oldIDs    []string                    // published: containers of earlier attempts, still in the runtime
-	restarts  int                         // the attempt number: metadata.attempt and <restarts>.log
-	startedAt time.Time
-	exited    bool
+	// imageUserUnknown: the simulator could not tell the image's user
+	// (sim.AnnotationImageConfig), so imageUser "" is not root.
+	imageUserUnknown bool
+	config           *runtimeapi.ContainerConfig // published
+	id               string                      // published
+	oldIDs           []string                    // published: containers of earlier attempts, still in the runtime
+	restarts         int                         // the attempt number: metadata.attempt and <restarts>.log
+	startedAt        time.Time
+	exited           bool
 
 	// expanded is set once the redactor knows this container's Secret
 	// expansions, computed for the pod IPs expandedFor (noteExpansions).

@@ -83,6 +83,11 @@ type Result struct {
 	Reason string `json:"reason,omitempty"`
 	// Message is the error message when the step failed (the runtime's own text for CRI errors).
 	Message string `json:"message,omitempty"`
+	// RestsOn says, on the simulated runtime, what the step's verdict rests
+	// on when that is not what a real runtime would find: what the simulator
+	// read of a container's command ("script: exits 0 after `echo done`"),
+	// or what it assumed ("assumed: ..."); see sim.Decide. Nil elsewhere.
+	RestsOn []string `json:"rests_on,omitempty"`
 	// Err is the failure, nil when the step succeeded.
 	Err error `json:"-"`
 }
@@ -127,6 +132,26 @@ func ok(summary string, details ...Detail) Result {
 }
 
 func kv(k, v string) Detail { return Detail{Key: k, Value: v} }
+
+// RestsOn gathers what the verdicts of steps rest on (Result.RestsOn), in
+// order, each once, as "CONTAINER: what" for a container's step: what a
+// run's summary says it rests on. Nil when nothing does (a real runtime).
+func RestsOn(steps []Step) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range steps {
+		for _, r := range s.Result.RestsOn {
+			if s.Container != "" {
+				r = s.Container + ": " + r
+			}
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
 
 // unwrapCRIMessage is the runtime's own text for err.
 func unwrapCRIMessage(err error) string { return cri.Message(unwrapCRI(err)) }

@@ -35,6 +35,13 @@ func cleanSteps(ss []steps.Step) []steps.Step {
 			}
 			r.Warnings = w
 		}
+		if len(r.RestsOn) > 0 {
+			ro := make([]string, len(r.RestsOn))
+			for j, x := range r.RestsOn {
+				ro[j] = line(x)
+			}
+			r.RestsOn = ro
+		}
 		if len(s.Changes) > 0 {
 			c := make([]podstate.Change, len(s.Changes))
 			for j, x := range s.Changes {

@@ -162,6 +162,15 @@ func (m *stepModel) render(rv runView, s steps.Step, w int) []string {
 		// One line each; long IDs and paths are cut (the JSON output has them whole).
 		add("  " + st.Dim.Render(d.Key+":") + " " + d.Value)
 	}
+	for _, ro := range s.Result.RestsOn {
+		for i, l := range render.Wrap("rests on: "+ro, w-2) {
+			if i == 0 {
+				add(st.Dim.Render("~ " + l))
+			} else {
+				add(st.Dim.Render("  " + l))
+			}
+		}
+	}
 	for _, wn := range s.Result.Warnings {
 		for i, l := range render.Wrap(wn, w-2) {
 			if i == 0 {
