@@ -32,7 +32,7 @@ func (volumesStep) mirrors() string {
 }
 
 func (volumesStep) explain() string {
-	return "The kubelet waits until its volume manager has attached and mounted every volume of the pod. Each plugin makes its volume under pods/<uid>/volumes/kubernetes.io~<plugin>/<name>: an emptyDir is a 0777 directory (a tmpfs for medium Memory); configMap, secret, downwardAPI and projected volumes are written by the atomic writer (a timestamped ..<date> directory, the ..data symlink to it, and one symlink per top-level file), secret, downwardAPI and projected on a tmpfs; a hostPath is checked against its type (and created for DirectoryOrCreate / FileOrCreate). Each volume is set up by operation_generator.go GenerateMountVolumeFunc → <plugin>.SetUp (pkg/volume/...); a volume that cannot be set up is a FailedMount event, and the pod waits in ContainerCreating. Containers get these directories as bind mounts later."
+	return "The kubelet waits until its volume manager has attached and mounted every volume of the pod. Each plugin makes its volume under pods/<uid>/volumes/kubernetes.io~<plugin>/<name>: an emptyDir is a 0777 directory (a tmpfs for medium Memory); configMap, secret, downwardAPI and projected volumes are written by the atomic writer (a timestamped ..<date> directory, the ..data symlink to it, and one symlink per top-level file), secret, downwardAPI and projected on a tmpfs; a hostPath is checked against its type (and created for DirectoryOrCreate / FileOrCreate). A persistentVolumeClaim (or a generic ephemeral volume's claim POD-VOLUME, which the pod must own) is first resolved by the desired-state populator (createVolumeSpec → getPVCExtractPV, getPVSpec in pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go): the claim must be Bound, not being deleted, with a volumeName, the PersistentVolume's claimRef uid the claim's, its volumeMode Filesystem for volumeMounts and Block for volumeDevices; then the operation generator checks the PV's node affinity against the node's labels (checkNodeAffinity, pkg/volume/util/operationexecutor/operation_generator.go) and the PV's plugin sets it up: hostPath as above, local as a bind mount under pods/<uid>/volumes/kubernetes.io~local-volume/<pv>, CSI through the driver's node plugin. Each volume is set up by operation_generator.go GenerateMountVolumeFunc → <plugin>.SetUp (pkg/volume/...); a volume that cannot be set up is a FailedMount event, and the pod waits in ContainerCreating. Containers get these directories as bind mounts later."
 }
 
 func (volumesStep) requests(*Engine) []Request { return nil }
@@ -328,8 +328,9 @@ func volumeDetails(v corev1.Volume, r volume.Result) []Detail {
 // or the host path itself for hostPath volumes.
 func (e *Engine) plannedVolumePaths() map[string]string {
 	out := map[string]string{}
+	h := e.volumeHost()
 	for _, v := range e.pod.Spec.Volumes {
-		out[v.Name] = volume.Path(e.rt.podDir, v)
+		out[v.Name] = h.PlannedPath(e.pod, e.rt.podDir, v)
 	}
 	return out
 }

@@ -259,6 +259,10 @@ func (p *Prepared) preparePV() error {
 		return err
 	}
 	kind := pvSourceKind(pv)
+	if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock && pv.Spec.CSI == nil {
+		return &UnsupportedError{Kind: kind, Need: fmt.Sprintf("PersistentVolume %s has volumeMode Block: the kubelet maps a raw block volume into the pod with the plugin's BlockVolumeMapper (volumeDevices); podstep does not map block volumes yet", pv.Name),
+			Fix: "use a Filesystem PersistentVolume in volumeMounts, or run this pod on a real node"}
+	}
 	p.notes = append(p.notes, fmt.Sprintf("claim %s/%s is Bound to PersistentVolume %s (%s)", c.PVC.Namespace, c.PVC.Name, pv.Name, kind))
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -366,4 +370,31 @@ func checkNodeAffinity(pv *corev1.PersistentVolume, labels map[string]string) er
 		return fmt.Errorf("no matching NodeSelectorTerms")
 	}
 	return nil
+}
+
+// PlannedPath is where vol will be on the host (Path), with a
+// persistentVolumeClaim or ephemeral volume resolved to its PV's place: a
+// hostPath PV's path, a local PV's pods/UID/volumes/kubernetes.io~local-volume/PV
+// (its path on the simulator), a CSI PV's
+// pods/UID/volumes/kubernetes.io~csi/PV/mount. A claim that does not
+// resolve keeps Path's.
+func (h *Host) PlannedPath(pod *corev1.Pod, podDir string, vol corev1.Volume) string {
+	if vol.PersistentVolumeClaim == nil && vol.Ephemeral == nil {
+		return Path(podDir, vol)
+	}
+	c, err := ResolveClaim(h.Claims, pod, h.Owner, vol)
+	if err != nil {
+		return Path(podDir, vol)
+	}
+	switch s := c.PV.Spec; {
+	case s.HostPath != nil:
+		return s.HostPath.Path
+	case s.Local != nil && h.Simulated:
+		return s.Local.Path
+	case s.Local != nil:
+		return filepath.Join(podDir, "volumes", "kubernetes.io~local-volume", c.PV.Name)
+	case s.CSI != nil:
+		return filepath.Join(podDir, "volumes", "kubernetes.io~csi", c.PV.Name, "mount")
+	}
+	return Path(podDir, vol)
 }
