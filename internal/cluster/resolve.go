@@ -182,6 +182,9 @@ func (c *Client) Resolve(ctx context.Context, b *manifest.Bundle, clusterPod *co
 			return nil, err
 		}
 	}
+	if err := c.fetchClaims(ctx, b, r); err != nil {
+		return nil, err
+	}
 
 	r.Tokens = c.NewTokens(pod.UID, boundUID)
 	if !o.NoTokens {

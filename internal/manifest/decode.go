@@ -137,7 +137,7 @@ func yamlMessage(err error, firstLine int) string {
 }
 
 // supportedKinds is the message fragment listing the supported kinds.
-const supportedKinds = `"Pod", "Secret", "ConfigMap" or "Node"`
+const supportedKinds = `"Pod", "Secret", "ConfigMap", "Node", "PersistentVolumeClaim" or "PersistentVolume"`
 
 func (p *parser) document(raw, js []byte) error {
 	var h header
@@ -158,7 +158,7 @@ func (p *parser) document(raw, js []byte) error {
 		return p.errf("kind", "invalid value %s; expected one of %s", jsonText(h.Kind), supportedKinds)
 	}
 	switch kind {
-	case KindPod, KindSecret, KindConfigMap, KindNode:
+	case KindPod, KindSecret, KindConfigMap, KindNode, KindPersistentVolumeClaim, KindPersistentVolume:
 		p.kind = kind
 	default:
 		return p.errf("kind", "unsupported kind %q; expected one of %s (podstep replays a single Pod, not controllers such as Deployments)", kind, supportedKinds)
@@ -227,6 +227,10 @@ func (p *parser) document(raw, js []byte) error {
 		}
 		p.nodeAt = p.doc
 		p.bundle.Node = n
+	case KindPersistentVolumeClaim:
+		return p.claim(js)
+	case KindPersistentVolume:
+		return p.persistentVolume(js)
 	}
 	return nil
 }

@@ -35,6 +35,14 @@ type Bundle struct {
 	Secrets map[string]*corev1.Secret
 	// ConfigMaps holds the ConfigMaps of the file, keyed "namespace/name".
 	ConfigMaps map[string]*corev1.ConfigMap
+	// Claims holds the PersistentVolumeClaims of the file (and those
+	// internal/cluster read for run --pod), keyed "namespace/name"; nil
+	// when there are none.
+	Claims map[string]*corev1.PersistentVolumeClaim
+	// Volumes holds the PersistentVolumes of the file (and those
+	// internal/cluster read), keyed by name (they are cluster-scoped); nil
+	// when there are none.
+	Volumes map[string]*corev1.PersistentVolume
 	// Node is the Node of the file; nil when the file has none.
 	Node *corev1.Node
 	// Services are the Services whose env vars the kubelet adds to every
@@ -151,6 +159,9 @@ func (e *Error) Error() string {
 //   - Secret: type Opaque, stringData merged into data (stringData wins) and
 //     then cleared;
 //   - Node: status.allocatable copied from status.capacity when unset;
+//   - PersistentVolumeClaim: status.phase Pending, spec.volumeMode
+//     Filesystem; PersistentVolume: status.phase Pending, reclaim policy
+//     Retain, volumeMode Filesystem, hostPath type "" (claims.go);
 //   - Pod metadata.uid: see PodUID.
 //
 // Any problem is returned as an *Error.

@@ -377,7 +377,7 @@ func admitNodeName(pod *corev1.Pod, n *Node, v *Verdict) bool {
 	case n.Name():
 		v.add(h, "node name", true, "spec.nodeName %s = node %s", pod.Spec.NodeName, n.Name())
 	default:
-		v.add(h, "node name", false, "spec.nodeName %s ≠ node %s", pod.Spec.NodeName, n.Name())
+		v.add(h, "node name", false, "spec.nodeName %s ≠ node %s: the pod is bound to another node; give --node the Node %s (kubectl get node %s -o yaml), or remove spec.nodeName", pod.Spec.NodeName, n.Name(), pod.Spec.NodeName, pod.Spec.NodeName)
 		v.reject(reason.NodeName, predicateMessage(reason.NodeName, errReasonNodeName))
 		return false
 	}

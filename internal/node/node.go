@@ -38,6 +38,9 @@ type Node struct {
 	Source string
 	// Notes are facts about how the node was filled in (defaults applied).
 	Notes []string
+	// Warnings are what a user should know about the node podstep chose
+	// (this machine playing the pod's node): the admit step raises them.
+	Warnings []string
 	// FeaturesFromRuntime: status.features is the runtime's to fill, as the
 	// kubelet's NodeFeatures setter (pkg/kubelet/nodestatus/setters.go)
 	// fills it from the CRI RuntimeStatus features (this machine's node);
@@ -175,4 +178,27 @@ func FromObject(obj *corev1.Node, source string) (*Node, error) {
 		n.Existing = pods
 	}
 	return n, nil
+}
+
+// Play makes this machine's node play the node name, for a pod bound to
+// it (spec.nodeName, as in a pod copied with kubectl get pod -o yaml): the
+// Node takes that name and kubernetes.io/hostname label, so that the
+// kubelet's admission (nodename.Fits) and a PersistentVolume's node
+// affinity on the hostname see the pod's own node; capacity, other labels
+// and taints stay this machine's. One warning says so and how to give the
+// real Node.
+func (n *Node) Play(name string) {
+	if name == "" || name == n.Name() {
+		return
+	}
+	was := n.Name()
+	n.Object.Name = name
+	if n.Object.Labels == nil {
+		n.Object.Labels = map[string]string{}
+	}
+	n.Object.Labels[corev1.LabelHostname] = name
+	n.Source = fmt.Sprintf("this machine %s, playing node %s", was, name)
+	n.Warnings = append(n.Warnings, fmt.Sprintf(
+		"the pod's spec.nodeName is %s, not this machine (%s): this machine plays node %s (its name and kubernetes.io/hostname label; capacity, other labels and taints are this machine's); --node FILE gives node %s's own Node object (kubectl get node %s -o yaml)",
+		name, was, name, name, name))
 }

@@ -20,6 +20,9 @@ type PlanStepJSON struct {
 	Explain   string        `json:"explain"`
 	State     steps.State   `json:"state"`
 	Requests  []RequestJSON `json:"requests,omitempty"`
+	// Stops say that a run will stop at this step and why (podstep plan
+	// only: Engine.Stops).
+	Stops []steps.Stop `json:"stops,omitempty"`
 }
 
 // RequestJSON is one CRI request a step will send: the protobuf JSON of the

@@ -195,6 +195,11 @@ func (o *Options) NodeFor(b *manifest.Bundle) (*node.Node, error) {
 		}
 	default:
 		n = node.Local()
+		if b != nil && b.Pod != nil {
+			// A pod copied from a cluster names its node: this
+			// machine plays it (one warning, at admission).
+			n.Play(b.Pod.Spec.NodeName)
+		}
 	}
 	n.AllowedUnsafeSysctls = append(n.AllowedUnsafeSysctls, o.UnsafeSysctls...)
 	if o.MaxPods > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,13 +71,13 @@ func (admitStep) run(ctx context.Context, e *Engine) Result {
 	}
 	if !v.Admit {
 		r := e.reject(Result{Summary: "rejected: " + v.Message, Reason: v.Reason, Message: v.Message, Err: errors.New(v.Message)}, details)
-		r.Warnings = e.dropped
+		r.Warnings = append(slices.Clone(n.Warnings), e.dropped...)
 		return r
 	}
 	e.tracker.Admitted(nodeIP())
 	r := ok(fmt.Sprintf("admitted on node %s (cpu %dm, memory %s requested)", n.Name(),
 		v.Requests.Cpu().MilliValue(), v.Requests.Memory().String()), details...)
-	r.Warnings = e.dropped
+	r.Warnings = append(slices.Clone(n.Warnings), e.dropped...)
 	return r
 }
 

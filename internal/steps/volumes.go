@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/manifest"
@@ -30,7 +32,7 @@ func (volumesStep) mirrors() string {
 }
 
 func (volumesStep) explain() string {
-	return "The kubelet waits until its volume manager has attached and mounted every volume of the pod. Each plugin makes its volume under pods/<uid>/volumes/kubernetes.io~<plugin>/<name>: an emptyDir is a 0777 directory (a tmpfs for medium Memory); configMap, secret, downwardAPI and projected volumes are written by the atomic writer (a timestamped ..<date> directory, the ..data symlink to it, and one symlink per top-level file), secret, downwardAPI and projected on a tmpfs; a hostPath is checked against its type (and created for DirectoryOrCreate / FileOrCreate). Each volume is set up by operation_generator.go GenerateMountVolumeFunc → <plugin>.SetUp (pkg/volume/...); a volume that cannot be set up is a FailedMount event, and the pod waits in ContainerCreating. Containers get these directories as bind mounts later."
+	return "The kubelet waits until its volume manager has attached and mounted every volume of the pod. Each plugin makes its volume under pods/<uid>/volumes/kubernetes.io~<plugin>/<name>: an emptyDir is a 0777 directory (a tmpfs for medium Memory); configMap, secret, downwardAPI and projected volumes are written by the atomic writer (a timestamped ..<date> directory, the ..data symlink to it, and one symlink per top-level file), secret, downwardAPI and projected on a tmpfs; a hostPath is checked against its type (and created for DirectoryOrCreate / FileOrCreate). A persistentVolumeClaim (or a generic ephemeral volume's claim POD-VOLUME, which the pod must own) is first resolved by the desired-state populator (createVolumeSpec → getPVCExtractPV, getPVSpec in pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go): the claim must be Bound, not being deleted, with a volumeName, the PersistentVolume's claimRef uid the claim's, its volumeMode Filesystem for volumeMounts and Block for volumeDevices; then the operation generator checks the PV's node affinity against the node's labels (checkNodeAffinity, pkg/volume/util/operationexecutor/operation_generator.go) and the PV's plugin sets it up: hostPath as above, local as a bind mount under pods/<uid>/volumes/kubernetes.io~local-volume/<pv>, CSI through the driver's node plugin. Each volume is set up by operation_generator.go GenerateMountVolumeFunc → <plugin>.SetUp (pkg/volume/...); a volume that cannot be set up is a FailedMount event, and the pod waits in ContainerCreating. Containers get these directories as bind mounts later."
 }
 
 func (volumesStep) requests(*Engine) []Request { return nil }
@@ -86,8 +88,13 @@ func (volumesStep) run(ctx context.Context, e *Engine) Result {
 		}
 		paths[v.Name] = r.Path
 		details = append(details, volumeDetails(v, r)...)
+		details = append(details, e.claimDetails(v, prepared[i].Claim())...)
 		details = append(details, e.volumeOrigins(v)...)
-		warnings = append(warnings, r.Warnings...)
+		for _, w := range r.Warnings {
+			if !slices.Contains(warnings, w) { // once per run, not per volume
+				warnings = append(warnings, w)
+			}
+		}
 	}
 	e.rt.volumePaths = paths
 	res := ok(fmt.Sprintf("%d volume(s) ready", len(paths)), append(details, skipped...)...)
@@ -144,6 +151,9 @@ func volumesFailed(e *Engine, failed []string, err error, details []Detail, crea
 	if errors.As(err, &ue) {
 		summary += ": podstep cannot set up " + ue.Kind
 	}
+	if h := volume.Hint(err); h != "" {
+		details = append(details, kv("to go on", h))
+	}
 	r := fail(reason.FailedMountVolume, err, summary)
 	r.Details = details
 	return r
@@ -160,12 +170,28 @@ func (e *Engine) volumeHost() *volume.Host {
 		Mount:           os.Geteuid() == 0,
 		NodeAllocatable: e.opts.Node.Object.Status.Allocatable,
 		Now:             e.now,
+		NodeName:        e.opts.Node.Name(),
+		NodeLabels:      e.opts.Node.Object.Labels,
+		Simulated:       e.opts.Simulated,
+		Owner:           types.UID(e.opts.Config.ExtraLabels[replayOfLabel]),
+	}
+	if e.bundle != nil {
+		h.Claims = e.bundle
 	}
 	if e.opts.Tokens != nil {
 		h.Tokens = redactedTokens{src: e.opts.Tokens, red: e.redactor}
+	} else {
+		// No API server (-f without --kubeconfig): labelled placeholders
+		// for the token and a missing kube-root-ca.crt, with a warning.
+		h.Placeholders = true
 	}
 	return h
 }
+
+// replayOfLabel is cluster.ReplayLabel: the sandbox label of a cluster
+// pod podstep replays under its own UID, whose value is the pod's UID in
+// the API server (the owner a generic ephemeral volume's claim names).
+const replayOfLabel = "podstep.dev/replay-of"
 
 // redactedTokens hands every token to the redactor before the volume
 // plugin gets it, so that no output, recording or trace shows it.
@@ -206,7 +232,9 @@ func (e *Engine) volumeOrigins(v corev1.Volume) []Detail {
 				add(manifest.KindConfigMap, s.ConfigMap.Name)
 			case s.Secret != nil:
 				add(manifest.KindSecret, s.Secret.Name)
-			case s.ServiceAccountToken != nil && e.opts.Tokens != nil:
+			case s.ServiceAccountToken != nil && e.opts.Tokens == nil:
+				out = append(out, kv(v.Name+" token "+s.ServiceAccountToken.Path, "placeholder (no API server to mint a token; not a valid JWT): run with --kubeconfig for a real one"))
+			case s.ServiceAccountToken != nil:
 				sa := e.pod.Spec.ServiceAccountName
 				if sa == "" {
 					sa = "default"
@@ -300,8 +328,38 @@ func volumeDetails(v corev1.Volume, r volume.Result) []Detail {
 // or the host path itself for hostPath volumes.
 func (e *Engine) plannedVolumePaths() map[string]string {
 	out := map[string]string{}
+	h := e.volumeHost()
 	for _, v := range e.pod.Spec.Volumes {
-		out[v.Name] = volume.Path(e.rt.podDir, v)
+		out[v.Name] = h.PlannedPath(e.pod, e.rt.podDir, v)
 	}
 	return out
+}
+
+// claimDetails says, for a persistentVolumeClaim or ephemeral volume, which
+// claim and PersistentVolume it resolved to, where each came from, and
+// which kubelet checks it passed.
+func (e *Engine) claimDetails(v corev1.Volume, c *volume.Claim) []Detail {
+	if c == nil {
+		return nil
+	}
+	out := []Detail{kv("  "+v.Name+" claim", c.String()+
+		": bound, not being deleted, volumeName set, the PV's claimRef uid is the claim's, volumeMode "+volumeModeOf(c.PV)+" fits the containers' use (desired-state populator createVolumeSpec → getPVCExtractPV, getPVSpec: pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go)")}
+	if c.PV.Spec.NodeAffinity != nil {
+		out = append(out, kv("  "+v.Name+" node affinity", "PersistentVolume "+c.PV.Name+"'s node affinity matches node "+e.opts.Node.Name()+" (operation_generator.go GenerateMountVolumeFunc → checkNodeAffinity, pkg/volume/util/operationexecutor)"))
+	}
+	ns := c.PVC.Namespace
+	if o := e.bundle.Origin(manifest.KindPersistentVolumeClaim, ns, c.PVC.Name); o != "" {
+		out = append(out, kv("  "+v.Name+" persistentvolumeclaim "+c.PVC.Name, "from "+o))
+	}
+	if o := e.bundle.Origin(manifest.KindPersistentVolume, "", c.PV.Name); o != "" {
+		out = append(out, kv("  "+v.Name+" persistentvolume "+c.PV.Name, "from "+o))
+	}
+	return out
+}
+
+func volumeModeOf(pv *corev1.PersistentVolume) string {
+	if pv.Spec.VolumeMode != nil {
+		return string(*pv.Spec.VolumeMode)
+	}
+	return string(corev1.PersistentVolumeFilesystem)
 }

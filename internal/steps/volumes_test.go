@@ -224,11 +224,11 @@ func TestVolumesFailure(t *testing.T) {
     secret: {secretName: s, items: [{key: nokey, path: k}]}`, `MountVolume.SetUp failed for volume "b" : references non-existent secret key: nokey`},
 		{"pvc", `
   - {name: a, emptyDir: {}}
-  - {name: b, persistentVolumeClaim: {claimName: data}}`, `MountVolume.SetUp failed for volume "b" : a PersistentVolumeClaim needs an API server and a bound PersistentVolume; podstep has neither`},
-		{"token", `
+  - {name: b, persistentVolumeClaim: {claimName: data}}`, `error processing PVC default/data: failed to fetch PVC from API server: persistentvolumeclaims "data" not found`},
+		{"csi", `
   - {name: a, emptyDir: {}}
   - name: b
-    projected: {sources: [{serviceAccountToken: {path: token}}]}`, `podstep cannot mint a token`},
+    csi: {driver: secrets-store.csi.k8s.io}`, `MountVolume.SetUp failed for volume "b" : kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name secrets-store.csi.k8s.io not found in the list of registered CSI drivers`},
 		{"hostPath type", `
   - {name: a, emptyDir: {}}
   - {name: b, hostPath: {path: /dev/null, type: Directory}}`, `MountVolume.SetUp failed for volume "b" : hostPath type check failed: /dev/null is not a directory, it's a CharDevice`},
@@ -260,6 +260,17 @@ spec:
 			}
 			if !strings.HasPrefix(f.Result.Summary, "unmounted volumes=[b]") {
 				t.Errorf("summary %q", f.Result.Summary)
+			}
+			if c.name == "pvc" || c.name == "csi" {
+				hint := ""
+				for _, d := range f.Result.Details {
+					if d.Key == "to go on" {
+						hint = d.Value
+					}
+				}
+				if hint == "" {
+					t.Errorf("no way forward in the details: %+v", f.Result.Details)
+				}
 			}
 			found := false
 			for _, ev := range e.PodState().Events {

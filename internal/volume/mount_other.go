@@ -13,4 +13,5 @@ var errNoMounts = errors.New("mounts are supported on Linux only, not " + runtim
 
 func unmount(string) error { return errNoMounts }
 
-func mountTmpfs(string, string) error { return errNoMounts }
+func mountTmpfs(string, string) error      { return errNoMounts }
+func bindMount(string, string, bool) error { return errNoMounts }

@@ -168,7 +168,7 @@ func (h *Host) projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSour
 	// anything else, so the message says exactly that.
 	for _, s := range src.Sources {
 		switch {
-		case s.ServiceAccountToken != nil && h.Tokens == nil:
+		case s.ServiceAccountToken != nil && h.Tokens == nil && !h.Placeholders:
 			return nil, errTokenProjection(pod.Spec.ServiceAccountName)
 		case s.ClusterTrustBundle != nil:
 			return nil, errUnsupportedProjection("clusterTrustBundle")
@@ -189,12 +189,16 @@ func (h *Host) projectedPayload(pod *corev1.Pod, src *corev1.ProjectedVolumeSour
 	}
 	for _, s := range src.Sources {
 		switch {
+		case s.ConfigMap != nil && s.ConfigMap.Name == RootCAConfigMap && h.Placeholders && !h.hasConfigMap(pod.Namespace, s.ConfigMap.Name):
+			add(placeholderRootCA(s.ConfigMap.Items, src.DefaultMode), nil)
 		case s.ConfigMap != nil:
 			add(h.configMapPayload(pod.Namespace, s.ConfigMap.Name, s.ConfigMap.Items, src.DefaultMode, s.ConfigMap.Optional))
 		case s.Secret != nil:
 			add(h.secretPayload(pod.Namespace, s.Secret.Name, s.Secret.Items, src.DefaultMode, s.Secret.Optional))
 		case s.DownwardAPI != nil:
 			add(h.downwardAPIPayload(pod, s.DownwardAPI.Items, src.DefaultMode))
+		case s.ServiceAccountToken != nil && h.Tokens == nil:
+			add(placeholderToken(pod, s.ServiceAccountToken, src.DefaultMode), nil)
 		case s.ServiceAccountToken != nil:
 			add(h.tokenPayload(pod, s.ServiceAccountToken, src.DefaultMode))
 		}

@@ -2,6 +2,7 @@ package volume
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Plugin names, as the kubelet names them (kubernetes.io/<plugin>); on disk
@@ -55,6 +57,26 @@ type Host struct {
 	// token.Manager of pkg/kubelet/token). nil: podstep has no API server,
 	// and such a projection fails the volume with an *UnsupportedError.
 	Tokens TokenSource
+	// Claims resolves the PersistentVolumeClaims and PersistentVolumes of
+	// persistentVolumeClaim and ephemeral volumes; nil means none exist.
+	Claims ClaimSource
+	// Owner is the UID the pod has in the API server, which a generic
+	// ephemeral volume's claim must name as its controller ("" = the
+	// pod's own UID).
+	Owner types.UID
+	// NodeName and NodeLabels are the node's, which a PersistentVolume's
+	// node affinity is checked against.
+	NodeName   string
+	NodeLabels map[string]string
+	// Simulated says the runtime is podstep's simulator: a local
+	// PersistentVolume is used at its path, as a hostPath, not bind-mounted.
+	Simulated bool
+	// Placeholders says podstep has no API server: a serviceAccountToken
+	// projection gets a labelled placeholder instead of a token, and a
+	// missing kube-root-ca.crt ConfigMap a labelled placeholder ca.crt,
+	// each with a warning (see PlaceholderToken). Without it, and without
+	// Tokens, a token projection fails the volume.
+	Placeholders bool
 }
 
 // TokenSource mints a token for the service account namespace/name with
@@ -101,6 +123,8 @@ type Prepared struct {
 	medium  corev1.StorageMedium      // of the (wrapped) emptyDir
 	size    int64                     // tmpfs size in bytes; 0 = no size option
 	notes   []string
+	claim   *Claim // persistentVolumeClaim and ephemeral volumes
+	warns   []string
 }
 
 // PluginName returns the kubelet plugin that handles vol, or "" when
@@ -121,6 +145,8 @@ func PluginName(vol corev1.Volume) string {
 		return PluginHostPath
 	case vol.Image != nil:
 		return PluginImage
+	case vol.CSI != nil:
+		return PluginCSI
 	}
 	return ""
 }
@@ -147,7 +173,11 @@ func Path(podDir string, vol corev1.Volume) string {
 
 // Kind names the volume source that is set by its API field name, such as
 // "persistentVolumeClaim" ("unknown" when none is).
-func Kind(src corev1.VolumeSource) string {
+func Kind(src corev1.VolumeSource) string { return kindOf(src) }
+
+// kindOf names the pointer field of the struct src that is set by its JSON
+// name ("unknown" when none is).
+func kindOf(src any) string {
 	v := reflect.ValueOf(src)
 	for i := 0; i < v.NumField(); i++ {
 		if f := v.Field(i); f.Kind() == reflect.Pointer && !f.IsNil() {
@@ -156,6 +186,10 @@ func Kind(src corev1.VolumeSource) string {
 	}
 	return "unknown"
 }
+
+// Prepared's Claim is what a persistentVolumeClaim or ephemeral volume
+// resolved to (nil for other volumes).
+func (p *Prepared) Claim() *Claim { return p.claim }
 
 // Setup prepares and applies vol at dir.
 func (h *Host) Setup(ctx context.Context, pod *corev1.Pod, vol corev1.Volume, dir string) (Result, error) {
@@ -177,6 +211,10 @@ func (h *Host) Prepare(pod *corev1.Pod, vol corev1.Volume, dir string) (*Prepare
 		err = p.prepareEmptyDir()
 	case vol.HostPath != nil:
 		err = prepareHostPath(vol.HostPath)
+	case vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil:
+		err = p.preparePV()
+	case vol.CSI != nil:
+		err = csiError(vol.Name, vol.CSI.Driver, false)
 	case vol.ConfigMap != nil:
 		p.payload, err = h.configMapPayload(pod.Namespace, vol.ConfigMap.Name, vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, vol.ConfigMap.Optional)
 		p.notes = append(p.notes, "the kubelet keeps configMap volumes on disk, not on a tmpfs")
@@ -189,6 +227,7 @@ func (h *Host) Prepare(pod *corev1.Pod, vol corev1.Volume, dir string) (*Prepare
 	case vol.Projected != nil:
 		p.payload, err = h.projectedPayload(pod, vol.Projected)
 		p.wrapTmpfs()
+		p.warns = h.placeholderWarnings(pod, vol.Projected)
 	case vol.Image != nil:
 		// pkg/volume/image/image.go: SetUp does nothing; the kubelet pulls
 		// the image before the first container starts (getImageVolumes)
@@ -207,6 +246,10 @@ func (h *Host) Prepare(pod *corev1.Pod, vol corev1.Volume, dir string) (*Prepare
 		}
 	}
 	if err != nil {
+		var ve *Error
+		if errors.As(err, &ve) {
+			return nil, ve
+		}
 		return nil, &Error{Volume: vol.Name, Err: err}
 	}
 	return p, nil
@@ -214,7 +257,7 @@ func (h *Host) Prepare(pod *corev1.Pod, vol corev1.Volume, dir string) (*Prepare
 
 // Apply makes the volume on disk. The error is an *Error.
 func (p *Prepared) Apply(ctx context.Context) (Result, error) {
-	r := Result{Volume: p.vol.Name, Plugin: p.plugin, Path: p.dir, Notes: p.notes}
+	r := Result{Volume: p.vol.Name, Plugin: p.plugin, Path: p.dir, Notes: p.notes, Warnings: p.warns}
 	if err := ctx.Err(); err != nil {
 		return r, &Error{Volume: p.vol.Name, Err: err}
 	}
@@ -222,6 +265,8 @@ func (p *Prepared) Apply(ctx context.Context) (Result, error) {
 	switch {
 	case p.vol.Image != nil:
 		// nothing on disk (imagePlugin.SetUp)
+	case p.claim != nil:
+		err = p.applyPV(&r)
 	case p.vol.HostPath != nil:
 		r.Created, err = applyHostPath(p.vol.HostPath)
 		if r.Created {

@@ -262,12 +262,11 @@ func TestErrors(t *testing.T) {
 		{"projected token", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
 			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
 			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}},
-			`MountVolume.SetUp failed for volume "v" : podstep cannot mint a token for service account "default": a serviceAccountToken projection needs the API server's TokenRequest API (the kubelet's token manager asks it), and podstep has no API server`, &UnsupportedError{}},
-		{"pvc", corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}},
-			`MountVolume.SetUp failed for volume "v" : a PersistentVolumeClaim needs an API server and a bound PersistentVolume; podstep has neither`, &UnsupportedError{}},
+			`MountVolume.SetUp failed for volume "v" : no token for service account "default": a serviceAccountToken projection needs the API server's TokenRequest API (the kubelet's token manager asks it), and this run has none`, &UnsupportedError{}},
 		{"nfs", corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/x"}},
 			`MountVolume.SetUp failed for volume "v" : an NFS volume needs the NFS client (mount.nfs) and a reachable NFS server; podstep does not mount network filesystems`, &UnsupportedError{}},
-		{"csi", corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "x"}}, "CSI driver", &UnsupportedError{}},
+		{"csi", corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "x.example.com"}},
+			`MountVolume.SetUp failed for volume "v" : kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: driver name x.example.com not found in the list of registered CSI drivers`, &UnsupportedError{}},
 		{"iscsi", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{}}, "iSCSI", &UnsupportedError{}},
 		{"hugepages", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: "HugePages-2Mi"}}, "hugetlbfs", &UnsupportedError{}},
 	}

@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/manifest"
+	"github.com/podstep/podstep/internal/volume"
+)
+
+// fetchClaims GETs the PersistentVolumeClaim of each persistentVolumeClaim
+// and generic ephemeral volume of the pod, and the PersistentVolume a
+// claim's spec.volumeName names, unless the file has them: what the
+// kubelet's desired-state populator reads (getPVCExtractPV and getPVSpec,
+// pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go).
+// A NotFound object is left out, so that the volumes step gives the
+// kubelet's error for it. (get persistentvolumeclaims, persistentvolumes)
+func (c *Client) fetchClaims(ctx context.Context, b *manifest.Bundle, r *Resolved) error {
+	pod := b.Pod
+	ns := pod.Namespace
+	for _, v := range pod.Spec.Volumes {
+		name := volume.ClaimName(pod, v)
+		if name == "" {
+			continue
+		}
+		pvc, ok := b.PersistentVolumeClaim(ns, name)
+		if !ok {
+			got, err := c.CS.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			err = c.classify(err, "get", "persistentvolumeclaims", ns, name)
+			f := Fetched{Kind: manifest.KindPersistentVolumeClaim, Namespace: ns, Name: name, Why: "volume " + v.Name}
+			switch {
+			case err == nil:
+				if b.Claims == nil {
+					b.Claims = map[string]*corev1.PersistentVolumeClaim{}
+				}
+				b.Claims[ns+"/"+name] = got
+				b.Origins[manifest.OriginKey(manifest.KindPersistentVolumeClaim, ns, name)] = c.origin(got.ObjectMeta)
+				f.Found, f.ResourceVersion = true, got.ResourceVersion
+				pvc = got
+			case apierrors.IsNotFound(err):
+			default:
+				return err
+			}
+			r.Fetched = append(r.Fetched, f)
+		}
+		if pvc == nil || pvc.Spec.VolumeName == "" {
+			continue
+		}
+		pvName := pvc.Spec.VolumeName
+		if _, ok := b.PersistentVolume(pvName); ok {
+			continue
+		}
+		pv, err := c.CS.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		err = c.classify(err, "get", "persistentvolumes", "", pvName)
+		f := Fetched{Kind: manifest.KindPersistentVolume, Name: pvName, Why: "claim " + name}
+		switch {
+		case err == nil:
+			if b.Volumes == nil {
+				b.Volumes = map[string]*corev1.PersistentVolume{}
+			}
+			b.Volumes[pvName] = pv
+			b.Origins[manifest.OriginKey(manifest.KindPersistentVolume, "", pvName)] = c.origin(pv.ObjectMeta)
+			f.Found, f.ResourceVersion = true, pv.ResourceVersion
+		case apierrors.IsNotFound(err):
+		default:
+			return err
+		}
+		r.Fetched = append(r.Fetched, f)
+	}
+	return nil
+}
