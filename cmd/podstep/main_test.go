@@ -142,6 +142,8 @@ func normalize(s, root, logs string) string {
 		{`allocatable [0-9.]+[a-zA-Z]*`, "allocatable <alloc>"},
 		{`"(created_at|started_at|finished_at|timestamp)":"\d+"`, `"$1":"<ns>"`},
 		{`"key":"node","value":"[^"]*"`, `"key":"node","value":"<node>"`},
+		// The machine's huge page sizes (/sys/kernel/mm/hugepages) differ between machines.
+		{`"hugepage_limits":\[[^\]]*\]`, `"hugepage_limits":"<machine's page sizes>"`},
 		// How often the init wait and the relist poll depends on timing;
 		// the relist's first calls (SyncPod's relist) do not.
 		{`\[((?:ListPodSandbox, ListContainers, PodSandboxStatus, ContainerStatus(?: ×\d+)?, )?)ListContainers[^\]]*\]`, "[${1}<relists>]"},
