@@ -204,6 +204,9 @@ func (d *Dir) ReadFile(rel string, max int64) ([]byte, error) {
 			}
 		}
 	}
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%s is not a regular file: it or a directory on the way is a symbolic link (followed by nothing here): %w", path, err)
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: explain(err)}
 	}
