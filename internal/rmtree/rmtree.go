@@ -255,6 +255,19 @@ func (d *Dir) RemoveAll(name string) error {
 	return d.removeAt(name)
 }
 
+// Remove removes name, an empty directory in d (unlinkat AT_REMOVEDIR):
+// after RemoveContents on its handle, so that whatever took its name
+// meanwhile is removed only if it is an empty directory too.
+func (d *Dir) Remove(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("%q: not a name in %s", name, d.Path)
+	}
+	if err := unix.Unlinkat(d.fd, name, unix.AT_REMOVEDIR); err != nil {
+		return &fs.PathError{Op: "rmdir", Path: filepath.Join(d.Path, name), Err: err}
+	}
+	return nil
+}
+
 // RemoveContents removes everything beneath d and leaves d, empty.
 func (d *Dir) RemoveContents() error {
 	// A few passes: entries made meanwhile by someone else are removed too,

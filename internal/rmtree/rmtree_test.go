@@ -247,7 +247,7 @@ func TestRemoveRaceOtherUser(t *testing.T) {
 	// The user's loop: keep pods/uid made, and exchange pods with a link
 	// to the victim's parent as fast as it can (this test binary, as uid
 	// 65534: TestHelperSwapper).
-	rmtreetest.Swapper(t, base, root, "pods", filepath.Dir(victim), "pods/uid/f")
+	rmtreetest.Swapper(t, base, root, "pods", filepath.Dir(victim), "pods/uid/f", []byte("x"))
 	removed := 0
 	deadline := time.Now().Add(10 * time.Second)
 	for !exists(filepath.Join(root, "pods", "uid", "f")) && time.Now().Before(deadline) {

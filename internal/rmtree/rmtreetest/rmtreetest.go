@@ -18,10 +18,10 @@ import (
 
 // Swapper starts this test binary as uid 65534 (setpriv), in dir (owned
 // by that user), to keep exchanging dir/name with a symbolic link to
-// target, and to keep making dir/keep (a file, its dirs included) so that
-// there is always something to remove. It stops when the test ends. The
+// target, and to keep making dir/keep (a file holding data, its dirs
+// included) so that there is always something to remove. It stops when the test ends. The
 // binary is copied into base (which must be reachable by uid 65534).
-func Swapper(t *testing.T, base, dir, name, target, keep string) *exec.Cmd {
+func Swapper(t *testing.T, base, dir, name, target, keep string, data []byte) *exec.Cmd {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the test plays root and another user (uid 65534)")
@@ -41,7 +41,7 @@ func Swapper(t *testing.T, base, dir, name, target, keep string) *exec.Cmd {
 	mustT(t, err)
 	mustT(t, out.Close())
 	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin, "-test.run=^TestHelperSwapper$")
-	cmd.Env = append(os.Environ(), "RMTREE_SWAPPER="+strings.Join([]string{dir, name, target, keep}, "\n"))
+	cmd.Env = append(os.Environ(), "RMTREE_SWAPPER="+strings.Join([]string{dir, name, target, keep, string(data)}, "\n"))
 	cmd.Stderr = os.Stderr
 	mustT(t, cmd.Start())
 	t.Cleanup(func() {
@@ -59,7 +59,7 @@ func Helper(t *testing.T) {
 		t.Skip("the other user's process of a removal race test")
 	}
 	a := strings.Split(arg, "\n")
-	dir, name, target, keep := a[0], a[1], a[2], a[3]
+	dir, name, target, keep, data := a[0], a[1], a[2], a[3], []byte(a[4])
 	swap, link := filepath.Join(dir, name), filepath.Join(dir, name+".link")
 	_ = os.Symlink(target, link)
 	for i := 0; ; i++ {
@@ -72,7 +72,7 @@ func Helper(t *testing.T) {
 		if fi, err := os.Lstat(swap); err != nil || fi.IsDir() {
 			if _, err := os.Lstat(filepath.Join(dir, keep)); err != nil {
 				_ = os.MkdirAll(filepath.Dir(filepath.Join(dir, keep)), 0o755)
-				_ = os.WriteFile(filepath.Join(dir, keep), []byte("x"), 0o644)
+				_ = os.WriteFile(filepath.Join(dir, keep), data, 0o644)
 			}
 		}
 		_ = unix.Renameat2(unix.AT_FDCWD, swap, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE)
