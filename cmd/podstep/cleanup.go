@@ -28,7 +28,9 @@ A directory is removed only once the runtime removed the sandbox (its containers
 use it until then), and only when podstep recorded making it: it holds podstep's
 ` + mark.File + ` file naming the pod, and lies where podstep puts it. A directory a
 podstep run still going holds is left alone. Anything not removed is listed, and the
-exit code is 4.`,
+exit code is 4. Each dir is opened, checked and removed by directory handle, following
+no link; a --root-dir or --log-dir another user could change (owned by another user,
+writable by group or others) is refused with exit 2 before anything is removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return session.Cleanup(cmd.Context(), session.CleanupOptions{Endpoints: g.ep, RootDir: g.rootDir, LogDir: g.logDir, Grace: grace}, cmd.OutOrStdout())

@@ -24,6 +24,9 @@ var bin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if os.Getenv("RMTREE_SWAPPER") != "" {
+		os.Exit(m.Run()) // the other user's process of a race test: no binary to build
+	}
 	dir, err := os.MkdirTemp("", "podstep-bin")
 	if err != nil {
 		panic(err)

@@ -12,8 +12,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/fsperm"
 	"github.com/podstep/podstep/internal/mark"
-	"github.com/podstep/podstep/internal/volume"
 )
 
 // Sandbox is one sandbox Run removed (or tried to).
@@ -82,18 +82,10 @@ func cleanSandbox(ctx context.Context, c *cri.Client, sb *runtimeapi.PodSandbox,
 		if _, err := os.Lstat(d.path); err != nil {
 			continue // already gone (or never made)
 		}
-		if err := d.check(); err != nil {
-			r.Kept = append(r.Kept, err.Error())
+		if err := d.remove(); errors.Is(err, errGone) {
 			continue
-		}
-		if d.pod {
-			if _, err := volume.TeardownPod(d.path); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-		}
-		if err := os.RemoveAll(d.path); err != nil {
-			errs = append(errs, err)
+		} else if err != nil {
+			r.Kept = append(r.Kept, err.Error())
 			continue
 		}
 		r.Dirs = append(r.Dirs, d.path)
@@ -102,44 +94,67 @@ func cleanSandbox(ctx context.Context, c *cri.Client, sb *runtimeapi.PodSandbox,
 	return r
 }
 
-// podstepDir is a directory a podstep sandbox's annotations point to.
+// podstepDir is a directory a podstep sandbox's annotations point to:
+// rel beneath root.
 type podstepDir struct {
-	path  string
-	pod   bool         // the pod dir (else the pod log dir)
-	check func() error // nil error: podstep made it for this pod
+	path      string // root/rel, for messages
+	root, rel string
+	uid       string
+	pod       bool  // the pod dir (else the pod log dir)
+	refused   error // the annotations cannot name a dir podstep makes
+}
+
+// remove removes the dir when podstep made it for this pod: its root is
+// one only its owner can change (fsperm.Private, as for --root-dir), and
+// the dir, opened by handle beneath it, holds the marker naming it and the
+// pod. errGone: not there.
+func (d podstepDir) remove() error {
+	if d.refused != nil {
+		return d.refused
+	}
+	if err := fsperm.Private(d.root, false); err != nil {
+		return fmt.Errorf("%s: not removed: %w", d.path, err)
+	}
+	root, real, err := openRoot(d.root)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = root.Close() }()
+	m, err := openMarked(root, real, d.rel, d.uid)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	return m.remove(d.pod)
 }
 
 // podstepDirs lists the pod dir and pod log dir named by the sandbox's
-// annotations. Neither is trusted: check says whether podstep recorded
+// annotations. Neither is trusted: remove checks that podstep recorded
 // making the directory there, for this pod.
 func podstepDirs(sb *runtimeapi.PodSandbox) []podstepDir {
 	md := sb.GetMetadata()
 	uid := md.GetUid()
 	var out []podstepDir
-	refuse := func(path string, err error) podstepDir {
-		return podstepDir{path: path, check: func() error { return err }}
-	}
 	if root := sb.Annotations[mark.RootDirAnnotation]; root != "" {
-		if !mark.ValidUID(uid) {
-			out = append(out, refuse(root, fmt.Errorf("pod uid %q cannot name a directory under %s", uid, root)))
-		} else {
-			d := filepath.Join(root, "pods", uid)
-			out = append(out, podstepDir{path: d, pod: true, check: func() error {
-				return mark.Check(root, d, uid, func(rel string) bool { return rel == filepath.Join("pods", uid) })
-			}})
+		d := podstepDir{path: root, root: root, rel: filepath.Join("pods", uid), uid: uid, pod: true}
+		switch {
+		case !mark.ValidUID(uid):
+			d.refused = fmt.Errorf("pod uid %q cannot name a directory under %s", uid, root)
+		case !filepath.IsAbs(root):
+			d.refused = fmt.Errorf("%s: not an absolute path", root)
+		default:
+			d.path = filepath.Join(root, d.rel)
 		}
+		out = append(out, d)
 	}
-	if d := sb.Annotations[mark.LogDirAnnotation]; d != "" {
+	if p := sb.Annotations[mark.LogDirAnnotation]; p != "" {
 		// <log-dir>/<namespace>_<name>_<uid>, as BuildPodLogsDirectory makes it.
 		name := md.GetNamespace() + "_" + md.GetName() + "_" + uid
-		switch {
-		case !mark.ValidUID(uid) || filepath.Clean(d) != d:
-			out = append(out, refuse(d, fmt.Errorf("%s is not a pod log dir podstep makes", d)))
-		default:
-			out = append(out, podstepDir{path: d, check: func() error {
-				return mark.Check(filepath.Dir(d), d, uid, func(rel string) bool { return rel == name })
-			}})
+		d := podstepDir{path: p, root: filepath.Dir(p), rel: name, uid: uid}
+		if !mark.ValidUID(uid) || !filepath.IsAbs(p) || filepath.Clean(p) != p || filepath.Base(p) != name || !mark.ValidUID(name) {
+			d.refused = fmt.Errorf("%s is not a pod log dir podstep makes", p)
 		}
+		out = append(out, d)
 	}
 	return out
 }

@@ -9,12 +9,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/podstep/podstep/internal/mark"
-	"github.com/podstep/podstep/internal/volume"
+	"github.com/podstep/podstep/internal/rmtree"
 )
 
 // Dir is a directory podstep left without a runtime to remove it with:
@@ -35,84 +38,108 @@ type Dir struct {
 // of that name with no owner file is removed only when it holds nothing but
 // a socket nobody listens on (a killed `sim-serve` child's).
 func SimDirs(tmp, prefix, ownerFile string) []Dir {
-	entries, err := os.ReadDir(tmp)
+	t, _, err := openRoot(tmp)
 	if err != nil {
 		return []Dir{{Path: tmp, Why: err.Error()}}
 	}
+	defer func() { _ = t.Close() }()
+	names, err := t.Names()
+	if err != nil {
+		return []Dir{{Path: tmp, Why: err.Error()}}
+	}
+	sort.Strings(names)
 	var out []Dir
-	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+	for _, name := range names {
+		if !strings.HasPrefix(name, prefix) {
 			continue
 		}
-		dir := filepath.Join(tmp, e.Name())
-		if !ownedByMe(dir) {
-			continue
+		if d := simDir(t, name, ownerFile); d != nil {
+			out = append(out, *d)
 		}
-		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			// Not a run's sim dir: a sim-serve child's, which removes itself
-			// when it ends; one killed with its parent leaves its socket alone.
-			if deadSocketDir(dir) {
-				out = append(out, removeDeadSocketDir(dir))
-			}
-			continue
-		}
-		var h mark.Holder
-		if err := json.Unmarshal(data, &h); err != nil {
-			out = append(out, Dir{Path: dir, Why: fmt.Sprintf("%s: %v", ownerFile, err)})
-			continue
-		}
-		if h.Alive() && h.PID != os.Getpid() {
-			out = append(out, Dir{Path: dir, Busy: true, Why: "in use by podstep " + h.String()})
-			continue
-		}
-		out = append(out, removeSimDir(dir))
 	}
 	return out
 }
 
-// removeSimDir removes a run's sim dir: first its marked pod and log dirs
-// (each checked), then the rest, unless a pod or log dir had to be kept.
-func removeSimDir(dir string) Dir {
-	var kept []string
-	root, logs := filepath.Join(dir, "root"), filepath.Join(dir, "logs")
-	pods, _ := os.ReadDir(filepath.Join(root, "pods"))
-	for _, p := range pods {
-		d := filepath.Join(root, "pods", p.Name())
-		uid := p.Name()
-		if err := removeMarked(root, d, uid, func(rel string) bool { return rel == filepath.Join("pods", uid) }, true); err != nil {
-			kept = append(kept, err.Error())
+// simDir removes one sim dir, name in tmp, if it is this user's and its
+// run has ended (nil: not one to list). It is opened without following a
+// link, its owner and owner file read through the handle.
+func simDir(tmp *rmtree.Dir, name, ownerFile string) *Dir {
+	path := filepath.Join(tmp.Path, name)
+	d, err := tmp.OpenDir(name)
+	if err != nil {
+		return nil // a link, a file, gone: not a sim dir of this user's
+	}
+	defer func() { _ = d.Close() }()
+	if st, err := d.Stat(); err != nil || int(st.Uid) != os.Geteuid() {
+		return nil
+	}
+	data, err := d.ReadFile(ownerFile, mark.MaxSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not a run's sim dir: a sim-serve child's, which removes itself
+		// when it ends; one killed with its parent leaves its socket alone.
+		if deadSocketDir(path) {
+			r := removeDeadSocketDir(tmp, name)
+			return &r
 		}
+		return nil
 	}
-	logDirs, _ := os.ReadDir(logs)
-	for _, l := range logDirs {
-		d := filepath.Join(logs, l.Name())
-		uid := l.Name()[strings.LastIndexByte(l.Name(), '_')+1:]
-		if err := removeMarked(logs, d, uid, func(rel string) bool { return rel == l.Name() }, false); err != nil {
-			kept = append(kept, err.Error())
-		}
+	if err != nil {
+		return &Dir{Path: path, Why: fmt.Sprintf("%s: %v", ownerFile, err)}
 	}
-	if len(kept) > 0 {
-		return Dir{Path: dir, Why: strings.Join(kept, "; ")}
+	var h mark.Holder
+	if err := json.Unmarshal(data, &h); err != nil {
+		return &Dir{Path: path, Why: fmt.Sprintf("%s: %v", ownerFile, err)}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return Dir{Path: dir, Why: err.Error()}
+	if h.Alive() && h.PID != os.Getpid() {
+		return &Dir{Path: path, Busy: true, Why: "in use by podstep " + h.String()}
 	}
-	return Dir{Path: dir, Removed: true, Why: fmt.Sprintf("%d pod dir(s), %d log dir(s)", len(pods), len(logDirs))}
+	r := removeSimDir(tmp, d, name)
+	return &r
 }
 
-// removeMarked removes dir, podstep's for the pod uid under root (checked
-// by mark.Check), unmounting what the pod's volumes mounted first (pod).
-func removeMarked(root, dir, uid string, want func(string) bool, pod bool) error {
-	if err := mark.Check(root, dir, uid, want); err != nil {
-		return err
+// removeSimDir removes a run's sim dir, d (name in tmp): first its marked
+// pod and log dirs (each checked), then the rest, unless a pod or log dir
+// had to be kept. All by handle.
+func removeSimDir(tmp, d *rmtree.Dir, name string) Dir {
+	path := filepath.Join(tmp.Path, name)
+	real, err := d.Real()
+	if err != nil {
+		return Dir{Path: path, Why: err.Error()}
 	}
-	if pod {
-		if _, err := volume.TeardownPod(dir); err != nil {
-			return err
+	var kept []string
+	var pods, logDirs []string
+	if root, err := d.OpenDir("root"); err == nil {
+		if p, err := root.OpenDir("pods"); err == nil {
+			pods, _ = p.Names()
+			_ = p.Close()
 		}
+		for _, uid := range pods {
+			if err := removeMarked(root, filepath.Join(real, "root"), filepath.Join("pods", uid), uid, true); err != nil {
+				kept = append(kept, err.Error())
+			}
+		}
+		_ = root.Close()
 	}
-	return os.RemoveAll(dir)
+	if logs, err := d.OpenDir("logs"); err == nil {
+		logDirs, _ = logs.Names()
+		for _, l := range logDirs {
+			uid := l[strings.LastIndexByte(l, '_')+1:]
+			if err := removeMarked(logs, filepath.Join(real, "logs"), l, uid, false); err != nil {
+				kept = append(kept, err.Error())
+			}
+		}
+		_ = logs.Close()
+	}
+	if len(kept) > 0 {
+		return Dir{Path: path, Why: strings.Join(kept, "; ")}
+	}
+	if err := d.RemoveContents(); err != nil {
+		return Dir{Path: path, Why: err.Error()}
+	}
+	if err := tmp.Remove(name); err != nil {
+		return Dir{Path: path, Why: err.Error()}
+	}
+	return Dir{Path: path, Removed: true, Why: fmt.Sprintf("%d pod dir(s), %d log dir(s)", len(pods), len(logDirs))}
 }
 
 // Orphans removes the marked pod dirs under root (root/pods/<uid>) and
@@ -120,50 +147,67 @@ func removeMarked(root, dir, uid string, want func(string) bool, pod bool) error
 // has any more: the holder's runtime was simulated (it ended with the
 // run), or present(holder) says its sandbox is gone (its runtime does not
 // answer, or answers without it). A dir still held, or whose pod its
-// runtime still has, is not touched and not listed.
+// runtime still has, is not touched and not listed; one whose marker
+// cannot be read (a link, too large, not podstep's JSON) is listed as kept,
+// with why.
+//
+// Every dir is opened by handle beneath root or logRoot and removed
+// through that handle (rmtree), its marker read through it. root and
+// logRoot themselves are the caller's to check (session: fsperm.Private).
 func Orphans(root, logRoot string, present func(mark.Holder, string) bool) []Dir {
 	var out []Dir
-	check := func(base, dir, uid string, want func(string) bool, pod bool) {
-		h, err := mark.ReadHolder(dir)
-		if err != nil {
+	check := func(base *rmtree.Dir, realBase, rel, uid string, pod bool) {
+		path := filepath.Join(base.Path, rel)
+		m, err := openMarked(base, realBase, rel, uid)
+		switch {
+		case errors.Is(err, errGone) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR):
 			return // not podstep's
+		case err != nil:
+			out = append(out, Dir{Path: path, Why: err.Error()})
+			return
 		}
+		defer m.close()
+		h := m.holder
 		if h.PID == 0 {
 			// An older podstep's marker: which run made it is unknown, and
 			// that run may still be going. Never remove it on a guess.
-			out = append(out, Dir{Path: dir, Busy: true, Why: "its marker does not say which podstep run made it (an older podstep): not removed, as that run may still be going; remove it by hand once it has ended"})
+			out = append(out, Dir{Path: path, Busy: true, Why: "its marker does not say which podstep run made it (an older podstep): not removed, as that run may still be going; remove it by hand once it has ended"})
 			return
 		}
 		if h.Alive() || (!h.Simulated && present(h, uid)) {
 			return
 		}
-		if err := removeMarked(base, dir, uid, want, pod); err != nil {
-			out = append(out, Dir{Path: dir, Why: err.Error()})
+		if err := m.remove(pod); err != nil {
+			out = append(out, Dir{Path: path, Why: err.Error()})
 			return
 		}
-		out = append(out, Dir{Path: dir, Removed: true, Why: "left by podstep " + h.String() + ", which has ended"})
+		out = append(out, Dir{Path: path, Removed: true, Why: "left by podstep " + h.String() + ", which has ended"})
 	}
-	pods, _ := os.ReadDir(filepath.Join(root, "pods"))
-	for _, p := range pods {
-		uid := p.Name()
-		check(root, filepath.Join(root, "pods", uid), uid, func(rel string) bool { return rel == filepath.Join("pods", uid) }, true)
+	if r, real, err := openRoot(root); err == nil {
+		var pods []string
+		if p, err := r.OpenDir("pods"); err == nil {
+			pods, _ = p.Names()
+			_ = p.Close()
+		}
+		sort.Strings(pods)
+		for _, uid := range pods {
+			check(r, real, filepath.Join("pods", uid), uid, true)
+		}
+		_ = r.Close()
+	} else if !errors.Is(err, errGone) {
+		out = append(out, Dir{Path: root, Why: err.Error()})
 	}
-	logDirs, _ := os.ReadDir(logRoot)
-	for _, l := range logDirs {
-		name := l.Name()
-		check(logRoot, filepath.Join(logRoot, name), name[strings.LastIndexByte(name, '_')+1:], func(rel string) bool { return rel == name }, false)
+	if l, real, err := openRoot(logRoot); err == nil {
+		names, _ := l.Names()
+		sort.Strings(names)
+		for _, name := range names {
+			check(l, real, name, name[strings.LastIndexByte(name, '_')+1:], false)
+		}
+		_ = l.Close()
+	} else if !errors.Is(err, errGone) {
+		out = append(out, Dir{Path: logRoot, Why: err.Error()})
 	}
 	return out
-}
-
-// ownedByMe reports whether dir belongs to this process's user.
-func ownedByMe(dir string) bool {
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return false
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	return ok && int(st.Uid) == os.Geteuid()
 }
 
 // WriteDirs prints a line per dir and returns how many were kept.
@@ -202,9 +246,10 @@ func deadSocketDir(dir string) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
-func removeDeadSocketDir(dir string) Dir {
-	if err := os.RemoveAll(dir); err != nil {
-		return Dir{Path: dir, Why: err.Error()}
+func removeDeadSocketDir(tmp *rmtree.Dir, name string) Dir {
+	path := filepath.Join(tmp.Path, name)
+	if err := tmp.RemoveAll(name); err != nil {
+		return Dir{Path: path, Why: err.Error()}
 	}
-	return Dir{Path: dir, Removed: true, Why: "a stopped simulated runtime's socket"}
+	return Dir{Path: path, Removed: true, Why: "a stopped simulated runtime's socket"}
 }

@@ -1,13 +1,14 @@
 package mark
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/podstep/podstep/internal/rmtree"
 )
 
 // Holder is the podstep process that made a directory: the marker records
@@ -90,24 +91,20 @@ func startTime(pid int) uint64 {
 	return v
 }
 
-// ReadHolder reads the holder recorded in dir's marker. A marker written
-// before podstep recorded holders gives a zero Holder.
+// ReadHolder reads the holder recorded in dir's marker (no link, at most
+// MaxSize bytes). A marker written before podstep recorded holders gives
+// a zero Holder; an error wrapping fs.ErrNotExist: dir holds no marker.
 func ReadHolder(dir string) (Holder, error) {
-	var rec madeRecord
-	path := filepath.Join(dir, File)
-	fi, err := os.Lstat(path)
+	d, err := rmtree.Open(dir)
 	if err != nil {
 		return Holder{}, err
 	}
-	if !fi.Mode().IsRegular() {
-		return Holder{}, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Holder{}, err
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return Holder{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return rec.Holder, nil
+	defer func() { _ = d.Close() }()
+	return ReadHolderAt(d)
+}
+
+// ReadHolderAt is ReadHolder on an open directory.
+func ReadHolderAt(d *rmtree.Dir) (Holder, error) {
+	rec, err := readAt(d)
+	return rec.Holder, err
 }

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/podstep/podstep/internal/rmtree"
 )
 
 // ManagedLabel marks everything podstep creates in a runtime, so that
@@ -80,29 +83,61 @@ func Check(root, dir, uid string, want func(rel string) bool) error {
 	if want != nil && !want(rel) {
 		return fmt.Errorf("%s is not where podstep puts the pod's directory in %s", real, realRoot)
 	}
-	marker := filepath.Join(real, File)
-	fi, err := os.Lstat(marker)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%s holds no %s marker: podstep did not make it", real, File)
-	}
+	d, err := rmtree.Open(real)
 	if err != nil {
 		return err
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", marker)
-	}
-	data, err := os.ReadFile(marker)
-	if err != nil {
-		return err
-	}
+	defer func() { _ = d.Close() }()
+	_, err = CheckAt(d, real, uid)
+	return err
+}
+
+// MaxSize is the most of a marker file podstep reads: one it wrote is a
+// few hundred bytes; a larger one (a 4 GiB sparse file) is not read whole,
+// and the directory is not podstep's to remove.
+const MaxSize = 64 << 10
+
+// noMarker is a directory without a marker: not podstep's (errors.Is
+// fs.ErrNotExist).
+type noMarker struct{ dir string }
+
+func (e *noMarker) Error() string {
+	return fmt.Sprintf("%s holds no %s marker: podstep did not make it", e.dir, File)
+}
+func (e *noMarker) Is(target error) bool { return target == fs.ErrNotExist }
+
+// readAt reads the marker in the open directory d (a regular file, no
+// link, at most MaxSize bytes).
+func readAt(d *rmtree.Dir) (madeRecord, error) {
 	var rec madeRecord
+	data, err := d.ReadFile(File, MaxSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec, &noMarker{dir: d.Path}
+	}
+	if err != nil {
+		return rec, err
+	}
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return fmt.Errorf("%s: %w", marker, err)
+		return rec, fmt.Errorf("%s: %w", filepath.Join(d.Path, File), err)
+	}
+	return rec, nil
+}
+
+// CheckAt checks the marker of d, a directory opened by handle beneath
+// podstep's root (rmtree.Dir.OpenDir: no link on the way), whose real path
+// is real: it must name the pod uid and real itself. It returns the
+// holder the marker records. The marker is read through d's handle, so
+// what is checked is what a removal through the same handle removes. An
+// error wrapping fs.ErrNotExist: d holds no marker (not podstep's).
+func CheckAt(d *rmtree.Dir, real, uid string) (Holder, error) {
+	rec, err := readAt(d)
+	if err != nil {
+		return Holder{}, err
 	}
 	if rec.UID != uid || rec.Dir != real {
-		return fmt.Errorf("%s names pod uid %q at %s, not uid %q at %s", marker, rec.UID, rec.Dir, uid, real)
+		return Holder{}, fmt.Errorf("%s names pod uid %q at %s, not uid %q at %s", filepath.Join(d.Path, File), rec.UID, rec.Dir, uid, real)
 	}
-	return nil
+	return rec.Holder, nil
 }
 
 // ValidUID reports whether uid can name a directory: one path element.

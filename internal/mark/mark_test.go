@@ -1,6 +1,8 @@
 package mark
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +68,13 @@ func TestCheck(t *testing.T) {
 			ok(t, os.Symlink(filepath.Join(podDir("a"), File), filepath.Join(podDir(uid), File)))
 			return root, podDir(uid), uid
 		}, "not a regular file"},
+		{"a 4 GiB sparse marker", func(t *testing.T) (string, string, string) {
+			mk(t, podDir(uid))
+			f := filepath.Join(podDir(uid), File)
+			ok(t, os.WriteFile(f, nil, 0o644))
+			ok(t, os.Truncate(f, 4<<30))
+			return root, podDir(uid), uid
+		}, "larger than 65536 bytes"},
 		{"uid escapes the root", func(t *testing.T) (string, string, string) {
 			mk(t, outside)
 			mk(t, filepath.Join(root, "pods"))
@@ -122,5 +131,22 @@ func ok(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadHolderCapped: a marker larger than MaxSize (a 4 GiB sparse file)
+// is refused after reading at most MaxSize+1 bytes, with an error that
+// says so and is not "no marker"; no marker is fs.ErrNotExist.
+func TestReadHolderCapped(t *testing.T) {
+	d := t.TempDir()
+	if _, err := ReadHolder(d); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no marker: %v, want fs.ErrNotExist", err)
+	}
+	f := filepath.Join(d, File)
+	ok(t, os.WriteFile(f, nil, 0o644))
+	ok(t, os.Truncate(f, 4<<30))
+	_, err := ReadHolder(d)
+	if err == nil || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("4 GiB marker: %v, want a too-large error", err)
 	}
 }

@@ -25,8 +25,17 @@ type CleanupOptions struct {
 // runtime is gone (cleanup.Orphans: their run ended, and no runtime has
 // their pod) and the simulated runtime's leftovers. No runtime answering
 // is no error: what is on disk is still removed. Anything not removed is
-// ExitLeftBehind.
+// ExitLeftBehind. A --root-dir or --log-dir another user could change is
+// refused first (CheckDir, exit 2): nothing is removed.
 func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
+	for _, d := range []struct{ flag, dir string }{{"--root-dir", o.RootDir}, {"--log-dir", o.LogDir}} {
+		if d.dir == "" {
+			continue
+		}
+		if err := CheckDir(d.flag, d.dir); err != nil {
+			return err
+		}
+	}
 	simDirs := cleanup.SimDirs(os.TempDir(), SimDirPrefix, SimOwnerFile)
 	if o.Sim {
 		if len(simDirs) == 0 {

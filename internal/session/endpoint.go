@@ -9,6 +9,7 @@ import (
 
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/rmtree"
 	"github.com/podstep/podstep/internal/sim"
 )
 
@@ -156,13 +157,13 @@ func (e Endpoints) startSim(opts cri.Options, why string) (*Conn, error) {
 	}
 	endpoint, stop, err := e.simServer(dir)
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = rmtree.RemoveAll(dir)
 		return nil, RuntimeErr(err)
 	}
 	c, err := cri.Dial(endpoint, "", opts)
 	if err != nil {
 		stop()
-		os.RemoveAll(dir)
+		_ = rmtree.RemoveAll(dir)
 		return nil, RuntimeErr(err)
 	}
 	return &Conn{Client: c, Runtime: render.Runtime{Endpoint: endpoint, Simulated: true, Why: why}, Dir: dir,

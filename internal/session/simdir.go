@@ -8,6 +8,7 @@ import (
 
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/rmtree"
 	"github.com/podstep/podstep/internal/sim"
 )
 
@@ -33,7 +34,7 @@ func newSimDir() (string, error) {
 		err = os.WriteFile(filepath.Join(dir, SimOwnerFile), append(data, '\n'), 0o600)
 	}
 	if err != nil {
-		os.RemoveAll(dir)
+		_ = rmtree.RemoveAll(dir)
 		return "", fmt.Errorf("start simulated runtime: %w", err)
 	}
 	return dir, nil
@@ -46,7 +47,7 @@ func endSimDir(dir string) {
 	if len(SimKept(dir)) > 0 {
 		return
 	}
-	os.RemoveAll(dir)
+	_ = rmtree.RemoveAll(dir)
 }
 
 // SimKept lists the marked pod and log dirs in a run's sim dir.
@@ -65,7 +66,8 @@ func SimKept(dir string) []string {
 // simulated runtime, the pod dirs and log dirs not given by --root-dir
 // and --log-dir go into the run's own sim dir. Then it checks that they
 // can be made, before any step runs: a non-root user whose HOME cannot
-// be written learns to name --root-dir, not a pod failure at stage dirs.
+// be written learns to name --root-dir, not a pod failure at stage dirs;
+// a dir another user could change is refused (MakeDir, CheckDir).
 func (o *Options) UseRuntime(c *Conn) error {
 	if c.Runtime.Simulated && c.Dir != "" {
 		if !o.RootDirGiven {
@@ -79,8 +81,8 @@ func (o *Options) UseRuntime(c *Conn) error {
 		if d.dir == "" {
 			continue
 		}
-		if err := os.MkdirAll(d.dir, 0o750); err != nil {
-			return Usagef("%s %s: cannot make it (%v); name a directory you can write with %s", d.flag, d.dir, err, d.flag)
+		if err := MakeDir(d.flag, d.dir); err != nil {
+			return err
 		}
 	}
 	return nil

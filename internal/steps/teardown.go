@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/rmtree"
 	"github.com/podstep/podstep/internal/volume"
 )
 
@@ -402,14 +402,14 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("unmount volumes: %w", err))
-		} else if err := os.RemoveAll(podDir); err != nil {
+		} else if err := rmtree.RemoveAll(podDir); err != nil {
 			errs = append(errs, err)
 		} else {
 			removed = append(removed, podDir)
 		}
 	}
 	if logDir != "" {
-		if err := os.RemoveAll(logDir); err != nil {
+		if err := rmtree.RemoveAll(logDir); err != nil {
 			errs = append(errs, err)
 		} else {
 			removed = append(removed, logDir)

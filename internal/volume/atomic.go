@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/podstep/podstep/internal/rmtree"
 )
 
 // The atomic writer's names (pkg/volume/util/atomic_writer.go).
@@ -80,12 +82,12 @@ func (w atomicWriter) write(payload map[string]fileProjection) error {
 	}
 	tmp := filepath.Join(w.dir, newDataDirName)
 	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
-		os.RemoveAll(ts)
+		_ = rmtree.RemoveAll(ts)
 		return fmt.Errorf("%s: error creating symbolic link for atomic update: %w", w.context, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(w.dir, dataDirName)); err != nil {
 		os.Remove(tmp)
-		os.RemoveAll(ts)
+		_ = rmtree.RemoveAll(ts)
 		return fmt.Errorf("%s: error renaming symbolic link for data directory %s: %w", w.context, tmp, err)
 	}
 	return nil
