@@ -238,7 +238,7 @@ func (o *RunFlags) interactive(ctx context.Context, env RunEnv, eng *steps.Engin
 	printer.SetPod(PodName(eng))
 	eng.SubscribeWithoutPod(printer.Observe)
 	var created time.Duration
-	for _, s := range eng.Steps() {
+	for _, s := range eng.StepsAsRun() {
 		created += s.Duration
 	}
 	teardown := res.Teardown || tuiErr != nil

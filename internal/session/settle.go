@@ -32,7 +32,7 @@ func Summarize(eng *steps.Engine, calls []cri.Call, created time.Duration, kept 
 	snap := eng.PodState()
 	return report.Summary{Pod: PodName(eng), UID: string(eng.Pod().UID), Display: snap.Display, Ready: snap.Ready,
 		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: kept,
-		Timing: Timing(eng.Steps(), calls, created)}
+		Timing: Timing(eng.StepsAsRun(), calls, created)}
 }
 
 // Timing splits the creation wall time into time in CRI calls (every call
@@ -76,7 +76,7 @@ func Settle(ctx context.Context, eng *steps.Engine, sum *report.Summary, teardow
 			fmt.Fprintln(stderr, "podstep: teardown:", err)
 		}
 	}
-	r := Result{Steps: eng.Steps(), Finished: eng.Finished(), Interrupted: interrupted}
+	r := Result{Steps: eng.StepsAsRun(), Finished: eng.Finished(), Interrupted: interrupted}
 	if f, failed := eng.Failed(); failed {
 		r.Failed = &f
 	}

@@ -249,6 +249,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 	}
 	o.Config.ExtraLabels[mark.ManagedLabel] = "true"
 	b, dropped := dropDisabledFields(b, o.Config.Gates)
+	o.Config.QOS = podcfg.QOSClass(b.Pod) // once, not per container config
 	e := &Engine{dropped: dropped,
 		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
@@ -314,6 +315,22 @@ func (e *Engine) Steps() []Step {
 		if s.State == Pending && e.current == nil {
 			s.Requests = e.requests(s)
 		}
+		out[i] = *s
+		out[i].Calls = append([]cri.Call(nil), s.Calls...)
+	}
+	return out
+}
+
+// StepsAsRun returns a copy of the plan as Steps does, but without
+// rebuilding the pending steps' requests (they keep what was last built):
+// for what reads how the run went (its outcome, its timing), where a
+// rebuild of every pending step, each a walk of the pod, made an
+// interrupted run of a big pod take minutes to end (issue 34).
+func (e *Engine) StepsAsRun() []Step {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]Step, len(e.steps))
+	for i, s := range e.steps {
 		out[i] = *s
 		out[i].Calls = append([]cri.Call(nil), s.Calls...)
 	}
