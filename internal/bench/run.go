@@ -55,6 +55,7 @@ type Runner struct {
 // NewRunner makes the bench's runner; ctx's end (an interrupt) stops it.
 func NewRunner(ctx context.Context, cfg Config) *Runner {
 	cfg.Engine.Simulated = cfg.Conn.Runtime.Simulated
+	cfg.Engine.KeepPods = true // Measure's startup SLI reads each step's pod
 	return &Runner{ctx: ctx, cfg: cfg, live: map[*steps.Engine]bool{}}
 }
 

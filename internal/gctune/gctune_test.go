@@ -49,3 +49,27 @@ func TestCommand(t *testing.T) {
 		})
 	}
 }
+
+func TestPod(t *testing.T) {
+	defer debug.SetGCPercent(percent())
+	for _, tc := range []struct {
+		name       string
+		containers int
+		gogc       string
+		want       int
+	}{
+		{"a small pod keeps run's target", BigPod, "", RunPercent},
+		{"a big pod gets Go's default back", BigPod + 1, "", DefaultPercent},
+		{"GOGC set: left alone", 1000, "50", RunPercent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", tc.gogc)
+			t.Setenv("GOMEMLIMIT", "")
+			debug.SetGCPercent(RunPercent) // as run leaves it
+			Pod(tc.containers)
+			if got := percent(); got != tc.want {
+				t.Errorf("Pod(%d) with GOGC=%q: GOGC = %d, want %d", tc.containers, tc.gogc, got, tc.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,11 @@ import (
 // --cluster-dns, --cluster-domain, --resolv-conf), its Node object and what
 // it reads of the machine.
 type Options struct {
+	// QOS is the pod's QoS class when the caller worked it out once
+	// (QOSClass; the engine does, in steps.New): "" computes it for each
+	// container's config, a walk of every container, which for every
+	// container made a pod's configs quadratic in its containers.
+	QOS corev1.PodQOSClass
 	// Node is the node the kubelet runs as (kl.getNodeAnyWay; podstep's
 	// engine sets it from steps.Options.Node): its name is spec.nodeName of
 	// a pod without one; status.allocatable gives the downward API's

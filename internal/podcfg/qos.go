@@ -108,11 +108,14 @@ func defaultRequests(req, lim corev1.ResourceList) corev1.ResourceList {
 // (KubeletOOMScoreAdjTieBreak off, its default): node-critical and Guaranteed
 // pods get -997, BestEffort 1000, Burstable 1000 - 1000*memRequest/capacity
 // clamped to [3, 999], sidecars no higher than the lowest regular container.
-func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity int64) int64 {
+func oomScoreAdj(pod *corev1.Pod, c *corev1.Container, capacity int64, qos corev1.PodQOSClass) int64 {
 	if pod.Spec.PriorityClassName == "system-node-critical" {
 		return guaranteedOOMScoreAdj
 	}
-	switch QOSClass(pod) {
+	if qos == "" {
+		qos = QOSClass(pod)
+	}
+	switch qos {
 	case corev1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj
 	case corev1.PodQOSBestEffort:

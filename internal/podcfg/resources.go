@@ -89,7 +89,7 @@ func containerResources(pod *corev1.Pod, c *corev1.Container, o Options) *runtim
 		}
 	}
 	r := linuxResources(cpuReq, cpuLim, memLim)
-	r.OomScoreAdj = oomScoreAdj(pod, c, o.nodeMemoryCapacity())
+	r.OomScoreAdj = oomScoreAdj(pod, c, o.nodeMemoryCapacity(), o.QOS)
 	r.HugepageLimits = hugepageLimits(c.Resources, o.HugePageSizes)
 	configureSwap(r, o.Swap)
 	return r

@@ -93,7 +93,7 @@ func TestContainerResources(t *testing.T) {
 	}
 	crit := podWith(ctr("a", res("memory", "1Gi"), nil))
 	crit.Spec.PriorityClassName = "system-node-critical"
-	eq(t, "node critical", oomScoreAdj(crit, &crit.Spec.Containers[0], 8<<30), int64(-997))
+	eq(t, "node critical", oomScoreAdj(crit, &crit.Spec.Containers[0], 8<<30, ""), int64(-997))
 }
 
 func TestSandboxResourcesAndCgroupParent(t *testing.T) {

@@ -67,7 +67,16 @@ const (
 // Diff returns nil when nothing changed. It does not allocate then: it runs
 // once per step, on the engine's goroutine.
 func Diff(prev, next Snapshot) []Change {
-	var out []Change
+	out := diffPod(nil, &prev, &next)
+	p, n := &prev.Status, &next.Status
+	out = diffContainers(out, initPrefix, p.InitContainerStatuses, n.InitContainerStatuses)
+	out = diffContainers(out, regularPrefix, p.ContainerStatuses, n.ContainerStatuses)
+	return out
+}
+
+// diffPod adds to out the pod-level changes Diff reports: the columns,
+// phase, reason, IPs and conditions.
+func diffPod(out []Change, prev, next *Snapshot) []Change {
 	add := func(field, from, to string) {
 		if from != to {
 			out = append(out, Change{Field: field, From: from, To: to})
@@ -83,10 +92,7 @@ func Diff(prev, next Snapshot) []Change {
 	add(FieldReason, p.Reason, n.Reason)
 	add(FieldHostIP, p.HostIP, n.HostIP)
 	add(FieldPodIP, p.PodIP, n.PodIP)
-	out = diffConditions(out, p.Conditions, n.Conditions)
-	out = diffContainers(out, initPrefix, p.InitContainerStatuses, n.InitContainerStatuses)
-	out = diffContainers(out, regularPrefix, p.ContainerStatuses, n.ContainerStatuses)
-	return out
+	return diffConditions(out, p.Conditions, n.Conditions)
 }
 
 func diffConditions(out []Change, prev, next []corev1.PodCondition) []Change {

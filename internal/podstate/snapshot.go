@@ -2,7 +2,7 @@ package podstate
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,22 +19,67 @@ import (
 func (t *Tracker) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st := *t.status.DeepCopy()
-	// The status manager's normalizeStatus sorts the regular containers'
-	// statuses by name (init containers keep the spec's order); printPod
-	// depends on that order.
-	sort.SliceStable(st.ContainerStatuses, func(i, j int) bool {
-		return st.ContainerStatuses[i].Name < st.ContainerStatuses[j].Name
-	})
+	return t.snapshot()
+}
+
+// snapshot is Snapshot with t.mu held.
+func (t *Tracker) snapshot() Snapshot {
+	st := t.copyStatus()
 	if !t.rejected {
 		st.Phase = t.phase(&st)
-		st.Conditions = t.conditions(&st)
+		st.Conditions = t.conditions(&st, true)
 	}
-	s := Snapshot{Status: st, Events: append([]Event(nil), t.events...)}
+	// The events are shared, not copied: the Tracker only appends to its
+	// list, so the snapshot's prefix (its capacity cut to its length) never
+	// changes.
+	s := Snapshot{Status: st, Events: t.events[:len(t.events):len(t.events)]}
 	var ready, total int
 	s.Display, ready, total, s.Restarts = printPod(t.pod, &st)
 	s.Ready = fmt.Sprintf("%d/%d", ready, total)
 	return s
+}
+
+// copyStatus is the status to hand out, in one pass: its slices are new,
+// but what their elements point to (states, the started flag) is shared,
+// as the Tracker never changes a value it points to (every update sets a
+// new one). A deep copy per snapshot, and a snapshot per step, made a run
+// quadratic in the containers (issue 34). The status manager's
+// normalizeStatus sorts the regular containers' statuses by name (init
+// containers keep the spec's order); printPod depends on that order, in
+// which the Tracker keeps them (New sorts them once). Must be called with
+// t.mu held.
+func (t *Tracker) copyStatus() corev1.PodStatus {
+	st := t.status
+	st.Conditions = nil
+	st.HostIPs = slices.Clone(t.status.HostIPs)
+	st.PodIPs = slices.Clone(t.status.PodIPs)
+	st.InitContainerStatuses = slices.Clone(t.status.InitContainerStatuses)
+	st.ContainerStatuses = slices.Clone(t.status.ContainerStatuses)
+	if t.status.StartTime != nil {
+		at := *t.status.StartTime
+		st.StartTime = &at
+	}
+	return st
+}
+
+// initStatus is the status of the pod's i-th init container in st (nil if
+// none): New made one per init container, in the spec's order.
+func initStatus(st *corev1.PodStatus, spec *corev1.PodSpec, i int) *corev1.ContainerStatus {
+	name := spec.InitContainers[i].Name
+	if i < len(st.InitContainerStatuses) && st.InitContainerStatuses[i].Name == name {
+		return &st.InitContainerStatuses[i]
+	}
+	return statusOf(st.InitContainerStatuses, name)
+}
+
+// regularStatus is the status of the pod's i-th container in st, a
+// snapshot's status (sorted by name; nil if none).
+func (t *Tracker) regularStatus(st *corev1.PodStatus, i int) *corev1.ContainerStatus {
+	name := t.pod.Spec.Containers[i].Name
+	if at := t.sortedAt[i]; at < len(st.ContainerStatuses) && st.ContainerStatuses[at].Name == name {
+		return &st.ContainerStatuses[at]
+	}
+	return statusOf(st.ContainerStatuses, name)
 }
 
 // statusOf is the status of the container named name (nil if none).
@@ -57,8 +102,8 @@ func isStarted(s *corev1.ContainerStatus) bool { return s.Started != nil && *s.S
 // (pkg/kubelet/container/helpers.go): a regular container is running or
 // has terminated, so the pod was initialized once.
 func (t *Tracker) anyRegularStarted(st *corev1.PodStatus) bool {
-	for _, c := range t.pod.Spec.Containers {
-		if s := statusOf(st.ContainerStatuses, c.Name); s != nil && (s.State.Running != nil || s.State.Terminated != nil) {
+	for i := range t.pod.Spec.Containers {
+		if s := t.regularStatus(st, i); s != nil && (s.State.Running != nil || s.State.Terminated != nil) {
 			return true
 		}
 	}
@@ -90,7 +135,7 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 	}
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
-		s := statusOf(st.InitContainerStatuses, c.Name)
+		s := initStatus(st, spec, i)
 		if restartable(c) {
 			switch {
 			case s == nil:
@@ -138,7 +183,7 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 	}
 	for i := range spec.Containers {
 		c := &spec.Containers[i]
-		s := statusOf(st.ContainerStatuses, c.Name)
+		s := t.regularStatus(st, i)
 		switch {
 		case s == nil:
 			unknown++
@@ -201,7 +246,11 @@ func (t *Tracker) phase(st *corev1.PodStatus) corev1.PodPhase {
 // with networking exists), Initialized, Ready, ContainersReady, then
 // PodScheduled, which the kubelet always sets true. Must be called with
 // t.mu held.
-func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
+//
+// Without msgs the conditions carry no messages (the lists of container
+// names in them), so that a step's changes (StepChanges) cost no pass that
+// allocates; their statuses, reasons and transition times are the same.
+func (t *Tracker) conditions(st *corev1.PodStatus, msgs bool) []corev1.PodCondition {
 	// Room for all six at once: Snapshot runs after every step of every pod.
 	conds := make([]corev1.PodCondition, 0, 6)
 	add := func(typ corev1.PodConditionType, ok bool, why, msg string) {
@@ -213,48 +262,63 @@ func (t *Tracker) conditions(st *corev1.PodStatus) []corev1.PodCondition {
 	// it is ready (exited 0), a sidecar once it has started; a succeeded pod
 	// and a pod where a regular container has run are initialized.
 	var incomplete []string
+	nIncomplete := 0
 	for i := range t.pod.Spec.InitContainers {
 		c := &t.pod.Spec.InitContainers[i]
-		s := statusOf(st.InitContainerStatuses, c.Name)
-		if s == nil {
-			incomplete = append(incomplete, c.Name) // cannot happen: New makes every status
-			continue
-		}
-		if restartable(c) && !isStarted(s) || !restartable(c) && !s.Ready {
-			incomplete = append(incomplete, c.Name)
+		s := initStatus(st, &t.pod.Spec, i)
+		if s == nil || restartable(c) && !isStarted(s) || !restartable(c) && !s.Ready {
+			// s == nil cannot happen: New makes every status.
+			nIncomplete++
+			if msgs {
+				incomplete = append(incomplete, c.Name)
+			}
 		}
 	}
 	switch {
 	case st.Phase == corev1.PodSucceeded:
 		add(corev1.PodInitialized, true, reason.PodCompleted, "")
-	case t.anyRegularStarted(st) || len(incomplete) == 0:
+	case t.anyRegularStarted(st) || nIncomplete == 0:
 		add(corev1.PodInitialized, true, "", "")
 	case t.gates.Enabled(gate.RestartAllContainersOnContainerExits) && t.transitions[corev1.PodInitialized].status == corev1.ConditionTrue:
 		// An in-place restart (RestartAllContainers) takes the init
 		// containers back to waiting, but a pod once initialized stays so.
 		add(corev1.PodInitialized, true, "", "")
 	default:
-		add(corev1.PodInitialized, false, reason.ContainersNotInitialized, fmt.Sprintf("containers with incomplete status: %s", incomplete))
+		msg := ""
+		if msgs {
+			msg = fmt.Sprintf("containers with incomplete status: %s", incomplete)
+		}
+		add(corev1.PodInitialized, false, reason.ContainersNotInitialized, msg)
 	}
 
 	// GenerateContainersReadyCondition, which GeneratePodReadyCondition
 	// copies while it is not true (podstep has no readiness gates): sidecars
 	// and regular containers must all be ready; a terminal pod is not ready.
 	var unready []string
+	nUnready := 0
 	for i := range t.pod.Spec.InitContainers {
 		c := &t.pod.Spec.InitContainers[i]
-		if s := statusOf(st.InitContainerStatuses, c.Name); restartable(c) && (s == nil || !s.Ready) {
-			unready = append(unready, c.Name)
+		if s := initStatus(st, &t.pod.Spec, i); restartable(c) && (s == nil || !s.Ready) {
+			nUnready++
+			if msgs {
+				unready = append(unready, c.Name)
+			}
 		}
 	}
-	for _, c := range t.pod.Spec.Containers {
-		if s := statusOf(st.ContainerStatuses, c.Name); s == nil || !s.Ready {
-			unready = append(unready, c.Name)
+	for i := range t.pod.Spec.Containers {
+		if s := t.regularStatus(st, i); s == nil || !s.Ready {
+			nUnready++
+			if msgs {
+				unready = append(unready, t.pod.Spec.Containers[i].Name)
+			}
 		}
 	}
 	ready, why, msg := true, "", ""
-	if len(unready) > 0 {
-		ready, why, msg = false, reason.ContainersNotReady, fmt.Sprintf("containers with unready status: %s", unready)
+	if nUnready > 0 {
+		ready, why = false, reason.ContainersNotReady
+		if msgs {
+			msg = fmt.Sprintf("containers with unready status: %s", unready)
+		}
 	}
 	switch st.Phase {
 	case corev1.PodSucceeded:
@@ -316,9 +380,7 @@ func printPod(pod *corev1.Pod, st *corev1.PodStatus) (shown string, ready, total
 		shown = st.Reason
 	}
 	total = len(pod.Spec.Containers)
-	inits := map[string]*corev1.Container{}
 	for i := range pod.Spec.InitContainers {
-		inits[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
 		if restartable(&pod.Spec.InitContainers[i]) {
 			total++
 		}
@@ -328,7 +390,8 @@ func printPod(pod *corev1.Pod, st *corev1.PodStatus) (shown string, ready, total
 	for i := range st.InitContainerStatuses {
 		c := &st.InitContainerStatuses[i]
 		restarts += c.RestartCount
-		sidecar := inits[c.Name] != nil && restartable(inits[c.Name])
+		spec := initSpec(pod, i, c.Name)
+		sidecar := spec != nil && restartable(spec)
 		if sidecar {
 			sidecarRestarts += c.RestartCount
 		}
@@ -385,6 +448,20 @@ func printPod(pod *corev1.Pod, st *corev1.PodStatus) (shown string, ready, total
 		}
 	}
 	return shown, ready, total, restarts
+}
+
+// initSpec is the init container named name, looked up at index i first
+// (statuses follow the spec's order); nil if none.
+func initSpec(pod *corev1.Pod, i int, name string) *corev1.Container {
+	if i < len(pod.Spec.InitContainers) && pod.Spec.InitContainers[i].Name == name {
+		return &pod.Spec.InitContainers[i]
+	}
+	for j := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[j].Name == name {
+			return &pod.Spec.InitContainers[j]
+		}
+	}
+	return nil
 }
 
 func conditionTrue(st *corev1.PodStatus, typ corev1.PodConditionType) bool {

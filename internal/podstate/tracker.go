@@ -1,6 +1,7 @@
 package podstate
 
 import (
+	"sort"
 	"sync"
 	"time"
 
@@ -31,7 +32,9 @@ type Snapshot struct {
 	Ready string `json:"ready"`
 	// Restarts is the RESTARTS column.
 	Restarts int32 `json:"restarts"`
-	// Events are all events recorded so far, oldest first.
+	// Events are all events recorded so far, oldest first. The list is
+	// the Tracker's, shared by every snapshot (it only ever appends):
+	// read it, do not change its events.
 	Events []Event `json:"events"`
 }
 
@@ -57,7 +60,37 @@ type Tracker struct {
 	restartingAll bool
 	// redact masks secrets in the messages recorded (nil: none).
 	redact func(string) string
+
+	// The containers by name, made once by New so that no lookup walks the
+	// pod (a walk per container per step made a run quadratic in the
+	// containers, issue 34): each one's spec, whether it is an init
+	// container, and its index in status.InitContainerStatuses or
+	// status.ContainerStatuses.
+	specs     map[string]*corev1.Container
+	inits     map[string]bool
+	initAt    map[string]int
+	regularAt map[string]int
+	// sortedAt is, for each regular container of the spec, the index of
+	// its status in status.ContainerStatuses, which are kept sorted by
+	// name, the order of a snapshot's.
+	sortedAt []int
+
+	// mark is the pod as StepChanges last saw it (New's at first), for the
+	// next step's changes: its columns, phase, reason, IPs and conditions.
+	mark Snapshot
+	// markEvents is how many events there were then.
+	markEvents int
+	// before holds, for each container changed since, its status then, by
+	// its key (initKey, regularKey); touched lists the keys in the order
+	// first changed.
+	before  map[int]corev1.ContainerStatus
+	touched []int
 }
+
+// initKey and regularKey are the keys of a container's status in before:
+// init containers first, then the others, each by its status's index.
+func initKey(i int) int                 { return i }
+func (t *Tracker) regularKey(i int) int { return len(t.pod.Spec.InitContainers) + i }
 
 type condState struct {
 	status corev1.ConditionStatus
@@ -88,16 +121,45 @@ func New(pod *corev1.Pod, now func() time.Time) *Tracker {
 	}
 	t := &Tracker{pod: pod, now: now, transitions: map[corev1.PodConditionType]condState{}}
 	t.status.Phase = corev1.PodPending
-	for _, c := range pod.Spec.InitContainers {
-		t.status.InitContainerStatuses = append(t.status.InitContainerStatuses, newStatus(c, reason.PodInitializing))
+	nInit, nReg := len(pod.Spec.InitContainers), len(pod.Spec.Containers)
+	t.specs = make(map[string]*corev1.Container, nInit+nReg)
+	t.inits, t.initAt = make(map[string]bool, nInit), make(map[string]int, nInit)
+	t.regularAt = make(map[string]int, nReg)
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		t.status.InitContainerStatuses = append(t.status.InitContainerStatuses, newStatus(*c, reason.PodInitializing))
+		if _, seen := t.specs[c.Name]; !seen {
+			t.specs[c.Name], t.inits[c.Name], t.initAt[c.Name] = c, true, i
+		}
 	}
 	regular := reason.ContainerCreating
 	if len(pod.Spec.InitContainers) > 0 {
 		regular = reason.PodInitializing
 	}
-	for _, c := range pod.Spec.Containers {
-		t.status.ContainerStatuses = append(t.status.ContainerStatuses, newStatus(c, regular))
+	// The regular containers' statuses are kept in the order of their
+	// names, as the status manager's normalizeStatus sorts them.
+	byName := make([]int, nReg)
+	for i := range byName {
+		byName[i] = i
 	}
+	sort.SliceStable(byName, func(i, j int) bool {
+		return pod.Spec.Containers[byName[i]].Name < pod.Spec.Containers[byName[j]].Name
+	})
+	t.sortedAt = make([]int, nReg)
+	for at, i := range byName {
+		c := &pod.Spec.Containers[i]
+		t.sortedAt[i] = at
+		t.status.ContainerStatuses = append(t.status.ContainerStatuses, newStatus(*c, regular))
+		if _, seen := t.regularAt[c.Name]; !seen {
+			t.regularAt[c.Name] = at
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if c := &pod.Spec.Containers[i]; t.specs[c.Name] == nil {
+			t.specs[c.Name] = c
+		}
+	}
+	t.before = map[int]corev1.ContainerStatus{}
 	// convertToAPIContainerStatuses (pkg/kubelet/kubelet_pods.go) gives every
 	// container without a runtime status one default waiting reason:
 	// PodInitializing when the pod has init containers (for the init
@@ -168,6 +230,13 @@ func (t *Tracker) Rejected(reason, message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rejected = true
+	// Every container's status goes: each is a change of the step.
+	for i := range t.status.InitContainerStatuses {
+		t.touch(initKey(i), &t.status.InitContainerStatuses[i])
+	}
+	for i := range t.status.ContainerStatuses {
+		t.touch(t.regularKey(i), &t.status.ContainerStatuses[i])
+	}
 	t.status.Phase = corev1.PodFailed
 	t.status.Reason = reason
 	t.status.Message = t.cleanHeld(message)
@@ -263,7 +332,7 @@ func (t *Tracker) Running(name string, at time.Time) {
 		started := c == nil || c.StartupProbe == nil
 		s.Started = &started
 		s.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}
-		s.Ready = started && (c == nil || c.ReadinessProbe == nil) && (!t.isInit(name) || isSidecar(t.pod, name))
+		s.Ready = started && (c == nil || c.ReadinessProbe == nil) && (!t.isInit(name) || t.isSidecar(name))
 	})
 }
 
@@ -274,7 +343,7 @@ func (t *Tracker) Started(name string) {
 		tr := true
 		s.Started = &tr
 		if c := t.spec(name); c != nil && c.ReadinessProbe == nil && s.State.Running != nil {
-			s.Ready = !t.isInit(name) || isSidecar(t.pod, name)
+			s.Ready = !t.isInit(name) || t.isSidecar(name)
 		}
 	})
 }
@@ -285,7 +354,7 @@ func (t *Tracker) Started(name string) {
 func (t *Tracker) SetReady(name string, ready bool) {
 	t.update(name, func(s *corev1.ContainerStatus) {
 		started := s.Started != nil && *s.Started
-		s.Ready = ready && s.State.Running != nil && started && (!t.isInit(name) || isSidecar(t.pod, name))
+		s.Ready = ready && s.State.Running != nil && started && (!t.isInit(name) || t.isSidecar(name))
 	})
 }
 
@@ -298,19 +367,7 @@ func (t *Tracker) RestartCount(name string, n int) {
 }
 
 // spec is the container named name in the pod spec (nil if none).
-func (t *Tracker) spec(name string) *corev1.Container {
-	for i := range t.pod.Spec.InitContainers {
-		if t.pod.Spec.InitContainers[i].Name == name {
-			return &t.pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range t.pod.Spec.Containers {
-		if t.pod.Spec.Containers[i].Name == name {
-			return &t.pod.Spec.Containers[i]
-		}
-	}
-	return nil
-}
+func (t *Tracker) spec(name string) *corev1.Container { return t.specs[name] }
 
 // Terminated marks a container exited. It is not started; it is ready only
 // if it is an init container other than a sidecar that exited 0, as the
@@ -320,7 +377,7 @@ func (t *Tracker) Terminated(name string, exitCode int32, reason, message string
 	t.update(name, func(s *corev1.ContainerStatus) {
 		f := false
 		s.Started = &f
-		s.Ready = exitCode == 0 && t.isInit(name) && !isSidecar(t.pod, name)
+		s.Ready = exitCode == 0 && t.isInit(name) && !t.isSidecar(name)
 		s.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: exitCode, Reason: reason, Message: message,
 			StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(finished), ContainerID: s.ContainerID,
@@ -331,34 +388,31 @@ func (t *Tracker) Terminated(name string, exitCode int32, reason, message string
 func (t *Tracker) update(name string, fn func(*corev1.ContainerStatus)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i := range t.status.InitContainerStatuses {
-		if t.status.InitContainerStatuses[i].Name == name {
-			fn(&t.status.InitContainerStatuses[i])
-			return
-		}
+	// A rejected pod has no container statuses: nothing to update.
+	if i, ok := t.initAt[name]; ok && i < len(t.status.InitContainerStatuses) {
+		t.touch(initKey(i), &t.status.InitContainerStatuses[i])
+		fn(&t.status.InitContainerStatuses[i])
+		return
 	}
-	for i := range t.status.ContainerStatuses {
-		if t.status.ContainerStatuses[i].Name == name {
-			fn(&t.status.ContainerStatuses[i])
-			return
-		}
+	if i, ok := t.regularAt[name]; ok && i < len(t.status.ContainerStatuses) {
+		t.touch(t.regularKey(i), &t.status.ContainerStatuses[i])
+		fn(&t.status.ContainerStatuses[i])
 	}
 }
 
-func (t *Tracker) isInit(name string) bool {
-	for _, c := range t.pod.Spec.InitContainers {
-		if c.Name == name {
-			return true
-		}
+// touch keeps a container's status as it was at the mark, before its
+// first change since: what StepChanges compares it with. The copy is
+// shallow, as the Tracker never changes a value a status points to.
+// t.mu is held.
+func (t *Tracker) touch(key int, s *corev1.ContainerStatus) {
+	if _, seen := t.before[key]; !seen {
+		t.before[key] = *s
+		t.touched = append(t.touched, key)
 	}
-	return false
 }
 
-func isSidecar(pod *corev1.Pod, name string) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		}
-	}
-	return false
-}
+func (t *Tracker) isInit(name string) bool { return t.inits[name] }
+
+// isSidecar says whether name is an init container with restartPolicy
+// Always.
+func (t *Tracker) isSidecar(name string) bool { return t.inits[name] && restartable(t.specs[name]) }

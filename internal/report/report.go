@@ -129,8 +129,18 @@ func (p *Printer) Observe(ev steps.Event) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.json {
+		// The text shows each call's method only: no call is converted to
+		// JSON (a relist's ListContainers answer holds every container).
+		p.stepText(cleanStep(methodsOnly.Step(ev)))
+		return
+	}
 	p.step(p.steps.Step(ev))
 }
+
+// methodsOnly builds the step objects the text printer reads: the calls
+// have their methods only.
+var methodsOnly = StepBuilder{Call: func(c cri.Call) CallJSON { return CallJSON{Method: c.Method} }}
 
 // Step prints one finished step given as its JSON object: what Observe
 // prints for a live step, and what a replay prints from a recording.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/podstep/podstep/internal/gctune"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/predict"
 	"github.com/podstep/podstep/internal/render"
@@ -111,6 +112,7 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	if err != nil {
 		return err
 	}
+	gctune.Pod(len(bundle.Pod.Spec.InitContainers) + len(bundle.Pod.Spec.Containers))
 	defer closeRec()
 	interactive := !o.Auto && env.Terminal
 	if !o.Auto && !interactive {
@@ -150,7 +152,11 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	}
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(sig.Stdout(env.Stdout), o.Output)
-	eng.Subscribe(printer.Observe)
+	if o.Output == report.JSON {
+		eng.Subscribe(printer.Observe) // each step's object has the pod's status
+	} else {
+		eng.SubscribeWithoutPod(printer.Observe) // the text shows what changed
+	}
 	var quiz *predict.Quiz
 	if o.Predict {
 		quiz = predict.New(predict.Options{In: env.Stdin, Out: sig.Stdout(env.Stdout), Echo: !env.StdinTerminal, Scenario: ScenarioOf(o.Scenario)})
@@ -232,9 +238,9 @@ func (o *RunFlags) interactive(ctx context.Context, env RunEnv, eng *steps.Engin
 	// The TUI is gone: from here on, plain lines.
 	printer := report.New(env.Stdout, report.Text)
 	printer.SetPod(PodName(eng))
-	eng.Subscribe(printer.Observe)
+	eng.SubscribeWithoutPod(printer.Observe)
 	var created time.Duration
-	for _, s := range eng.Steps() {
+	for _, s := range eng.StepsAsRun() {
 		created += s.Duration
 	}
 	teardown := res.Teardown || tuiErr != nil

@@ -30,9 +30,10 @@ func PodName(eng *steps.Engine) string {
 // teardown.
 func Summarize(eng *steps.Engine, calls []cri.Call, created time.Duration, kept bool) report.Summary {
 	snap := eng.PodState()
+	ran := eng.StepsAsRun()
 	return report.Summary{Pod: PodName(eng), UID: string(eng.Pod().UID), Display: snap.Display, Ready: snap.Ready,
 		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: kept,
-		Timing: Timing(eng.Steps(), calls, created), RestsOn: steps.RestsOn(eng.Steps())}
+		Timing: Timing(ran, calls, created), RestsOn: steps.RestsOn(ran)}
 }
 
 // Timing splits the creation wall time into time in CRI calls (every call
@@ -76,7 +77,7 @@ func Settle(ctx context.Context, eng *steps.Engine, sum *report.Summary, teardow
 			fmt.Fprintln(stderr, "podstep: teardown:", err)
 		}
 	}
-	r := Result{Steps: eng.Steps(), Finished: eng.Finished(), Interrupted: interrupted}
+	r := Result{Steps: eng.StepsAsRun(), Finished: eng.Finished(), Interrupted: interrupted}
 	if f, failed := eng.Failed(); failed {
 		r.Failed = &f
 	}

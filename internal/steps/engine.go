@@ -74,6 +74,12 @@ type Options struct {
 	// kubelet's token manager); nil: podstep has no API server and such a
 	// volume fails. Every token it returns is redacted like a Secret value.
 	Tokens volume.TokenSource
+	// KeepPods keeps each step's Pod (the pod's state after it) in the
+	// plan, for Steps: a snapshot per step, each as big as the pod, so a
+	// run keeps memory quadratic in the containers (issue 34). bench's
+	// startup SLI reads them; without it only the StepDone event's Step
+	// has its Pod.
+	KeepPods bool
 	// Now is the clock (nil = time.Now).
 	Now func() time.Time
 }
@@ -116,12 +122,10 @@ type Engine struct {
 	opts    Options
 	now     func() time.Time
 
-	// Tracker holds the pod's status.
+	// Tracker holds the pod's status; its StepChanges, called by New and
+	// then only by Next, counts each step's Changes and Events from the pod
+	// after the step before (at New, before the first).
 	tracker *podstate.Tracker
-	// lastPod is the pod after the last step that ran (at New, before the
-	// first): what the next step's Changes and Events are counted from.
-	// Only Next reads and writes it.
-	lastPod podstate.Snapshot
 
 	mu       sync.Mutex
 	steps    []*Step
@@ -248,6 +252,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 	}
 	o.Config.ExtraLabels[mark.ManagedLabel] = "true"
 	b, dropped := dropDisabledFields(b, o.Config.Gates)
+	o.Config.QOS = podcfg.QOSClass(b.Pod) // once, not per container config
 	e := &Engine{dropped: dropped,
 		bundle: b, pod: b.Pod, client: client, opts: o, now: o.Now,
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
@@ -255,7 +260,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 	e.tracker = podstate.New(b.Pod, o.Now)
 	e.tracker.SetGates(o.Config.Gates)
 	e.setupRedactor()
-	e.lastPod = e.tracker.Snapshot()
+	e.tracker.StepChanges(false)
 	e.rt.podDir = filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
 	e.imageAnnotations = podcfg.PodAnnotations(b.Pod, o.Config)
 	e.rt.containers = map[string]*containerRuntime{}
@@ -313,6 +318,22 @@ func (e *Engine) Steps() []Step {
 		if s.State == Pending && e.current == nil {
 			s.Requests = e.requests(s)
 		}
+		out[i] = *s
+		out[i].Calls = append([]cri.Call(nil), s.Calls...)
+	}
+	return out
+}
+
+// StepsAsRun returns a copy of the plan as Steps does, but without
+// rebuilding the pending steps' requests (they keep what was last built):
+// for what reads how the run went (its outcome, its timing), where a
+// rebuild of every pending step, each a walk of the pod, made an
+// interrupted run of a big pod take minutes to end (issue 34).
+func (e *Engine) StepsAsRun() []Step {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]Step, len(e.steps))
+	for i, s := range e.steps {
 		out[i] = *s
 		out[i].Calls = append([]cri.Call(nil), s.Calls...)
 	}
@@ -414,14 +435,16 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 	e.emit(Event{Kind: StepStarted, Step: snap})
 
 	res := e.redactResult(s.act.run(ctx, e))
-	pod := e.tracker.Snapshot()
-	changes, events := podstate.Diff(e.lastPod, pod), podstate.NewEvents(e.lastPod, pod)
-	e.lastPod = pod
+	// The pod's snapshot, a copy as big as the pod, only for those who
+	// read it: one per step made a run quadratic in the containers.
+	changes, events, pod := e.tracker.StepChanges(e.opts.KeepPods || e.subs.wantPod())
 
 	e.mu.Lock()
 	s.Duration = e.now().Sub(s.Started)
 	s.Result = res
-	s.Pod = &pod
+	if e.opts.KeepPods {
+		s.Pod = pod
+	}
 	s.Changes, s.Events = changes, events
 	e.current = nil
 	recovered := e.restarting
@@ -447,8 +470,9 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 		}
 	}
 	done := *s
+	done.Pod = pod
 	e.mu.Unlock()
-	e.emit(Event{Kind: StepDone, Step: done, Pod: &pod})
+	e.emit(Event{Kind: StepDone, Step: done, Pod: pod})
 	return done, nil
 }
 

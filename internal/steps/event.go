@@ -25,7 +25,9 @@ const (
 	// back-off); Wait says what for and how long. Between CallSent/CallDone
 	// and StepDone; frontends that only print steps ignore it.
 	Waiting EventKind = "waiting"
-	// StepDone: a step finished (done or failed); Step and Pod are set.
+	// StepDone: a step finished (done or failed); Step is set, and Pod
+	// (Step.Pod too) unless every subscriber subscribed without it
+	// (SubscribeWithoutPod).
 	StepDone EventKind = "step-done"
 )
 
@@ -66,7 +68,21 @@ type subscribers struct {
 
 type subscriber struct {
 	fn        func(Event)
+	noPod     bool // SubscribeWithoutPod
 	cancelled atomic.Bool
+}
+
+// wantPod says whether a subscriber reads the pod's state after each step.
+func (s *subscribers) wantPod() bool {
+	s.mu.Lock()
+	list := s.list
+	s.mu.Unlock()
+	for _, x := range list {
+		if !x.noPod && !x.cancelled.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // Subscribe calls fn with every event the engine emits from now on, until
@@ -83,7 +99,21 @@ type subscriber struct {
 // buffered channel). Once cancel returns fn is not called again, except
 // for a call already under way on another goroutine.
 func (e *Engine) Subscribe(fn func(Event)) (cancel func()) {
-	s := &subscriber{fn: fn}
+	return e.subscribe(&subscriber{fn: fn})
+}
+
+// SubscribeWithoutPod is Subscribe for a frontend that does not read the
+// pod's state after each step (Event.Pod, Step.Pod), only what the step
+// changed (Step.Changes, Step.Events): the --auto text printer. While
+// every subscriber is one of these, StepDone events carry no Pod, and the
+// engine makes no snapshot of the pod per step (a copy of every
+// container's status: one per step made a run quadratic in the
+// containers, issue 34).
+func (e *Engine) SubscribeWithoutPod(fn func(Event)) (cancel func()) {
+	return e.subscribe(&subscriber{fn: fn, noPod: true})
+}
+
+func (e *Engine) subscribe(s *subscriber) (cancel func()) {
 	e.subs.mu.Lock()
 	e.subs.list = append(slices.Clip(e.subs.list), s)
 	e.subs.mu.Unlock()

@@ -114,10 +114,18 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 		if err != nil {
 			return fail(reason.Error, err, "ListContainers failed")
 		}
+		// By ID, not a walk of the list per watched container: a relist
+		// of a pod of n containers costs n, not n² (issue 34).
+		notRunning := make(map[string]int, len(list.Containers))
+		for _, ctr := range list.Containers {
+			if ctr.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+				notRunning[ctr.Id]++
+			}
+		}
 		var changed []*containerRuntime
 		for _, c := range watch {
-			for _, ctr := range list.Containers {
-				if ctr.Id == c.id && ctr.State != runtimeapi.ContainerState_CONTAINER_RUNNING && !c.exited {
+			for range notRunning[c.id] {
+				if !c.exited {
 					changed = append(changed, c)
 				}
 			}
@@ -163,27 +171,33 @@ func (e *Engine) podRelist(ctx context.Context) (map[string]*runtimeapi.Containe
 		return nil, fmt.Errorf("PodSandboxStatus failed: %w", err)
 	}
 	out := map[string]*runtimeapi.ContainerStatus{}
+	byID := e.containersByID()
 	for _, ctr := range list.Containers {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("relist: %w", err)
+		}
 		st, err := e.client.ContainerStatus(ctx, ctr.Id)
 		if err != nil {
 			return nil, fmt.Errorf("ContainerStatus failed: %w", err)
 		}
 		out[ctr.Id] = st.GetStatus()
-		if c := e.containerByID(ctr.Id); c != nil {
+		if c := byID[ctr.Id]; c != nil {
 			e.tracker.RuntimeStatus(c.spec.Name, st.GetStatus())
 		}
 	}
 	return out, nil
 }
 
-// containerByID finds the pod's container whose current instance is id.
-func (e *Engine) containerByID(id string) *containerRuntime {
+// containersByID are the pod's containers by the ID of their current
+// instance (the first in creation order, for an ID two share).
+func (e *Engine) containersByID() map[string]*containerRuntime {
+	out := make(map[string]*containerRuntime, len(e.rt.order))
 	for _, n := range e.rt.order {
-		if c := e.rt.containers[n]; c.id == id {
-			return c
+		if c := e.rt.containers[n]; out[c.id] == nil {
+			out[c.id] = c
 		}
 	}
-	return nil
+	return out
 }
 
 // relistsIn is how many relists a window of settle holds at one per poll

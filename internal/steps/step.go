@@ -46,7 +46,9 @@ type Step struct {
 	// Started and Duration time the step.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
-	// Pod is the pod's state after the step ran.
+	// Pod is the pod's state after the step ran: on the Step of its
+	// StepDone event, and in Steps only with Options.KeepPods (a snapshot
+	// kept per step would make memory quadratic in the containers).
 	Pod *podstate.Snapshot `json:"-"`
 	// Changes are what the step changed in the pod's state
 	// (podstate.Diff of the pod before the step and Pod); nil when nothing

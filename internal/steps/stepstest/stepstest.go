@@ -5,7 +5,10 @@ package stepstest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +72,22 @@ func Through(t testing.TB, eng *steps.Engine) {
 	if err := eng.Teardown(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// WideManifest writes a pod of n busybox containers (c0 … c<n-1>, each
+// sleeping) to a file in dir and returns its path: the pod-size benchmarks
+// and tests make theirs (a 1,000-container pod is 70 KB) instead of keeping
+// big files in the repository.
+func WideManifest(t testing.TB, dir string, n int) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: wide-%d\n  namespace: default\nspec:\n  containers:\n", n)
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: c%d\n    image: docker.io/library/busybox:1.35\n    imagePullPolicy: IfNotPresent\n    command: [\"sleep\", \"3600\"]\n", i)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("wide-%d.yaml", n))
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
