@@ -8,24 +8,40 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
 // WritePlan writes `podstep plan`'s output of the pod's steps: yaml (the
 // steps with their kubelet function, explanation and CRI requests, as
 // commented YAML) or json (one PlanStepJSON per line, as a recording's plan).
-func WritePlan(w io.Writer, pod *corev1.Pod, all []steps.Step, output string) error {
+// notes (manifest.Bundle.Notes: the workload rules that made the pod, the
+// skipped documents) head the YAML and go in the first step's JSON.
+func WritePlan(w io.Writer, pod *corev1.Pod, all []steps.Step, output string, notes []string) error {
 	if output == "json" {
 		// One object per step: PlanStepJSON, as a recording's plan lists it.
 		enc := json.NewEncoder(w)
-		for _, s := range all {
-			if err := enc.Encode(PlanStep(s)); err != nil {
+		for i, s := range all {
+			ps := PlanStep(s)
+			if i == 0 {
+				ps.Notes = notes
+			}
+			if err := enc.Encode(ps); err != nil {
 				return fmt.Errorf("write the plan: %w", err)
 			}
 		}
 		return nil
 	}
 	fmt.Fprintf(w, "# podstep plan for pod %s/%s (uid %s)\n# no runtime contacted; <...> are values the runtime will give\n", pod.Namespace, pod.Name, pod.UID)
+	for _, n := range notes {
+		for i, line := range render.Wrap(safe.Line(n), 94) {
+			if i == 0 {
+				fmt.Fprintf(w, "# - %s\n", line)
+			} else {
+				fmt.Fprintf(w, "#   %s\n", line)
+			}
+		}
+	}
 	var stage steps.Stage
 	for _, s := range all {
 		if s.Stage != stage {

@@ -134,6 +134,16 @@ type Generated struct {
 	TemplatePath string
 }
 
+// Summary is one line for the pod's story: the workload, the pod, and the
+// rules applied (function, file), in order.
+func (g *Generated) Summary() string {
+	var rules []string
+	for _, n := range g.Notes {
+		rules = append(rules, n.Rule+" ("+n.File+")")
+	}
+	return fmt.Sprintf("%s → pod %s, made as its controller makes it: %s", g.From, g.Pod.Name, strings.Join(rules, ", "))
+}
+
 // Options are the inputs a controller would take from the cluster.
 type Options struct {
 	// Now is the time a CronJob's first job is scheduled after (the
