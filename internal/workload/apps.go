@@ -303,6 +303,33 @@ func SetNode(pod *corev1.Pod, node string) {
 	}
 }
 
+// UnbindNode removes the placeholder node requirement a DaemonSet's pod got
+// (podstep fleet: each runner's node is the node); a term left empty goes.
+func UnbindNode(pod *corev1.Pod) {
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return
+	}
+	var terms []corev1.NodeSelectorTerm
+	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		var keep []corev1.NodeSelectorRequirement
+		for _, r := range t.MatchFields {
+			if !(r.Key == metav1.ObjectNameField && len(r.Values) == 1 && r.Values[0] == NodePlaceholder) {
+				keep = append(keep, r)
+			}
+		}
+		t.MatchFields = keep
+		if len(t.MatchFields) > 0 || len(t.MatchExpressions) > 0 {
+			terms = append(terms, t)
+		}
+	}
+	if len(terms) == 0 {
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
+		return
+	}
+	a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
+}
+
 // addDaemonTolerations is AddOrUpdateDaemonPodTolerations: the six
 // Exists tolerations, and network-unavailable for hostNetwork pods; it
 // returns their "key:effect".

@@ -493,3 +493,21 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+func TestUnbindNode(t *testing.T) {
+	ds := decode[appsv1.DaemonSet](t, `
+metadata: {name: agent, namespace: default}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:`+container)
+	g, err := Generate(ds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	UnbindNode(g.Pod)
+	if a := g.Pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; a != nil {
+		t.Errorf("required node affinity %+v: want none once the placeholder node is removed", a)
+	}
+}
