@@ -26,7 +26,8 @@ var corpusKinds = map[string]bool{"Pod": true, "Deployment": true, "StatefulSet"
 	"ReplicaSet": true, "ReplicationController": true, "Job": true, "CronJob": true}
 
 // corpusDir is ../shared/realworld/src from the repository root (the
-// directory with go.mod); "" when absent.
+// directory with go.mod); the test is skipped when it is absent, and fails
+// with CI=true.
 func corpusDir(t *testing.T) string {
 	t.Helper()
 	dir, err := os.Getwd()
@@ -43,7 +44,18 @@ func corpusDir(t *testing.T) string {
 		}
 		dir = parent
 	}
+	// ../shared/realworld/src from the repository root; a git worktree
+	// (/work/wt/NAME) finds it beside an ancestor of its root instead.
 	src := filepath.Join(dir, "..", "shared", "realworld", "src")
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "..", "shared", "realworld", "src")); err == nil {
+			src = filepath.Join(d, "..", "shared", "realworld", "src")
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
 	if _, err := os.Stat(src); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the real-world corpus %s is missing (CI=true: it must be there): %v", src, err)
