@@ -55,7 +55,7 @@ container in the form crictl runp / crictl create accept, to replay a step by ha
 					return nil // what it wrote, and only that; -o also prints the plan
 				}
 			}
-			return report.WritePlan(cmd.OutOrStdout(), eng.Pod(), eng.Steps(), output, eng.Stops()...)
+			return report.WritePlan(cmd.OutOrStdout(), eng.Pod(), eng.Steps(), output, b.Notes, eng.Stops()...)
 		},
 	}
 	o.AddPodFlags(cmd.Flags(), time.Second)

@@ -18,13 +18,16 @@ import (
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
+	"github.com/podstep/podstep/internal/workload"
 )
 
 // Flags are `podstep fleet`'s and `podstep fleet cleanup`'s settings as
 // given on the command line (cmd/podstep binds them with AddFlags and
 // AddCleanupFlags); Command and CleanupCommand check and run them.
 type Flags struct {
-	File, Pod      string
+	File, Pod string
+	// Select is --select KIND/NAME: the Pod or workload of -f.
+	Select         string
 	Nodes          []string
 	Selector       string
 	Kubeconfig     string
@@ -52,6 +55,7 @@ type Flags struct {
 func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.File, "filename", "f", "", "pod manifest (its Secrets are not handed to the runners: they read Secrets from the API server)")
 	f.StringVar(&o.Pod, "pod", "", "replay the cluster's pod NAMESPACE/NAME (or NAME in the context's namespace)")
+	f.StringVar(&o.Select, "select", "", "KIND/NAME of the Pod or workload of -f to replay when the file has several (deploy/web, sts/db, ds/agent, job/migrate, pod/web)")
 	f.StringSliceVar(&o.Nodes, "node", nil, "a node to replay on (repeatable; default: every node, or --nodes)")
 	f.StringVar(&o.Selector, "nodes", "", "label selector of the nodes to replay on (e.g. kubernetes.io/os=linux)")
 	o.addAPIFlags(f)
@@ -89,6 +93,9 @@ func (o *Flags) Validate() error {
 	}
 	if len(o.Nodes) > 0 && o.Selector != "" {
 		return session.Usagef("--node and --nodes: give one of them")
+	}
+	if o.Select != "" && o.File == "" {
+		return session.Usagef("--select %s: expected -f FILE too (it chooses a pod or workload of the file)", o.Select)
 	}
 	if o.Image == "" {
 		return session.Usagef("--image is required: the runner image (build it with hack/image-build.sh; docs/fleet.md)")
@@ -162,7 +169,7 @@ func Command(ctx context.Context, o Flags, stdin io.Reader, stdout, stderr io.Wr
 	}
 	fo := o.options(stderr)
 	if o.File != "" {
-		if err := fo.readManifest(o.File, stdin, stderr); err != nil {
+		if err := fo.readManifest(o.File, o.Select, stdin, stderr); err != nil {
 			return err
 		}
 	}
@@ -225,20 +232,28 @@ func Command(ctx context.Context, o Flags, stdin io.Reader, stdout, stderr io.Wr
 
 // readManifest reads -f: the pod and its ConfigMaps go to the runners,
 // its Secrets never do (the runners read Secrets from the API server).
-func (fo *Options) readManifest(file string, stdin io.Reader, stderr io.Writer) error {
+func (fo *Options) readManifest(file, sel string, stdin io.Reader, stderr io.Writer) error {
 	var (
 		b   *manifest.Bundle
 		err error
 	)
 	if file == "-" {
-		b, err = manifest.Read(manifest.StdinName, stdin)
+		b, err = manifest.ReadWith(manifest.StdinName, stdin, manifest.Options{Select: sel})
 	} else {
-		b, err = manifest.Load(file)
+		b, err = manifest.LoadWith(file, manifest.Options{Select: sel})
 	}
 	if err != nil {
 		return err
 	}
 	fo.Pod = b.Pod
+	if b.Workload != nil {
+		fmt.Fprintf(stderr, "podstep fleet: %s\n", b.Workload.Summary())
+		if b.Workload.From.Kind == workload.KindDaemonSet {
+			// Each runner replays on its own node: the node affinity
+			// ReplaceDaemonSetPodNodeNameNodeAffinity would set differs per node.
+			workload.UnbindNode(fo.Pod)
+		}
+	}
 	for _, k := range slices.Sorted(maps.Keys(b.ConfigMaps)) {
 		fo.ConfigMaps = append(fo.ConfigMaps, b.ConfigMaps[k])
 	}

@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
+
+	"github.com/podstep/podstep/internal/workload"
 	"sigs.k8s.io/yaml"
 )
 
@@ -69,6 +71,8 @@ type parser struct {
 	podDoc int    // document of the Pod, 0 until seen
 	nodeAt int    // document of the Node, 0 until seen
 	seen   map[string]int
+	opts   Options
+	cands  []candidate // the Pods and workloads, one of which becomes the Pod
 }
 
 // errf returns an *Error about the current document.
@@ -116,10 +120,7 @@ func (p *parser) parse(data []byte) error {
 		}
 	}
 	p.doc, p.kind, p.name = 0, "", ""
-	if p.bundle.Pod == nil {
-		return p.errf("", "no Pod found; expected exactly one document with apiVersion: v1 and kind: Pod")
-	}
-	return nil
+	return p.choose()
 }
 
 // yamlMessage rewrites a YAML error so that line numbers count from the
@@ -137,7 +138,7 @@ func yamlMessage(err error, firstLine int) string {
 }
 
 // supportedKinds is the message fragment listing the supported kinds.
-const supportedKinds = `"Pod", "Secret", "ConfigMap", "Node", "PersistentVolumeClaim" or "PersistentVolume"`
+const supportedKinds = `"Pod", a workload ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"), "Secret", "ConfigMap", "Node", "PersistentVolumeClaim" or "PersistentVolume"`
 
 func (p *parser) document(raw, js []byte) error {
 	var h header
@@ -157,11 +158,19 @@ func (p *parser) document(raw, js []byte) error {
 	case kind == "":
 		return p.errf("kind", "invalid value %s; expected one of %s", jsonText(h.Kind), supportedKinds)
 	}
+	switch {
+	case kind == KindList && apiVersion == "v1":
+		return p.list(js)
+	case kind == KindPod || workload.IsWorkload(kind):
+		p.kind = kind
+		return p.candidate(kind, apiVersion, h.APIVersion, raw, js)
+	}
 	switch kind {
-	case KindPod, KindSecret, KindConfigMap, KindNode, KindPersistentVolumeClaim, KindPersistentVolume:
+	case KindSecret, KindConfigMap, KindNode, KindPersistentVolumeClaim, KindPersistentVolume:
 		p.kind = kind
 	default:
-		return p.errf("kind", "unsupported kind %q; expected one of %s (podstep replays a single Pod, not controllers such as Deployments)", kind, supportedKinds)
+		p.skip(kind, apiVersion)
+		return nil
 	}
 	switch {
 	case h.APIVersion == nil:
@@ -171,20 +180,6 @@ func (p *parser) document(raw, js []byte) error {
 	}
 
 	switch kind {
-	case KindPod:
-		if p.podDoc != 0 {
-			return p.errf("", "a second Pod (the first is document %d); expected exactly one Pod per manifest", p.podDoc)
-		}
-		pod := &corev1.Pod{}
-		if err := p.decode(js, pod); err != nil {
-			return err
-		}
-		p.podDoc = p.doc
-		setPodDefaults(pod, raw)
-		if e := validatePod(pod); e != nil {
-			return p.errf(e.field, "%s", e.msg)
-		}
-		p.bundle.Pod = pod
 	case KindSecret:
 		s := &corev1.Secret{}
 		if err := p.decode(js, s); err != nil {

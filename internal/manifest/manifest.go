@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstep/podstep/internal/workload"
 )
 
 // Supported object kinds. Every document must have apiVersion v1 and one of
@@ -58,6 +60,13 @@ type Bundle struct {
 	// https://10.0.0.1:6443, resourceVersion 4711" (internal/cluster
 	// fills it). An object without an entry came from the file.
 	Origins map[string]string
+	// Workload is the workload the Pod was made from, with the rules its
+	// controller applied; nil when the file's Pod is a Pod.
+	Workload *workload.Generated
+	// Notes say what podstep did with the file beyond decoding its Pod:
+	// the controller rules that made the Pod (KIND/NAME: what (function,
+	// file)) and the documents skipped.
+	Notes []string
 }
 
 // OriginKey is the key of Bundle.Origins for an object.
@@ -166,6 +175,16 @@ func (e *Error) Error() string {
 //
 // Any problem is returned as an *Error.
 func Parse(file string, data []byte) (*Bundle, error) {
+	return ParseWith(file, data, Options{})
+}
+
+// ParseWith is Parse with options: a file with several Pods and workloads
+// needs o.Select. A workload (Deployment, StatefulSet, DaemonSet,
+// ReplicaSet, ReplicationController, Job, CronJob) becomes the pod its
+// controller would create (internal/workload), its template defaulted and
+// validated as a Pod; a v1 List is read item by item; kinds podstep does not
+// use are skipped, with a note each (Bundle.Notes).
+func ParseWith(file string, data []byte, o Options) (*Bundle, error) {
 	if file == "-" {
 		file = StdinName
 	}
@@ -176,7 +195,7 @@ func Parse(file string, data []byte) (*Bundle, error) {
 		ConfigMaps: map[string]*corev1.ConfigMap{},
 		Digest:     hex.EncodeToString(sum[:]),
 	}
-	p := &parser{file: file, bundle: b}
+	p := &parser{file: file, bundle: b, opts: o}
 	if err := p.parse(data); err != nil {
 		return nil, err
 	}

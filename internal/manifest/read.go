@@ -18,15 +18,20 @@ const MaxSize = 3 << 20
 // it with Parse. A file that cannot be read, or that is larger than MaxSize,
 // is reported as an *Error too.
 func Load(path string) (*Bundle, error) {
+	return LoadWith(path, Options{})
+}
+
+// LoadWith is Load with options (--select).
+func LoadWith(path string, o Options) (*Bundle, error) {
 	if path == "-" {
-		return Read(StdinName, os.Stdin)
+		return ReadWith(StdinName, os.Stdin, o)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, readError(path, err)
 	}
 	defer func() { _ = f.Close() }() // read-only: nothing to lose
-	return Read(path, f)
+	return ReadWith(path, f, o)
 }
 
 // Read reads a manifest from r and parses it with Parse; file is the name
@@ -34,6 +39,11 @@ func Load(path string) (*Bundle, error) {
 // at most MaxSize+1 bytes: a longer input (a device such as /dev/zero, an
 // endless pipe) is refused without reading the rest.
 func Read(file string, r io.Reader) (*Bundle, error) {
+	return ReadWith(file, r, Options{})
+}
+
+// ReadWith is Read with options (--select).
+func ReadWith(file string, r io.Reader, o Options) (*Bundle, error) {
 	if file == "-" {
 		file = StdinName
 	}
@@ -44,7 +54,7 @@ func Read(file string, r io.Reader) (*Bundle, error) {
 	if len(data) > MaxSize {
 		return nil, &Error{File: file, Msg: fmt.Sprintf("the manifest is larger than %s (%d bytes); expected at most %s, the most the API server takes in one request", sizeText(MaxSize), MaxSize, sizeText(MaxSize))}
 	}
-	return Parse(file, data)
+	return ParseWith(file, data, o)
 }
 
 func readError(file string, err error) *Error {

@@ -23,6 +23,10 @@ type PlanStepJSON struct {
 	// Stops say that a run will stop at this step and why (podstep plan
 	// only: Engine.Stops).
 	Stops []steps.Stop `json:"stops,omitempty"`
+	// Notes, on the first step only, say what podstep did with the file
+	// beyond its Pod: the controller and API-server rules that made the
+	// pod from a workload (function and file), and the skipped documents.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // RequestJSON is one CRI request a step will send: the protobuf JSON of the

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -15,9 +16,11 @@ import (
 // steps with their kubelet function, explanation and CRI requests, as
 // commented YAML) or json (one PlanStepJSON per line, as a recording's plan).
 //
-// stops are where a run will stop (Engine.Stops): the text says so at the
-// top and under each such step, the JSON in the step's "stops".
-func WritePlan(w io.Writer, pod *corev1.Pod, all []steps.Step, output string, stops ...steps.Stop) error {
+// notes (manifest.Bundle.Notes: the workload rules that made the pod, the
+// skipped documents) head the YAML and go in the first step's JSON; stops
+// are where a run will stop (Engine.Stops): the text says so at the top and
+// under each such step, the JSON in the step's "stops".
+func WritePlan(w io.Writer, pod *corev1.Pod, all []steps.Step, output string, notes []string, stops ...steps.Stop) error {
 	at := map[int][]steps.Stop{}
 	for _, st := range stops {
 		at[st.Step] = append(at[st.Step], st)
@@ -25,9 +28,12 @@ func WritePlan(w io.Writer, pod *corev1.Pod, all []steps.Step, output string, st
 	if output == "json" {
 		// One object per step: PlanStepJSON, as a recording's plan lists it.
 		enc := json.NewEncoder(w)
-		for _, s := range all {
+		for i, s := range all {
 			ps := PlanStep(s)
 			ps.Stops = at[s.ID]
+			if i == 0 {
+				ps.Notes = notes
+			}
 			if err := enc.Encode(ps); err != nil {
 				return fmt.Errorf("write the plan: %w", err)
 			}
@@ -35,6 +41,15 @@ func WritePlan(w io.Writer, pod *corev1.Pod, all []steps.Step, output string, st
 		return nil
 	}
 	fmt.Fprintf(w, "# podstep plan for pod %s/%s (uid %s)\n# no runtime contacted; <...> are values the runtime will give\n", pod.Namespace, pod.Name, pod.UID)
+	for _, n := range notes {
+		for i, line := range render.Wrap(safe.Line(n), 94) {
+			if i == 0 {
+				fmt.Fprintf(w, "# - %s\n", line)
+			} else {
+				fmt.Fprintf(w, "#   %s\n", line)
+			}
+		}
+	}
 	if len(stops) > 0 {
 		st := stops[0]
 		fmt.Fprintf(w, "# the run will stop at step %d (%s): %s: %s\n", st.Step, st.Name, st.Reason, st.Message)

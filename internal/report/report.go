@@ -212,7 +212,7 @@ func (p *Printer) stepText(s StepJSON) {
 		// podstep proxy with the pod's spec (internal/watch): how what the
 		// kubelet sent differs from it, on its create steps.
 		for _, d := range s.Details {
-			if d.Key == SpecVsSent {
+			if d.Key == SpecVsSent || d.Key == steps.WorkloadDetail {
 				fmt.Fprintf(p.w, "       %s: %s\n", d.Key, d.Value)
 			}
 		}

@@ -12,7 +12,8 @@ import (
 // AddPodFlags binds the pod flags run, plan and bench share; settle is
 // --settle's default (bench's is 0: the relist is not creation).
 func (o *Options) AddPodFlags(f *pflag.FlagSet, settle time.Duration) {
-	f.StringVarP(&o.File, "filename", "f", "", "pod manifest (multi-document YAML: one Pod plus its Secrets/ConfigMaps/Node); - reads stdin")
+	f.StringVarP(&o.File, "filename", "f", "", "pod manifest (multi-document YAML: a Pod or a workload — Deployment, StatefulSet, DaemonSet, ReplicaSet, ReplicationController, Job, CronJob — plus its Secrets/ConfigMaps/Node; other kinds are skipped); - reads stdin")
+	f.StringVar(&o.Select, "select", "", "KIND/NAME of the Pod or workload of -f to replay when the file has several, in kubectl's forms (deploy/web, sts/db, ds/agent, job/migrate, cj/backup, pod/web)")
 	f.StringVar(&o.Scenario, "scenario", "", "a built-in scenario instead of -f: its manifest, and its feature gates unless --feature-gates is given (podstep scenarios lists them)")
 	f.StringSliceVar(&o.ClusterDNS, "cluster-dns", nil, "kubelet --cluster-dns: DNS server IPs for ClusterFirst pods (none: the host's resolv.conf, as the kubelet falls back)")
 	f.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local", "kubelet --cluster-domain")

@@ -15,6 +15,7 @@ import (
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/workload"
 )
 
 // Options are a pod run's settings: the flags `podstep run`, `plan` and
@@ -22,6 +23,9 @@ import (
 // (a cluster's, a fleet's) are new fields here.
 type Options struct {
 	File string // -f: the manifest ("-": stdin)
+	// Select is --select KIND/NAME: the Pod or workload of -f to replay
+	// when the file has several (internal/workload.ParseRef's forms).
+	Select string
 	// Scenario is --scenario NAME: a built-in scenario's manifest
 	// (internal/scenario) instead of -f; its feature gates apply unless
 	// --feature-gates is given.
@@ -91,6 +95,14 @@ func (o *Options) Validate() error {
 	if err := o.validateScenario(); err != nil {
 		return err
 	}
+	if o.Select != "" {
+		if _, err := workload.ParseRef(o.Select); err != nil {
+			return Usagef("--select: %v", err)
+		}
+		if o.File == "" {
+			return Usagef("--select %s: expected -f FILE too (it chooses a pod or workload of the file)", o.Select)
+		}
+	}
 	if err := o.validateCluster(); err != nil {
 		return err
 	}
@@ -155,9 +167,9 @@ func (o *Options) LoadManifest(stdin io.Reader) (*manifest.Bundle, error) {
 	case o.Scenario != "":
 		b, err = o.scenarioBundle()
 	case o.File == "-":
-		b, err = manifest.Read(manifest.StdinName, stdin)
+		b, err = manifest.ReadWith(manifest.StdinName, stdin, manifest.Options{Select: o.Select})
 	default:
-		b, err = manifest.Load(o.File)
+		b, err = manifest.LoadWith(o.File, manifest.Options{Select: o.Select})
 	}
 	if err != nil {
 		return nil, err
@@ -169,6 +181,11 @@ func (o *Options) LoadManifest(stdin io.Reader) (*manifest.Bundle, error) {
 	}
 	if o.Node, err = o.NodeFor(b); err != nil {
 		return nil, err
+	}
+	if b.Workload != nil && b.Workload.From.Kind == workload.KindDaemonSet {
+		// ReplaceDaemonSetPodNodeNameNodeAffinity binds the pod to the
+		// node the DaemonSet controller made it for: the node it runs on.
+		workload.SetNode(b.Pod, o.Node.Name())
 	}
 	return b, nil
 }

@@ -41,6 +41,10 @@ func (admitStep) requests(e *Engine) []Request {
 	return nil
 }
 
+// WorkloadDetail is the admit step's detail saying which workload's
+// controller rules made the pod (internal/workload), when -f held one.
+const WorkloadDetail = "workload"
+
 func (admitStep) run(ctx context.Context, e *Engine) Result {
 	n := e.opts.Node
 	details := []Detail{kv("node", fmt.Sprintf("%s (%s)", n.Name(), n.Source))}
@@ -54,6 +58,14 @@ func (admitStep) run(ctx context.Context, e *Engine) Result {
 	v := node.Admit(e.pod, n)
 	for _, note := range n.Notes {
 		details = append(details, kv("node default", note))
+	}
+	if w := e.bundle.Workload; w != nil {
+		details = append(details, kv(WorkloadDetail, w.Summary()))
+	}
+	for _, note := range e.bundle.Notes {
+		// The workload rules that made the pod (internal/workload) and
+		// the documents of the file podstep skipped.
+		details = append(details, kv("manifest", note))
 	}
 	if len(n.Existing) > 0 {
 		var names []string
