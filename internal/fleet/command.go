@@ -24,23 +24,25 @@ import (
 // given on the command line (cmd/podstep binds them with AddFlags and
 // AddCleanupFlags); Command and CleanupCommand check and run them.
 type Flags struct {
-	File, Pod      string
-	Nodes          []string
-	Selector       string
-	Kubeconfig     string
-	Context        string
-	Namespace      string
-	Image          string
-	PullPolicy     string
-	ServiceAccount string
-	HostDir        string
-	Timeout        time.Duration
-	RunTimeout     time.Duration
-	Concurrency    int
-	Record         string
-	Output         string
-	RunFlags       []string
-	RunnerServer   string
+	File, Pod  string
+	Nodes      []string
+	Selector   string
+	Kubeconfig string
+	Context    string
+	// AllowExecPlugins is --allow-exec-plugins (internal/cluster).
+	AllowExecPlugins bool
+	Namespace        string
+	Image            string
+	PullPolicy       string
+	ServiceAccount   string
+	HostDir          string
+	Timeout          time.Duration
+	RunTimeout       time.Duration
+	Concurrency      int
+	Record           string
+	Output           string
+	RunFlags         []string
+	RunnerServer     string
 	// Endpoint is the global -r: every node's runtime endpoint.
 	Endpoint string
 	// CleanupID and CleanupWait are `fleet cleanup`'s --id and --wait.
@@ -79,6 +81,7 @@ func (o *Flags) AddCleanupFlags(f *pflag.FlagSet) {
 func (o *Flags) addAPIFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)")
 	f.StringVar(&o.Context, "context", "", "kubeconfig context (default: its current-context)")
+	f.BoolVar(&o.AllowExecPlugins, session.AllowExecPluginsFlag, false, session.AllowExecPluginsUsage)
 	f.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "namespace of the runner pods and their ConfigMaps (deploy/fleet.yaml makes it)")
 }
 
@@ -166,7 +169,7 @@ func Command(ctx context.Context, o Flags, stdin io.Reader, stdout, stderr io.Wr
 			return err
 		}
 	}
-	c, err := Connect(o.Kubeconfig, o.Context)
+	c, err := Connect(o.Kubeconfig, o.Context, o.AllowExecPlugins, stderr)
 	if err != nil {
 		return session.Usagef("%v", err)
 	}
@@ -251,7 +254,7 @@ func (fo *Options) readManifest(file string, stdin io.Reader, stderr io.Writer) 
 // CleanupCommand is `podstep fleet cleanup`: it deletes the fleets'
 // parents (the garbage collector removes the rest) and says what went.
 func CleanupCommand(ctx context.Context, o Flags, stdout io.Writer) error {
-	c, err := Connect(o.Kubeconfig, o.Context)
+	c, err := Connect(o.Kubeconfig, o.Context, o.AllowExecPlugins, os.Stderr)
 	if err != nil {
 		return session.Usagef("%v", err)
 	}

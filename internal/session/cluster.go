@@ -62,7 +62,8 @@ func splitPod(s string) (ns, name string, hasNS bool) {
 // contacted: an *AccessError or NotFound is exit 2, an unreachable API
 // server exit 3. b is the manifest (nil with --pod).
 func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io.Writer) (*manifest.Bundle, error) {
-	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, InCluster: o.InCluster})
+	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, InCluster: o.InCluster,
+		AllowExecPlugins: o.AllowExecPlugins, Stderr: stderr})
 	if err != nil {
 		return nil, Usagef("%v", err)
 	}
