@@ -68,3 +68,22 @@ func runBounded(t *testing.T, limit int64, args ...string) (int, string) {
 	}
 	return code, errb.String()
 }
+
+// TestEchoedInputCut: a 100 KB name or value given on the command line
+// comes back in the error as 80 characters and its size, not whole
+// (issue 34: `scenarios show` echoed a 100 KB name).
+func TestEchoedInputCut(t *testing.T) {
+	long := strings.Repeat("x", 100000)
+	for _, args := range [][]string{
+		{"scenarios", "show", long},
+		{"plan", "--scenario", long},
+		{"plan", "--pod", long + "/a/b"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			code, _, errOut := run(t, args...)
+			if code != ExitUsage || len(errOut) > 1000 || !strings.Contains(errOut, "…(1000") {
+				t.Errorf("exit %d, %d bytes of stderr: %.300q; want 2 and the input cut", code, len(errOut), errOut)
+			}
+		})
+	}
+}

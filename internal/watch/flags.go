@@ -16,6 +16,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
@@ -100,7 +101,7 @@ func (o *Flags) Validate() error {
 	if o.Pod != "" {
 		ns, name, ok := strings.Cut(o.Pod, "/")
 		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return session.Usagef("--pod %q: expected NAMESPACE/NAME, e.g. default/web", o.Pod)
+			return session.Usagef("--pod %q: expected NAMESPACE/NAME, e.g. default/web", safe.Cut(o.Pod))
 		}
 	}
 	for _, s := range o.HoldStages {
