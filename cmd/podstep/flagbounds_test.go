@@ -23,6 +23,10 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"bench", "-f", pod, "--warmup", "100001"}, "--warmup 100001: expected 0 to 100000 pods"},
 		{[]string{"bench", "-f", pod, "--threshold", "NaN", "--compare", "x.json"}, "--threshold NaN: expected a percentage from 0 to 1e6"},
 		{[]string{"bench", "-f", pod, "--threshold", "+Inf", "--compare", "x.json"}, "--threshold +Inf"},
+		// bench's --concurrency has its own range, stated once (session.BenchMaxConcurrency):
+		// it said 1-10000 (fleet's) for 20000 and 1-110 for 111
+		{[]string{"bench", "-f", pod, "--concurrency", "20000"}, "--concurrency 20000: expected a count of pods at once from 1 to 110"},
+		{[]string{"bench", "-f", pod, "--concurrency", "111"}, "--concurrency 111: expected a count of pods at once from 1 to 110"},
 		{[]string{"bench", "-f", pod, "--poll-interval", "0s"}, "--poll-interval 0s: expected a duration from 1ms to 1h"},
 		{[]string{"bench", "-f", pod, "--min-change", "-1ms"}, "--min-change -1ms: expected a duration from 0 to 1h"},
 		{[]string{"run", "--auto", "-f", pod, "--timeout", "0s"}, "--timeout 0s: expected a duration from 1ms to 24h"},

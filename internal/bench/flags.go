@@ -5,11 +5,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/podstep/podstep/internal/session"
 )
 
-// MaxConcurrency bounds --concurrency: more pods at once than a node's
-// default --max-pods (110) says nothing about a node.
-const MaxConcurrency = 110
+// MaxConcurrency bounds --concurrency and --scale: stated once, as
+// session.BenchMaxConcurrency (CheckFlagBounds refuses a larger
+// --concurrency before bench runs).
+const MaxConcurrency = session.BenchMaxConcurrency
 
 // Flags are bench's own flags (the pod's are session.Options).
 type Flags struct {

@@ -14,6 +14,7 @@ package cluster
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -41,6 +42,12 @@ type Options struct {
 	InCluster bool
 	// Timeout bounds each request (0: 10 s).
 	Timeout time.Duration
+	// AllowExecPlugins is --allow-exec-plugins: run a kubeconfig's exec
+	// credential plugin even from a file another user owns or may write.
+	AllowExecPlugins bool
+	// Stderr is where the line naming an exec credential plugin, and the
+	// plugin's own stderr (sanitised), go (nil: os.Stderr).
+	Stderr io.Writer
 }
 
 // homeFile is ~/.kube/config (clientcmd.RecommendedHomeFile; tests move it).
@@ -85,7 +92,11 @@ type Loaded struct {
 // config; o.Context over the current-context), with client-go's clientcmd
 // deferred loading rules. It sends nothing. The one loader of podstep:
 // run/plan --pod (Connect) and fleet use it. A kubeconfig that cannot be
-// loaded, or a context that is not there, is an error for exit 2.
+// loaded, or a context that is not there, is an error for exit 2; so is
+// a file over MaxKubeconfig, and an exec credential plugin from a file
+// another user owns or may write (guardExec; unless o.AllowExecPlugins).
+// An exec plugin is named on o.Stderr before it can run, and its stderr
+// goes there sanitised.
 func Load(o Options) (*Loaded, error) {
 	if o.InCluster {
 		return inCluster()
@@ -95,6 +106,13 @@ func Load(o Options) (*Loaded, error) {
 		rules.Precedence = []string{homeFile} // no $KUBECONFIG
 	}
 	rules.ExplicitPath = o.Kubeconfig
+	files := rules.Precedence
+	if o.Kubeconfig != "" {
+		files = []string{o.Kubeconfig}
+	}
+	if err := checkFiles(files); err != nil {
+		return nil, err
+	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
@@ -109,10 +127,15 @@ func Load(o Options) (*Loaded, error) {
 		return nil, fmt.Errorf("kubeconfig: namespace: %w", err)
 	}
 	ctxName := o.Context
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
 	if ctxName == "" {
-		if raw, err := cc.RawConfig(); err == nil {
-			ctxName = raw.CurrentContext
-		}
+		ctxName = raw.CurrentContext
+	}
+	if err := guardExec(cfg, raw, ctxName, o); err != nil {
+		return nil, err
 	}
 	return &Loaded{Config: cfg, Context: ctxName, Namespace: ns}, nil
 }

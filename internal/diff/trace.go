@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -143,6 +144,9 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 			m := traceCall.FindStringSubmatch(line)
 			off, _ := strconv.ParseFloat(m[1], 64)
 			dur, _ := strconv.ParseFloat(m[2], 64)
+			if off > record.MaxMs || dur > record.MaxMs {
+				return nil, fmt.Errorf("%s: line %d: offset %sms, duration %sms: expected at most %.0f ms each", name, lineNo, m[1], m[2], record.MaxMs)
+			}
 			method, rest := m[3], m[4]
 			if !podSeen && method == "RunPodSandbox" {
 				podSeen = true

@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -30,8 +31,8 @@ type Client struct {
 // Connect loads the kubeconfig with internal/cluster's loader, as kubectl
 // does (--kubeconfig, else $KUBECONFIG, else ~/.kube/config, else
 // in-cluster; --context), and makes a client. It sends nothing.
-func Connect(kubeconfig, context string) (*Client, error) {
-	l, err := cluster.Load(cluster.Options{Kubeconfig: kubeconfig, Context: context})
+func Connect(kubeconfig, context string, allowExec bool, stderr io.Writer) (*Client, error) {
+	l, err := cluster.Load(cluster.Options{Kubeconfig: kubeconfig, Context: context, AllowExecPlugins: allowExec, Stderr: stderr})
 	if err != nil {
 		return nil, err
 	}

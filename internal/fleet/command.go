@@ -27,23 +27,25 @@ import (
 type Flags struct {
 	File, Pod string
 	// Select is --select KIND/NAME: the Pod or workload of -f.
-	Select         string
-	Nodes          []string
-	Selector       string
-	Kubeconfig     string
-	Context        string
-	Namespace      string
-	Image          string
-	PullPolicy     string
-	ServiceAccount string
-	HostDir        string
-	Timeout        time.Duration
-	RunTimeout     time.Duration
-	Concurrency    int
-	Record         string
-	Output         string
-	RunFlags       []string
-	RunnerServer   string
+	Select     string
+	Nodes      []string
+	Selector   string
+	Kubeconfig string
+	Context    string
+	// AllowExecPlugins is --allow-exec-plugins (internal/cluster).
+	AllowExecPlugins bool
+	Namespace        string
+	Image            string
+	PullPolicy       string
+	ServiceAccount   string
+	HostDir          string
+	Timeout          time.Duration
+	RunTimeout       time.Duration
+	Concurrency      int
+	Record           string
+	Output           string
+	RunFlags         []string
+	RunnerServer     string
 	// Endpoint is the global -r: every node's runtime endpoint.
 	Endpoint string
 	// CleanupID and CleanupWait are `fleet cleanup`'s --id and --wait.
@@ -83,6 +85,7 @@ func (o *Flags) AddCleanupFlags(f *pflag.FlagSet) {
 func (o *Flags) addAPIFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else in-cluster)")
 	f.StringVar(&o.Context, "context", "", "kubeconfig context (default: its current-context)")
+	f.BoolVar(&o.AllowExecPlugins, session.AllowExecPluginsFlag, false, session.AllowExecPluginsUsage)
 	f.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "namespace of the runner pods and their ConfigMaps (deploy/fleet.yaml makes it)")
 }
 
@@ -173,7 +176,7 @@ func Command(ctx context.Context, o Flags, stdin io.Reader, stdout, stderr io.Wr
 			return err
 		}
 	}
-	c, err := Connect(o.Kubeconfig, o.Context)
+	c, err := Connect(o.Kubeconfig, o.Context, o.AllowExecPlugins, stderr)
 	if err != nil {
 		return session.Usagef("%v", err)
 	}
@@ -266,7 +269,7 @@ func (fo *Options) readManifest(file, sel string, stdin io.Reader, stderr io.Wri
 // CleanupCommand is `podstep fleet cleanup`: it deletes the fleets'
 // parents (the garbage collector removes the rest) and says what went.
 func CleanupCommand(ctx context.Context, o Flags, stdout io.Writer) error {
-	c, err := Connect(o.Kubeconfig, o.Context)
+	c, err := Connect(o.Kubeconfig, o.Context, o.AllowExecPlugins, os.Stderr)
 	if err != nil {
 		return session.Usagef("%v", err)
 	}

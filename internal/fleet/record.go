@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podstep/podstep/internal/outfile"
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
@@ -31,11 +33,15 @@ func writeRecording(dir string, r *Result, podYAML, nodeYAML string) (string, er
 		return "", err
 	}
 	file := filepath.Join(dir, RecordingName(r.Node))
-	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
+	// A new file renamed into place (outfile.Write): a file already there,
+	// whoever owns it, is replaced, not written into.
+	return file, outfile.Write(file, outfile.Options{}, func(f io.Writer) error {
+		return writeRecordingTo(f, file, r, podYAML, nodeYAML)
+	})
+}
+
+// writeRecordingTo writes the recording of writeRecording to f.
+func writeRecordingTo(f io.Writer, file string, r *Result, podYAML, nodeYAML string) error {
 	gz := gzip.NewWriter(f)
 	bw := bufio.NewWriter(gz)
 	enc := json.NewEncoder(bw)
@@ -54,7 +60,7 @@ func writeRecording(dir string, r *Result, podYAML, nodeYAML string) (string, er
 	}
 	h.Runtime = record.Runtime{Endpoint: rt.Endpoint, Simulated: rt.Simulated, Why: rt.Why}
 	if err := enc.Encode(h); err != nil {
-		return "", err
+		return err
 	}
 	pname := pod.Namespace + "/" + pod.Name
 	if r.Summary != nil {
@@ -80,12 +86,12 @@ func writeRecording(dir string, r *Result, podYAML, nodeYAML string) (string, er
 		}{record.TypeSummary, *r.Summary})
 	}
 	if err := bw.Flush(); err != nil {
-		return "", fmt.Errorf("recording %s: %w", file, err)
+		return fmt.Errorf("recording %s: %w", file, err)
 	}
 	if err := gz.Close(); err != nil {
-		return "", fmt.Errorf("recording %s: %w", file, err)
+		return fmt.Errorf("recording %s: %w", file, err)
 	}
-	return file, f.Close()
+	return nil
 }
 
 func recorded(r *Result) time.Time {

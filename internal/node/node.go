@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/podstep/podstep/internal/limit"
 )
 
 // DefaultMaxPods is the kubelet's default --max-pods, the pods capacity of
@@ -107,9 +109,15 @@ func Local() *Node {
 	}
 }
 
-// Load reads a node from a file holding one v1 Node (YAML or JSON).
+// MaxSize bounds a --node file: a Node object is at most what the API
+// server takes in one request (3 MiB, as a pod manifest).
+const MaxSize = 3 << 20
+
+// Load reads a node from a file holding one v1 Node (YAML or JSON), of at
+// most MaxSize bytes: a larger file or a device (/dev/zero) is an error
+// after reading at most that much (internal/limit).
 func Load(path string) (*Node, error) {
-	data, err := os.ReadFile(path)
+	data, err := limit.ReadFile(path, MaxSize, "a v1 Node (YAML or JSON)")
 	if err != nil {
 		return nil, fmt.Errorf("read node file: %w", err)
 	}

@@ -6,8 +6,11 @@
 // stdout, never a file. Write writes a temporary file beside the output
 // and renames it into place: a failed or interrupted write (SIGINT,
 // SIGTERM, SIGHUP) leaves the output as it was and no temporary file.
-// Open, for a recording written as the run goes, opens the output itself
-// (O_NOFOLLOW), so that a killed run leaves what it had recorded.
+// Open, for a recording written as the run goes, creates a new file beside
+// the output and renames it into place at once, so that a killed run
+// leaves what it had recorded. Either way the output is a new file of
+// podstep's user: a file already there, whoever owns it, is replaced, never
+// written into (another user's file at the path stays theirs, unchanged).
 package outfile
 
 import (
@@ -15,9 +18,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -120,12 +125,8 @@ func Write(path string, o Options, write func(io.Writer) error) error {
 			return f.Close()
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	tmp, err := createTemp(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // its path is the temporary file's
-		}
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	// A signal closes the file (the write then fails) and removes it.
@@ -156,9 +157,6 @@ func Write(path string, o Options, write func(io.Writer) error) error {
 		err = tmp.Close()
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
@@ -169,34 +167,61 @@ func Write(path string, o Options, write func(io.Writer) error) error {
 	return nil
 }
 
-// Open creates or truncates path for writing as it goes (a recording):
-// after Check, with O_NOFOLLOW, so that a link put there meanwhile is
-// refused too. Under force it opens whatever path names.
+// createTemp creates a new, empty file beside path (".NAME.RANDOM"),
+// exclusively (O_EXCL, O_NOFOLLOW: nothing that was there is opened), mode
+// 0644 less the umask, as a file os.Create makes. The error is the
+// system's (its path would be the temporary file's).
+func createTemp(path string) (*os.File, error) {
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	for range 100 {
+		name := filepath.Join(dir, "."+base+"."+strconv.FormatUint(uint64(rand.Uint32()), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // its path is the temporary file's
+			}
+			return nil, err
+		}
+		return f, nil
+	}
+	return nil, errors.New("no free temporary name beside it")
+}
+
+// Open creates path for writing as it goes (a recording): a new file
+// beside it (createTemp), renamed into place at once, so that the file at
+// path is podstep's user's and new, whatever was there (a file another
+// user owns is replaced, not written into), and a killed run leaves what
+// it wrote. A link, FIFO, device or directory at path is refused (Check),
+// and rename never follows one put there meanwhile. Under force it opens
+// whatever path names, as before: through a link, into a FIFO or device.
 func Open(path string, force bool) (*os.File, error) {
 	if err := Check(path, force); err != nil {
 		return nil, err
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if !force {
-		flags |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK // a FIFO put there meanwhile does not block the open
+	if force {
+		if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+			return os.OpenFile(path, os.O_WRONLY, 0)
+		}
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
+		}
 	}
-	f, err := os.OpenFile(path, flags, 0o644)
+	f, err := createTemp(path)
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if !force {
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			f.Close()
-			if err != nil {
-				return nil, err
-			}
-			return nil, &UnsafeError{Path: path, What: kind(fi.Mode())}
+	if err := os.Rename(f.Name(), path); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
 		}
-		// Back to blocking writes on the regular file.
-		if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
-			f.Close()
-			return nil, err
-		}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	return f, nil
 }

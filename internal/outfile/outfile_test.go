@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -201,5 +202,93 @@ func TestOpen(t *testing.T) {
 	f.Close()
 	if b, _ := os.ReadFile(p); string(b) != "rec" {
 		t.Errorf("got %q", b)
+	}
+}
+
+// TestOtherUsersFile: an output path where another local user (a real
+// unprivileged one, uid 65534 through setpriv) put a file of their own, in
+// a shared sticky directory as /tmp is, is replaced by a new file of
+// podstep's user, never written into: their inode keeps its owner, mode
+// and contents, and cannot read or change what podstep wrote (issue 34,
+// hole 8: `run --record OUT` wrote into it, and it stayed theirs). Open
+// (recordings, written as the run goes) and Write (every other output).
+func TestOtherUsersFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the test makes a file as uid 65534 with setpriv, then writes as root")
+	}
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("no setpriv")
+	}
+	for _, tc := range []struct {
+		name  string
+		write func(path string) error
+	}{
+		{"Open", func(path string) error {
+			f, err := Open(path, false)
+			if err != nil {
+				return err
+			}
+			if _, err := io.WriteString(f, "root's recording"); err != nil {
+				return err
+			}
+			return f.Close()
+		}},
+		{"Write", func(path string) error {
+			return Write(path, Options{}, func(w io.Writer) error {
+				_, err := io.WriteString(w, "root's recording")
+				return err
+			})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "shared")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []string{filepath.Dir(filepath.Dir(dir)), filepath.Dir(dir)} {
+				if err := os.Chmod(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chmod(dir, 0o1777); err != nil { // as /tmp
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "run.rec")
+			cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+				"/bin/sh", "-c", `printf theirs > "$1" && chmod 666 "$1"`, "sh", out)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("as uid 65534: %v: %s", err, b)
+			}
+			keep := filepath.Join(t.TempDir(), "their-inode")
+			if err := os.Link(out, keep); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.write(out); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+				t.Errorf("%s is uid %d, mode %04o; want root's, writable by no one else", out, st.Uid, fi.Mode().Perm())
+			}
+			if b, _ := os.ReadFile(out); string(b) != "root's recording" {
+				t.Errorf("%s holds %q", out, b)
+			}
+			theirs, err := os.Stat(keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if os.SameFile(fi, theirs) {
+				t.Errorf("%s is still uid 65534's inode", out)
+			}
+			if b, _ := os.ReadFile(keep); string(b) != "theirs" || theirs.Sys().(*syscall.Stat_t).Uid != 65534 {
+				t.Errorf("their inode was changed: %q, uid %d", b, theirs.Sys().(*syscall.Stat_t).Uid)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".run.rec.*")); len(left) > 0 {
+				t.Errorf("temporary files left: %v", left)
+			}
+		})
 	}
 }

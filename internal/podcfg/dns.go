@@ -2,12 +2,12 @@ package podcfg
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podstep/podstep/internal/limit"
 	"github.com/podstep/podstep/internal/reason"
 )
 
@@ -113,12 +113,11 @@ func searchFitsLimits(s []string) ([]string, *Warning) {
 // "." dropped), options accumulate with later same-name options replacing
 // earlier ones.
 func hostDNSConfig(path string) (*runtimeapi.DNSConfig, error) {
-	data, err := os.ReadFile(path)
+	// Read at most the kubelet's bound (a device such as /dev/zero is
+	// refused after 64 KiB, not read until memory runs out).
+	data, err := limit.ReadFile(path, maxResolvConfLength, "a resolv.conf")
 	if err != nil {
 		return nil, fmt.Errorf("open resolv.conf: %w", err)
-	}
-	if len(data) > maxResolvConfLength {
-		return nil, fmt.Errorf("resolv.conf %s is too large", path)
 	}
 	cfg := &runtimeapi.DNSConfig{}
 	for _, line := range strings.Split(string(data), "\n") {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"time"
 	"unicode/utf8"
 
 	"github.com/podstep/podstep/internal/report"
@@ -281,6 +283,49 @@ func check(ev *Event) string {
 		return fmt.Sprintf("replacing from step %d (ids start at 1)", ev.Plan.From)
 	case ev.StepStarted != nil && ev.StepStarted.ID < 1:
 		return fmt.Sprintf("with step id %d (ids start at 1)", ev.StepStarted.ID)
+	}
+	return checkDurations(ev)
+}
+
+// MaxMs is the longest duration a recording may hold, in milliseconds:
+// time.Duration's range (about 292 years). Longer, or negative, cannot
+// be a time podstep measured: the reader refuses it rather than print
+// "-9223372036854.78s" later.
+const MaxMs = float64(math.MaxInt64 / int64(time.Millisecond))
+
+// checkDurations names the first duration of a line that is negative or
+// beyond MaxMs, by its field path ("calls[2].duration_ms").
+func checkDurations(ev *Event) string {
+	type field struct {
+		path string
+		ms   float64
+	}
+	var fs []field
+	calls := func(prefix string, cs []report.CallJSON) {
+		for i, c := range cs {
+			fs = append(fs, field{fmt.Sprintf("%scalls[%d].duration_ms", prefix, i), c.DurationMs})
+		}
+	}
+	switch {
+	case ev.Step != nil:
+		fs = append(fs, field{"duration_ms", ev.Step.DurationMs})
+		calls("", ev.Step.Calls)
+	case ev.Call != nil:
+		fs = append(fs, field{"duration_ms", ev.Call.DurationMs})
+	case ev.Summary != nil:
+		t := ev.Summary.Timing
+		fs = append(fs, field{"timing.create_ms", t.CreateMs}, field{"timing.cri_ms", t.CRIMs},
+			field{"timing.wait_ms", t.WaitMs}, field{"timing.teardown_ms", t.TeardownMs})
+		// The wall time less the runtime's and the waits' can be below 0
+		// when calls overlap: only its size is bounded.
+		if math.Abs(t.OverheadMs) > MaxMs {
+			return fmt.Sprintf("with timing.overhead_ms %v: expected %.0f to %.0f ms", t.OverheadMs, -MaxMs, MaxMs)
+		}
+	}
+	for _, f := range fs {
+		if f.ms < 0 || f.ms > MaxMs || math.IsNaN(f.ms) {
+			return fmt.Sprintf("with %s %v: expected a duration of 0 to %.0f ms", f.path, f.ms, MaxMs)
+		}
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -353,5 +354,48 @@ func TestFlushedPerStep(t *testing.T) {
 		if n < 15 {
 			t.Errorf("%d steps", n)
 		}
+	}
+}
+
+// TestBadDurations: a duration that is negative or beyond time.Duration's
+// range is refused at read, with the line and the field (issue 34: diff
+// printed "-9223372036854.78s" for one).
+func TestBadDurations(t *testing.T) {
+	rec, _, _ := recordRun(t, repoFile("testdata/pods/hello.yaml"), false)
+	lines := bytes.Split(bytes.TrimSuffix(rec, []byte("\n")), []byte("\n"))
+	find := func(typ string) int {
+		for i, l := range lines {
+			if bytes.HasPrefix(l, []byte(`{"type":"`+typ+`"`)) && (typ != "step" || bytes.Contains(l, []byte(`"calls":[{`))) {
+				return i
+			}
+		}
+		t.Fatalf("no %s line", typ)
+		return 0
+	}
+	for _, tc := range []struct {
+		name, typ string
+		re, to    string
+		wantField string
+	}{
+		{"step negative", "step", `"duration_ms":[0-9.e-]+,"calls"`, `"duration_ms":-9223372036854775,"calls"`, "with duration_ms -9.223372036854776e+15"},
+		{"call in step huge", "step", `("code":"\w+","started":"[^"]*",)"duration_ms":[0-9.e-]+`, `${1}"duration_ms":1e300`, "with calls[0].duration_ms 1e+300"},
+		{"call line negative", "call", `"duration_ms":[0-9.e-]+`, `"duration_ms":-1`, "with duration_ms -1: expected a duration of 0 to 9223372036854 ms"},
+		{"summary", "summary", `"cri_ms":[0-9.e-]+`, `"cri_ms":-0.5`, "with timing.cri_ms -0.5"},
+		{"summary overhead", "summary", `"overhead_ms":[0-9.e-]+`, `"overhead_ms":-1e20`, "with timing.overhead_ms -1e+20"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			i := find(tc.typ)
+			re := regexp.MustCompile(tc.re)
+			if !re.Match(lines[i]) {
+				t.Fatalf("%s line has no %s: %s", tc.typ, tc.re, lines[i])
+			}
+			bad := append([][]byte{}, lines...)
+			bad[i] = re.ReplaceAll(lines[i], []byte(tc.to))
+			_, _, err := readAll(t, append(bytes.Join(bad, []byte("\n")), '\n'))
+			var de *DamageError
+			if !errors.As(err, &de) || de.Line != i+1 || !strings.Contains(de.Why, tc.wantField) {
+				t.Errorf("err %v; want a *DamageError at line %d with %q", err, i+1, tc.wantField)
+			}
+		})
 	}
 }

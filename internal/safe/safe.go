@@ -2,6 +2,7 @@ package safe
 
 import (
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -243,4 +244,24 @@ func Raw(w io.Writer) io.Writer {
 		}
 		w = sw.w
 	}
+}
+
+// CutRunes is how many runes of user input Cut keeps.
+const CutRunes = 80
+
+// Cut is user input echoed back in a message (a name that is not found,
+// a value refused): at most CutRunes runes of it, then "…(N bytes)" with
+// the whole input's size. It does not escape: the message quotes it (%q)
+// or passes it through Line. A 100 KB name comes back as 80 characters.
+func Cut(s string) string {
+	n, i := 0, 0
+	for i < len(s) && n < CutRunes {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+		n++
+	}
+	if i >= len(s) {
+		return s
+	}
+	return s[:i] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }

@@ -152,3 +152,19 @@ func TestWriterEscapesSGRUnlessAllowed(t *testing.T) {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}
 }
+
+// TestCut: echoed user input keeps CutRunes runes and says how long the
+// whole was.
+func TestCut(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"web", "web"},
+		{strings.Repeat("a", CutRunes), strings.Repeat("a", CutRunes)},
+		{strings.Repeat("a", 100000), strings.Repeat("a", CutRunes) + "…(100000 bytes)"},
+		{strings.Repeat("é", 81), strings.Repeat("é", CutRunes) + "…(162 bytes)"},
+	} {
+		if got := Cut(tc.in); got != tc.want {
+			t.Errorf("Cut(%.20q…) = %.100q, want %.100q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/podstep/podstep/internal/safe"
 )
 
 //go:embed data
@@ -143,7 +145,7 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
-	msg := fmt.Sprintf("no scenario %q", e.Name)
+	msg := fmt.Sprintf("no scenario %q", safe.Cut(e.Name))
 	if len(e.Similar) > 0 {
 		msg += " (did you mean " + strings.Join(e.Similar, ", ") + "?)"
 	}
@@ -153,7 +155,11 @@ func (e *NotFoundError) Error() string {
 // Get is the scenario named name, or a *NotFoundError.
 func Get(name string) (Scenario, error) {
 	if name == "" || strings.ContainsAny(name, "/\\.") || !exists(name) {
-		return Scenario{}, &NotFoundError{Name: name, Similar: similar(name)}
+		nf := &NotFoundError{Name: name}
+		if len(name) <= 2*safe.CutRunes { // no edit distance to a 100 KB name
+			nf.Similar = similar(name)
+		}
+		return Scenario{}, nf
 	}
 	return load(name)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -43,7 +44,7 @@ func (o *Options) validateCluster() error {
 	case o.Pod != "":
 		ns, name, _ := splitPod(o.Pod)
 		if name == "" || strings.Count(o.Pod, "/") > 1 || (strings.Contains(o.Pod, "/") && ns == "") {
-			return Usagef("--pod %q: expected NAMESPACE/NAME or NAME (the kubeconfig context's namespace)", o.Pod)
+			return Usagef("--pod %q: expected NAMESPACE/NAME or NAME (the kubeconfig context's namespace)", safe.Cut(o.Pod))
 		}
 	}
 	return nil
@@ -62,7 +63,8 @@ func splitPod(s string) (ns, name string, hasNS bool) {
 // contacted: an *AccessError or NotFound is exit 2, an unreachable API
 // server exit 3. b is the manifest (nil with --pod).
 func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io.Writer) (*manifest.Bundle, error) {
-	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, InCluster: o.InCluster})
+	c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, InCluster: o.InCluster,
+		AllowExecPlugins: o.AllowExecPlugins, Stderr: stderr})
 	if err != nil {
 		return nil, Usagef("%v", err)
 	}

@@ -34,14 +34,27 @@ var flagBounds = map[string]flagBound{
 	"wait":            {0, 86400, "a duration from 0 to 24h"},
 	"run-timeout":     {0.001, 7 * 86400, "a duration from 1ms to 7 days"},
 	"concurrency":     {1, 10000, "a count of runners from 1 to 10000"},
+	// A command's own range for a flag another command has too, by
+	// "COMMAND FLAG" (the command's flag set is named after it).
+	"bench concurrency": {1, BenchMaxConcurrency, "a count of pods at once from 1 to " + strconv.Itoa(BenchMaxConcurrency)},
 }
 
+// BenchMaxConcurrency bounds bench's --concurrency and --scale: more pods
+// at once than a node's default --max-pods (110) says nothing about a
+// node. internal/bench takes it from here.
+const BenchMaxConcurrency = 110
+
 // CheckFlagBounds checks a command's numeric flags against flagBounds
-// (every command's, before it runs: cmd/podstep's root).
+// (every command's, before it runs: cmd/podstep's root): the one place
+// their ranges are stated. flags is the command's own flag set (cobra
+// names it after the command), for a "COMMAND FLAG" entry.
 func CheckFlagBounds(flags *pflag.FlagSet) error {
 	var err error
 	flags.VisitAll(func(f *pflag.Flag) {
-		b, ok := flagBounds[f.Name]
+		b, ok := flagBounds[flags.Name()+" "+f.Name]
+		if !ok {
+			b, ok = flagBounds[f.Name]
+		}
 		if !ok || err != nil {
 			return
 		}

@@ -28,12 +28,20 @@ func (o *Options) AddPodFlags(f *pflag.FlagSet, settle time.Duration) {
 	f.StringVar(&o.CgroupRoot, "cgroup-root", "", "kubelet --cgroup-root: the cgroup the kubepods tree is under, with --cgroups-per-qos (default: /)")
 }
 
+// AllowExecPluginsFlag and AllowExecPluginsUsage are the flag every
+// command taking --kubeconfig has (run, plan, proxy, fleet).
+const (
+	AllowExecPluginsFlag  = "allow-exec-plugins"
+	AllowExecPluginsUsage = "run the kubeconfig's exec credential plugin even when the kubeconfig file (--kubeconfig, $KUBECONFIG, ~/.kube/config) is owned by another user or writable by group or others (refused otherwise: that user could make podstep run any command as you)"
+)
+
 // AddClusterFlags binds the flags that read the pod, or what a manifest
 // references, from an API server (internal/cluster; docs/cluster.md).
 func (o *Options) AddClusterFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Pod, "pod", "", "[NAMESPACE/]NAME of a pod in the cluster: read it and what the kubelet fetches for it (ConfigMaps, Secrets, tokens, its Node) from the API server")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: $KUBECONFIG, else ~/.kube/config, else in-cluster); with -f, the manifest's references come from that cluster")
 	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context)")
+	f.BoolVar(&o.AllowExecPlugins, AllowExecPluginsFlag, false, AllowExecPluginsUsage)
 	f.BoolVar(&o.InCluster, "in-cluster", false, "read the pod's references from the API server of the pod podstep runs in, with its service account (a podstep fleet runner; no kubeconfig)")
 }
 

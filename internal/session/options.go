@@ -65,6 +65,10 @@ type Options struct {
 	// InCluster is --in-cluster: the API server and credentials of the pod
 	// podstep runs in (a fleet runner's service account).
 	InCluster bool
+	// AllowExecPlugins is --allow-exec-plugins: run a kubeconfig's exec
+	// credential plugin even from a file another user owns or may write
+	// (internal/cluster refuses it otherwise).
+	AllowExecPlugins bool
 	// FleetHostDir is --fleet-host-dir (hidden; a fleet runner's): the
 	// node's host dir the root and log dirs are under, emptied and
 	// removed at the end of the run (RemoveHostDirs).

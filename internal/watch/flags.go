@@ -16,6 +16,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
@@ -44,6 +45,10 @@ type Flags struct {
 	// and `podstep run --pod` find it (internal/cluster); Manifest
 	// (--manifest) from a standalone kubelet's static pod manifests.
 	Kubeconfig, Context, Manifest string
+	// AllowExecPlugins is --allow-exec-plugins: a kubeconfig's exec
+	// credential plugin from a file another user owns or may write runs
+	// anyway (internal/cluster).
+	AllowExecPlugins bool
 	// specs is what Validate made of them (nil: none).
 	specs SpecSource
 	// Page is the live page (--serve, bound by cmd with live.Flags; nil
@@ -70,6 +75,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	o.Trace.AddFlags(f)
 	o.Socket.addFlags(f)
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "read each followed pod's spec from the API server (one GET per pod), to stage init containers as init and show the spec beside what the kubelet sent: this kubeconfig file, as kubectl's (with --context alone: $KUBECONFIG, else ~/.kube/config, else in-cluster)")
+	f.BoolVar(&o.AllowExecPlugins, session.AllowExecPluginsFlag, false, session.AllowExecPluginsUsage)
 	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context); reads the specs from the API server as --kubeconfig does")
 	f.StringVar(&o.Manifest, "manifest", "", "read each followed pod's spec from a standalone kubelet's static pod manifests: a FILE, or the DIR of its staticPodPath (parsed as podstep run -f does)")
 	f.IntVar(&o.MaxPods, "max-pods", DefaultMaxPods, "how many removed pods podstep remembers; past it the oldest is forgotten (its summary printed, its recording ended)")
@@ -95,7 +101,7 @@ func (o *Flags) Validate() error {
 	if o.Pod != "" {
 		ns, name, ok := strings.Cut(o.Pod, "/")
 		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return session.Usagef("--pod %q: expected NAMESPACE/NAME, e.g. default/web", o.Pod)
+			return session.Usagef("--pod %q: expected NAMESPACE/NAME, e.g. default/web", safe.Cut(o.Pod))
 		}
 	}
 	for _, s := range o.HoldStages {
@@ -138,7 +144,7 @@ func (o *Flags) validateSpecs() error {
 	case api && o.Manifest != "":
 		return session.Usagef("--manifest and --kubeconfig/--context both given: the pods' specs come from the API server or from a standalone kubelet's static pod manifests, not both")
 	case api:
-		c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context})
+		c, err := cluster.Connect(cluster.Options{Kubeconfig: o.Kubeconfig, Context: o.Context, AllowExecPlugins: o.AllowExecPlugins})
 		if err != nil {
 			return session.Usagef("%v", err)
 		}
