@@ -208,3 +208,69 @@ func TestPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalPV: a local PersistentVolume is bind-mounted at
+// pods/UID/volumes/kubernetes.io~local-volume/PV (read-only for a
+// read-only claim) on a real runtime, used at its path on the simulator,
+// and the pod's teardown unmounts it and leaves the local path's files.
+// The bind mount needs root.
+func TestLocalPV(t *testing.T) {
+	local := t.TempDir()
+	if err := os.WriteFile(filepath.Join(local, "seed"), []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		simulated bool
+		readOnly  bool
+	}{{"simulator", true, false}, {"bind mount", false, false}, {"read-only bind mount", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.simulated && os.Geteuid() != 0 {
+				t.Skip("a bind mount needs root")
+			}
+			pod := testPod()
+			pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "v", MountPath: "/data"}}
+			vol := corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data", ReadOnly: tc.readOnly}}}
+			pv := hostPathPV("pv-local", "")
+			pv.Spec.HostPath, pv.Spec.Local = nil, &corev1.LocalVolumeSource{Path: local}
+			pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-a"}}}}}}}
+			h := testHost(testSource())
+			h.Claims = claims{pvcs: map[string]*corev1.PersistentVolumeClaim{"default/data": boundClaim("data", "pv-local")}, pvs: map[string]*corev1.PersistentVolume{"pv-local": pv}}
+			h.NodeName, h.NodeLabels, h.Simulated, h.Mount = "node-a", map[string]string{"kubernetes.io/hostname": "node-a"}, tc.simulated, !tc.simulated
+			podDir := filepath.Join(t.TempDir(), "pods", string(pod.UID))
+			planned := h.PlannedPath(pod, podDir, vol)
+			r, err := h.Setup(context.Background(), pod, vol, planned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := filepath.Join(podDir, "volumes", "kubernetes.io~local-volume", "pv-local")
+			if tc.simulated {
+				want = local
+			}
+			if r.Path != want || planned != want || r.Plugin != PluginLocal {
+				t.Fatalf("path %s (planned %s) plugin %s, want %s %s", r.Path, planned, r.Plugin, want, PluginLocal)
+			}
+			if data, err := os.ReadFile(filepath.Join(r.Path, "seed")); err != nil || string(data) != "kept" {
+				t.Fatalf("the local path's file is not at %s: %q %v", r.Path, data, err)
+			}
+			if tc.simulated {
+				return
+			}
+			werr := os.WriteFile(filepath.Join(r.Path, "new"), nil, 0o644)
+			if tc.readOnly != (werr != nil) {
+				t.Errorf("read-only %v: write error %v", tc.readOnly, werr)
+			}
+			done, err := TeardownPod(podDir)
+			if err != nil || len(done) != 1 {
+				t.Fatalf("teardown: %v, unmounted %v", err, done)
+			}
+			if err := os.RemoveAll(podDir); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(local, "seed")); err != nil {
+				t.Errorf("the local path lost its file: %v", err)
+			}
+		})
+	}
+}
