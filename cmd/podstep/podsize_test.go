@@ -66,8 +66,13 @@ func BenchmarkRunPodSize(b *testing.B) {
 }
 
 // TestRunPodSizeMemory: `podstep run --sim --auto` of a 1,000-container
-// pod peaks within 200 MB (rusage maxrss). It took 1.5 GB when each step
-// kept a copy of the whole pod's status (issue 34).
+// pod peaks within 400 MB (rusage maxrss). It took 1.5 GB (1,413 MB
+// measured) when each step kept a copy of the whole pod's status (issue
+// 34). The bar of 200 MB is BenchmarkRunPodSize's, on a quiet machine
+// (145-151 MB); beside the other packages' tests on 2 cores the same run
+// peaked at 321 MB (the runtime returns freed memory to the OS later when
+// it is short of CPU), so the test's guard is twice the bar: still a
+// failure for the quadratic code.
 func TestRunPodSizeMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 1,000-container pod: not in -short")
@@ -78,8 +83,8 @@ func TestRunPodSizeMemory(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	t.Logf("1,000 containers: peak RSS %.0f MB, CPU %s", rss, cpu.Round(time.Millisecond))
-	if rss > 200 {
-		t.Errorf("peak RSS %.0f MB, want ≤ 200 MB", rss)
+	if rss > 400 {
+		t.Errorf("peak RSS %.0f MB, want ≤ 400 MB (200 MB on a quiet machine: BenchmarkRunPodSize)", rss)
 	}
 }
 

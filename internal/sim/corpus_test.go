@@ -183,7 +183,7 @@ var corpusUnknownUser = []string{"001-", "002-", "003-", "005-", "018-", "019-",
 
 // corpusGenuine are corpus pods (by file number) that fail for reasons a
 // kubelet gives too: a ConfigMap or Secret no source defines, a volume
-// podstep cannot mount (claims, CSI, in-tree network volumes, tokens), node
+// podstep cannot mount (claims, CSI, in-tree network volumes), node
 // affinity this machine's node does not match, and 098, whose `ls` exits
 // under restartPolicy Always. Their reason must not move. (The hostPath
 // failures depend on the machine, and are left out.)
@@ -213,7 +213,6 @@ var corpusGenuine = map[string]string{
 	"049": "FailedMount",
 	"050": "FailedMount",
 	"054": "NodeAffinity",
-	"055": "FailedMount",
 	"063": "FailedMount",
 	"064": "FailedMount",
 	"065": "FailedMount",
@@ -221,7 +220,6 @@ var corpusGenuine = map[string]string{
 	"067": "FailedMount",
 	"093": "FailedMount",
 	"094": "FailedMount",
-	"095": "FailedMount",
 	"096": "FailedMount",
 	"098": "CrashLoopBackOff",
 	"108": "NodeAffinity",
