@@ -44,5 +44,6 @@ one() {
 }
 export -f one
 
+# shellcheck disable=SC2016 # "$0" is expanded by the child bash, not here
 find "$CORPUS/pods" -name '*.yaml' -print0 | sort -z | xargs -0 -n1 -P2 bash -c 'one "$0"'
 for f in "$TMP"/*.line; do cat "$f"; done

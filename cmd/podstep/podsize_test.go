@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -128,7 +129,11 @@ func TestSIGTERMHugePod(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("wait: %v", err)
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("still running 30 s after SIGTERM; stderr: %s", stderr.String())
 	}

@@ -323,5 +323,5 @@ func standIns(t *testing.T, podYAML []byte, notes string) string {
 			}
 		}
 	}
-	return strings.Replace(sb.String(), "stringData:\ndata:\n", "data:\n", -1)
+	return strings.ReplaceAll(sb.String(), "stringData:\ndata:\n", "data:\n")
 }

@@ -11,13 +11,6 @@ import (
 	"testing"
 )
 
-// asUser makes the package judge as if podstep ran as u.
-func asUser(t *testing.T, u int) {
-	old := uid
-	uid = func() int { return u }
-	t.Cleanup(func() { uid = old })
-}
-
 func TestPrivate(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to give files to other users")

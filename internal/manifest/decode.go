@@ -68,7 +68,6 @@ type parser struct {
 	doc    int    // number of the current document (non-empty ones only)
 	kind   string // kind of the current document
 	name   string // name of the current document
-	podDoc int    // document of the Pod, 0 until seen
 	nodeAt int    // document of the Node, 0 until seen
 	seen   map[string]int
 	opts   Options

@@ -363,7 +363,7 @@ func (r *reader) simple(words []string, redirect string, top bool) outcome {
 		return o
 	}
 	if utilities[name] {
-		r.assumed = append(r.assumed, fmt.Sprintf("`%s` exits 0", name))
+		r.assumed = append(r.assumed, fmt.Sprintf("%#q exits 0", name))
 		return r.done(goesOn, 0, "")
 	}
 	return r.done(unreadable, 0, quote(strings.Join(words, " ")))
@@ -499,7 +499,7 @@ func endless(t token, errexit bool) bool {
 	if len(f) < 3 || f[2] != ";" && f[2] != "do" {
 		return false
 	}
-	if !(t.word == "while" && (f[1] == "true" || f[1] == ":") || t.word == "until" && f[1] == "false") {
+	if (t.word != "while" || (f[1] != "true" && f[1] != ":")) && (t.word != "until" || f[1] != "false") {
 		return false
 	}
 	for _, w := range f {
@@ -518,7 +518,7 @@ func isAssignment(w string) bool {
 		return false
 	}
 	for i, c := range k {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (i == 0 || c < '0' || c > '9') {
 			return false
 		}
 	}

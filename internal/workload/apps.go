@@ -46,7 +46,6 @@ func (g *Generated) note(rule, file, did string) {
 }
 
 var (
-	deploymentGVK = appsv1.SchemeGroupVersion.WithKind(KindDeployment)
 	replicaSetGVK = appsv1.SchemeGroupVersion.WithKind(KindReplicaSet)
 	stsGVK        = appsv1.SchemeGroupVersion.WithKind(KindStatefulSet)
 	dsGVK         = appsv1.SchemeGroupVersion.WithKind(KindDaemonSet)
@@ -314,7 +313,7 @@ func UnbindNode(pod *corev1.Pod) {
 	for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
 		var keep []corev1.NodeSelectorRequirement
 		for _, r := range t.MatchFields {
-			if !(r.Key == metav1.ObjectNameField && len(r.Values) == 1 && r.Values[0] == NodePlaceholder) {
+			if r.Key != metav1.ObjectNameField || len(r.Values) != 1 || r.Values[0] != NodePlaceholder {
 				keep = append(keep, r)
 			}
 		}
