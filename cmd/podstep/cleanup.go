@@ -20,8 +20,9 @@ whose podstep run has ended and whose runtime no longer has the pod (or is gone)
 what your runs on the simulated runtime left (a pod kept with --keep, a killed run).
 With no runtime answering it still does the latter.
 
-With --sim it only removes what your runs on the simulated runtime left, in the temp dir
-(` + session.SimDirPrefix + `*): the runtime itself ended with each run. A dir there with
+With --sim it only removes what your runs on the simulated runtime left in their dirs
+(` + session.SimDirPrefix + `*, in $TMPDIR when set, else in $XDG_RUNTIME_DIR or /dev/shm when a
+tmpfs, and in the temp dir): the runtime itself ended with each run. A dir there with
 nothing but a socket no one listens on (a killed bench simulator's) goes too.
 
 A directory is removed only once the runtime removed the sandbox (its containers may

@@ -15,12 +15,13 @@ import (
 )
 
 // podSizeRun runs `podstep run --sim --auto` (the text output, to
-// nowhere) on file in a process of its own and returns its exit code, its
-// peak resident set (rusage maxrss, MB) and its CPU time (user + system).
+// nowhere) on file in a process of its own, as a user would (the run's
+// dirs where the simulated runtime makes them: session.SimBase), and
+// returns its exit code, its peak resident set (rusage maxrss, MB) and its
+// CPU time (user + system).
 func podSizeRun(tb testing.TB, file string) (code int, rssMB float64, cpu time.Duration) {
 	tb.Helper()
-	d := tb.TempDir()
-	cmd := exec.Command(bin, "run", "--sim", "--auto", "-f", file, "--root-dir", d+"/root", "--log-dir", d+"/logs")
+	cmd := exec.Command(bin, "run", "--sim", "--auto", "-f", file)
 	cmd.Stdout = io.Discard
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/podstep/podstep/internal/cleanup"
@@ -36,10 +35,14 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 			return err
 		}
 	}
-	simDirs := cleanup.SimDirs(os.TempDir(), SimDirPrefix, SimOwnerFile)
+	var simDirs []cleanup.Dir
+	bases := SimBases()
+	for _, b := range bases {
+		simDirs = append(simDirs, cleanup.SimDirs(b, SimDirPrefix, SimOwnerFile)...)
+	}
 	if o.Sim {
 		if len(simDirs) == 0 {
-			fmt.Fprintln(w, "nothing to clean: no run on the simulated runtime left anything in "+os.TempDir())
+			fmt.Fprintln(w, "nothing to clean: no run on the simulated runtime left anything in "+strings.Join(bases, " or "))
 		}
 		return leftErr(0, 0, cleanup.WriteDirs(w, simDirs), len(simDirs))
 	}

@@ -6,17 +6,60 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/podstep/podstep/internal/fsperm"
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/rmtree"
 	"github.com/podstep/podstep/internal/sim"
 )
 
-// SimDirPrefix names the dir of each run on the simulated runtime, in the
-// temp dir (TMPDIR): its socket, and, unless --root-dir and --log-dir say
-// otherwise, its pod dirs (root/) and pod log dirs (logs/). One per run, of
-// mode 0700: the runs of many users, and of one user at once, share nothing.
+// SimDirPrefix names the dir of each run on the simulated runtime, in
+// SimBase: its socket, and, unless --root-dir and --log-dir say otherwise,
+// its pod dirs (root/) and pod log dirs (logs/). One per run, of mode
+// 0700: the runs of many users, and of one user at once, share nothing.
 const SimDirPrefix = "podstep-sim-"
+
+// tmpfsMagic is statfs(2)'s f_type of a tmpfs.
+const tmpfsMagic = 0x01021994
+
+// SimBase is where a run on the simulated runtime makes its dir: $TMPDIR
+// when it is set (the user's choice); else a memory file system, as a
+// runtime keeps its state and sockets in /run: $XDG_RUNTIME_DIR (the
+// user's own, 0700) or /dev/shm, when either is a tmpfs; else the temp
+// dir. Two reasons: a simulated run's files live only as long as the run
+// (on a disk, each of a 1,000-container pod's 4,000 files and dirs costs
+// a journal entry to make and another to remove: 4.9 s against 2.6 s on
+// ext4, issue 34), and the Secret and token files its volumes hold never
+// reach a disk, as the kubelet keeps them on tmpfs.
+func SimBase() string {
+	if os.Getenv("TMPDIR") != "" {
+		return os.TempDir()
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) && onTmpfs(d) && fsperm.Private(d, false) == nil {
+		return d
+	}
+	if onTmpfs("/dev/shm") {
+		return "/dev/shm"
+	}
+	return os.TempDir()
+}
+
+// SimBases are the dirs `podstep cleanup --sim` looks in: SimBase, and
+// the temp dir where runs before it made theirs.
+func SimBases() []string {
+	out := []string{SimBase()}
+	if t := os.TempDir(); t != out[0] {
+		out = append(out, t)
+	}
+	return out
+}
+
+func onTmpfs(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == tmpfsMagic
+}
 
 // SimOwnerFile, in a run's sim dir, records the podstep process it is
 // for (mark.Holder): `podstep cleanup --sim` removes the dirs of runs that
@@ -25,7 +68,7 @@ const SimOwnerFile = "podstep-run.json"
 
 // newSimDir makes a run's sim dir and records its owner.
 func newSimDir() (string, error) {
-	dir, err := os.MkdirTemp("", SimDirPrefix)
+	dir, err := os.MkdirTemp(SimBase(), SimDirPrefix)
 	if err != nil {
 		return "", fmt.Errorf("start simulated runtime: %w", err)
 	}
