@@ -180,7 +180,7 @@ func invoke[Req, Resp proto.Message](ctx context.Context, c *Client, method stri
 	// mount path): recorded masked, with its gRPC code.
 	call := Call{Method: method, Request: redReq, Err: c.Redactor.Error(err), Start: start, Duration: dur}
 	if err == nil {
-		call.Response = c.Redactor.Redact(resp)
+		call.Response = c.Redactor.Response(resp)
 	}
 	c.mu.Lock()
 	c.seq++

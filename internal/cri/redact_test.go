@@ -209,3 +209,51 @@ func TestRedactNothingKnown(t *testing.T) {
 		t.Errorf("Text without secrets = %q", got)
 	}
 }
+
+// TestRedactResponse: an answer with nothing to mask is recorded as it is
+// (no copy: a relist of a 1,000-container pod copied each answer, issue
+// 34); one that holds a secret anywhere, at any depth, is a masked copy and
+// the answer the engine reads is left whole.
+func TestRedactResponse(t *testing.T) {
+	r := testRedactor()
+	ctr := func(ann string) *runtimeapi.ListContainersResponse {
+		return &runtimeapi.ListContainersResponse{Containers: []*runtimeapi.Container{
+			{Id: "a", Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, Annotations: map[string]string{"k": "v"}},
+			{Id: "b", Metadata: &runtimeapi.ContainerMetadata{Name: "b"}, Image: &runtimeapi.ImageSpec{Annotations: map[string]string{"x": ann}}},
+		}}
+	}
+	for _, tc := range []struct {
+		name   string
+		in     proto.Message
+		shared bool
+	}{
+		{"nothing to mask", ctr("plain"), true},
+		{"a secret in a nested map", ctr("pw=" + long), false},
+		{"a short secret alone in a free-text field", &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Message: "x"}}, true},
+		{"a secret in a status message", &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Message: "failed: " + long}}, false},
+		{"verbose info with secrets known", &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{}, Info: map[string]string{"info": "{}"}}, false},
+		{"a secret in a list of strings", &runtimeapi.ListImagesResponse{Images: []*runtimeapi.Image{{RepoTags: []string{"r/" + long}}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := proto.Clone(tc.in)
+			got := r.Response(tc.in)
+			if shared := got == tc.in; shared != tc.shared {
+				t.Fatalf("answer shared = %v, want %v", shared, tc.shared)
+			}
+			if !proto.Equal(tc.in, before) {
+				t.Errorf("the answer itself was changed: %v", tc.in)
+			}
+			if !tc.shared && !proto.Equal(got, r.Redact(tc.in)) {
+				t.Errorf("Response = %v, want what Redact gives: %v", got, r.Redact(tc.in))
+			}
+			if b, _ := protojson.Marshal(got); strings.Contains(string(b), long) {
+				t.Errorf("recorded answer holds the secret: %s", b)
+			}
+		})
+	}
+	var none Redactor
+	in := ctr("pw=" + long)
+	if none.Response(in) != in {
+		t.Errorf("without secrets, an answer must not be copied")
+	}
+}

@@ -62,6 +62,73 @@ func (m *maskSet) walkPlan(msg protoreflect.Message, plan []fieldPlan) {
 	}
 }
 
+// changes reports whether walk would change anything in msg, reading it
+// only: the same plan, fields and masks, no copy made.
+func (m *maskSet) changes(msg protoreflect.Message, plan []fieldPlan) bool {
+	switch x := msg.Interface().(type) {
+	case *runtimeapi.ContainerConfig:
+		for _, kv := range x.Envs {
+			if _, changed := m.bytes(kv.Value, true); changed {
+				return true
+			}
+		}
+	case *runtimeapi.KeyValue:
+		_, changed := m.bytes(x.Value, true)
+		return changed
+	}
+	if plan == nil {
+		plan = planFor(msg.Descriptor())
+	}
+	for _, f := range plan {
+		if !msg.Has(f.fd) {
+			continue
+		}
+		switch {
+		case f.fd.IsMap():
+			if sm := stringMap(msg, f); sm != nil {
+				for _, v := range sm {
+					if m.text(v) != v {
+						return true
+					}
+				}
+				continue
+			}
+			found := false
+			msg.Get(f.fd).Map().Range(func(_ protoreflect.MapKey, v protoreflect.Value) bool {
+				if f.kind == protoreflect.MessageKind {
+					found = m.changes(v.Message(), f.sub)
+				} else {
+					_, found = m.value(f.kind, v, false)
+				}
+				return !found
+			})
+			if found {
+				return true
+			}
+		case f.fd.IsList():
+			l := msg.Get(f.fd).List()
+			for j := 0; j < l.Len(); j++ {
+				if f.kind == protoreflect.MessageKind {
+					if m.changes(l.Get(j).Message(), f.sub) {
+						return true
+					}
+				} else if _, ok := m.value(f.kind, l.Get(j), f.placed); ok {
+					return true
+				}
+			}
+		case f.kind == protoreflect.MessageKind:
+			if m.changes(msg.Get(f.fd).Message(), f.sub) {
+				return true
+			}
+		default:
+			if _, ok := m.value(f.kind, msg.Get(f.fd), f.placed); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // labeled and annotated are the generated getters of the label and
 // annotation maps, which most CRI messages have.
 type (

@@ -257,7 +257,7 @@ func (c *container) imageSpec() *runtimeapi.ImageSpec {
 	spec := &runtimeapi.ImageSpec{
 		Image:              c.config.GetImage().GetImage(),
 		UserSpecifiedImage: c.config.GetImage().GetUserSpecifiedImage(),
-		Annotations:        cloneMap(c.config.GetImage().GetAnnotations()),
+		Annotations:        c.config.GetImage().GetAnnotations(), // never changed once stored
 	}
 	if len(c.image.repoTags) > 0 {
 		spec.Image = c.image.repoTags[0]
@@ -288,14 +288,18 @@ func (s *service) ListContainers(_ context.Context, req *runtimeapi.ListContaine
 		resp.Containers = append(resp.Containers, &runtimeapi.Container{
 			Id:           c.id,
 			PodSandboxId: c.sandboxID,
-			Metadata:     proto.Clone(c.config.GetMetadata()).(*runtimeapi.ContainerMetadata),
-			Image:        c.imageSpec(),
-			ImageRef:     c.image.ref(),
-			ImageId:      c.image.id,
-			State:        c.state,
-			CreatedAt:    unixNano(c.createdAt),
-			Labels:       cloneMap(c.config.GetLabels()),
-			Annotations:  cloneMap(c.config.GetAnnotations()),
+			// The config's metadata and maps, not copies: the simulator
+			// never changes a config once CreateContainer stored it, and
+			// an answer is only marshalled (a relist of a pod of 1,000
+			// containers copied 1,000 maps ten times a second, issue 34).
+			Metadata:    c.config.GetMetadata(),
+			Image:       c.imageSpec(),
+			ImageRef:    c.image.ref(),
+			ImageId:     c.image.id,
+			State:       c.state,
+			CreatedAt:   unixNano(c.createdAt),
+			Labels:      c.config.GetLabels(),
+			Annotations: c.config.GetAnnotations(),
 		})
 	}
 	return resp, nil
