@@ -76,7 +76,14 @@ func ListenUnix(path string, perm fs.FileMode, gid int) (*net.UnixListener, erro
 // followed out of it (as openat2's RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS,
 // which would not make the directories). root itself is opened as named:
 // the caller trusts it.
+//
+// Where the directories exist, one openat2 call does it all (Linux 5.6+).
 func OpenBeneath(root, rel string, flag int, perm, dirPerm fs.FileMode) (*os.File, error) {
+	if filepath.IsLocal(rel) {
+		if fd, err := openat2Beneath(root, rel, flag, uint32(perm.Perm())); err == nil {
+			return os.NewFile(uintptr(fd), filepath.Join(root, rel)), nil
+		}
+	}
 	dir, base := filepath.Split(filepath.Clean(rel))
 	fd, err := walkBeneath(root, dir, dirPerm)
 	if err != nil {

@@ -331,7 +331,7 @@ func (t *Tracker) conditions(st *corev1.PodStatus, msgs bool) []corev1.PodCondit
 	add(corev1.PodScheduled, true, "", "")
 	// GenerateAllContainersRestartingCondition, added only when some
 	// container has a RestartAllContainers rule (AllContainersCouldRestart).
-	if restart.AnyRestartAll(&t.pod.Spec, t.gates) {
+	if t.anyRestartAll {
 		c := t.cond(corev1.AllContainersRestarting, t.restartingAll, "", "")
 		if t.restartingAll {
 			c.Reason, c.Message = reason.RestartAllContainersStarted, "container exited with restart policy rule"

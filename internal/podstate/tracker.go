@@ -11,6 +11,7 @@ import (
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/restart"
 )
 
 // Event is one kubelet event (what `kubectl describe pod` lists).
@@ -56,6 +57,10 @@ type Tracker struct {
 	// gates are the kubelet's feature gates (SetGates); the zero value is
 	// v1.37's defaults.
 	gates gate.Gates
+	// anyRestartAll is restart.AnyRestartAll of the pod under gates, found
+	// once (New, SetGates): the conditions of every step need it, and a
+	// walk of the spec per step made a run quadratic in its containers.
+	anyRestartAll bool
 	// restartingAll is the AllContainersRestarting fact (RestartingAll).
 	restartingAll bool
 	// redact masks secrets in the messages recorded (nil: none).
@@ -103,6 +108,7 @@ func (t *Tracker) SetGates(g gate.Gates) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gates = g
+	t.anyRestartAll = restart.AnyRestartAll(&t.pod.Spec, g)
 }
 
 // RestartingAll records that a container exited with a matching
@@ -120,6 +126,7 @@ func New(pod *corev1.Pod, now func() time.Time) *Tracker {
 		now = time.Now
 	}
 	t := &Tracker{pod: pod, now: now, transitions: map[corev1.PodConditionType]condState{}}
+	t.anyRestartAll = restart.AnyRestartAll(&pod.Spec, t.gates)
 	t.status.Phase = corev1.PodPending
 	nInit, nReg := len(pod.Spec.InitContainers), len(pod.Spec.Containers)
 	t.specs = make(map[string]*corev1.Container, nInit+nReg)

@@ -91,7 +91,10 @@ func (s *service) writeLog(name string, t time.Time, cfg *runtimeapi.ContainerCo
 	for _, l := range echoLines(commandLine(cfg), envMap(cfg)) {
 		b.WriteString(ts + " " + l.stream + " F " + l.text + "\n")
 	}
-	_, werr := f.WriteString(b.String())
+	var werr error
+	if b.Len() > 0 { // most commands echo nothing: the file made is the log
+		_, werr = f.WriteString(b.String())
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
