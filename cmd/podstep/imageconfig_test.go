@@ -55,7 +55,7 @@ spec:
 		want                   []string
 	}{
 		{name: "text", password: password, output: "text",
-			want: []string{`image user: USER "1000", image config from ` + source, "cannot read `/server`; image config from " + source}},
+			want: []string{"image user: uid 1000, image config from " + source, "cannot read `/server`; image config from " + source}},
 		{name: "json", password: password, output: "json",
 			want: []string{`"rests_on":[`, `image config from ` + source}},
 		{name: "wrong password", password: "Wrong-pa55", output: "text",

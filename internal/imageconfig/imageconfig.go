@@ -261,7 +261,11 @@ func (f *Fetcher) fetch(ctx context.Context, r name.Reference, auth *Auth) (Resu
 	if err != nil {
 		return Result{}, f.wrap(ctx, r.String(), err)
 	}
-	body, mediaType, got, err := c.manifest(ctx, r.Identifier())
+	id := r.Identifier()
+	if dig != "" {
+		id = dig // the tag's digest from the cache: its manifest, whatever the tag names now
+	}
+	body, mediaType, got, err := c.manifest(ctx, id)
 	if err != nil {
 		return Result{}, f.wrap(ctx, r.String(), err)
 	}
@@ -290,12 +294,13 @@ func (f *Fetcher) wrap(ctx context.Context, ref string, err error) error {
 	e := &Error{Ref: ref, Err: err}
 	var op *net.OpError
 	var dns *net.DNSError
+	var ne net.Error
 	switch {
 	case errors.As(err, &dns):
 		e.Unreachable = true
 	case errors.As(err, &op) && op.Op == "dial":
 		e.Unreachable = true
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, errors.As(err, &ne) && ne.Timeout():
 		e.Err = fmt.Errorf("the registry did not answer within %s", f.o.Timeout)
 	}
 	return e

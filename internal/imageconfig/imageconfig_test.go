@@ -282,3 +282,25 @@ func BenchmarkImageConfig(b *testing.B) {
 		}
 	})
 }
+
+// TestCacheTagMoved: a tag whose digest is cached but whose config file is
+// gone is read by that digest, even after the tag moved on.
+func TestCacheTagMoved(t *testing.T) {
+	reg := imageconfigtest.New(t, "", "")
+	first := reg.Push(t, "app", "1", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1"}))
+	dir := t.TempDir()
+	if _, err := imageconfig.New(imageconfig.Options{CacheDir: dir}).Fetch(context.Background(), reg.Ref("app:1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "configs")); err != nil {
+		t.Fatal(err)
+	}
+	reg.Push(t, "app", "1", imageconfigtest.ConfigJSON(imageconfig.Config{User: "2"}))
+	res, err := imageconfig.New(imageconfig.Options{CacheDir: dir}).Fetch(context.Background(), reg.Ref("app:1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Config.User != "1" || !strings.HasSuffix(res.Source, "@"+first) {
+		t.Errorf("got %+v, want the cached digest %s's config (user 1)", res, first)
+	}
+}

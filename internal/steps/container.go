@@ -300,13 +300,15 @@ func (e *Engine) imageUserRestsOn(c *containerRuntime) []string {
 	if !e.simulated() || c.simImage.Config == nil || !podcfg.RunAsNonRootNeedsImageUser(e.pod, c.spec) {
 		return nil
 	}
-	user := c.simImage.Config.User
-	if user == "" {
-		user = "none (root)"
-	} else {
-		user = strconv.Quote(user)
+	user := "none (no USER: root)"
+	if u := c.simImage.Config.User; u != "" {
+		if _, err := strconv.ParseInt(u, 10, 64); err == nil {
+			user = "uid " + u
+		} else {
+			user = "username " + strconv.Quote(u)
+		}
 	}
-	return []string{fmt.Sprintf("image user: USER %s, image config from %s (runAsNonRoot with no runAsUser: verifyRunAsNonRoot decides by it)", user, c.simImage.Source)}
+	return []string{fmt.Sprintf("image user: %s, image config from %s (runAsNonRoot with no runAsUser: verifyRunAsNonRoot decides by it)", user, c.simImage.Source)}
 }
 
 // runsToCompletion says why the pod's spec runs c to completion ("" when

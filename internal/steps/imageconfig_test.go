@@ -55,18 +55,18 @@ func TestSimulatedImageConfig(t *testing.T) {
 		detail  string   // a substring of the pull step's image config detail
 	}{
 		{name: "USER 1000 passes runAsNonRoot", yaml: pod(secret(password), nonRoot, ""), display: "Running",
-			restsOn: []string{`image user: USER "1000", image config from ` + nonRootSrc,
+			restsOn: []string{"image user: uid 1000, image config from " + nonRootSrc,
 				"assumed: it keeps running (a server): the simulator cannot read `/server --serve`; image config from " + nonRootSrc},
 			detail: "from " + nonRootSrc + `: entrypoint ["/server"], cmd ["--serve"], user 1000`},
 		{name: "USER 0 fails as on a node", yaml: pod(secret(password), root, ""), display: "CreateContainerConfigError",
 			message: `container has runAsNonRoot and image will run as root (pod: "p_default(u1)", container: app)`,
-			restsOn: []string{`image user: USER "0", image config from ` + rootSrc}},
+			restsOn: []string{"image user: uid 0, image config from " + rootSrc}},
 		{name: "USER root (a name) fails as on a node", yaml: pod(secret(password), named, ""), display: "CreateContainerConfigError",
 			message: "container has runAsNonRoot and image has non-numeric user (root), cannot verify user is non-root",
-			restsOn: []string{`image user: USER "root", image config from ` + namedSrc}},
+			restsOn: []string{`image user: username "root", image config from ` + namedSrc}},
 		{name: "no USER is root", yaml: pod(secret(password), noUser, ""), display: "CreateContainerConfigError",
 			message: "container has runAsNonRoot and image will run as root",
-			restsOn: []string{"image user: USER none (root), image config from " + noUserSrc}},
+			restsOn: []string{"image user: none (no USER: root), image config from " + noUserSrc}},
 		{name: "no USER, runAsUser decides: the entrypoint script runs", yaml: strings.Replace(pod(secret(password), noUser, "  restartPolicy: Never\n"),
 			"{runAsNonRoot: true}", "{runAsNonRoot: true, runAsUser: 1000}", 1), display: "Error",
 			restsOn: []string{"script: exits 5 after `exit 5`; image config from " + noUserSrc}},
@@ -118,5 +118,37 @@ func TestSimulatedImageConfig(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSimulatedImageConfigHang: a registry that accepts and never answers
+// costs the reader's timeout once, with one warning; the pod runs under the
+// labelled assumption.
+func TestSimulatedImageConfigHang(t *testing.T) {
+	reg := imageconfigtest.New(t, "", "")
+	reg.Push(t, "team/app", "1.0", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1000"}))
+	reg.Hang()
+	image := reg.Host + "/team/app:1.0"
+	yaml := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, uid: u1}\nspec:\n  securityContext: {runAsNonRoot: true}\n" +
+		"  containers:\n  - {name: a, image: " + image + "}\n  - {name: b, image: " + image + ", imagePullPolicy: Always}\n"
+	c := simtest.Client(t, sim.Options{InitRunTime: 20 * time.Millisecond, ImageConfig: imageconfig.New(imageconfig.Options{Timeout: 300 * time.Millisecond})})
+	start := time.Now()
+	e := runAll(t, parse(t, yaml), c, testOptions(t))
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the run took %s with a 300ms image config timeout", took)
+	}
+	if got := e.PodState().Display; got != "Running" {
+		t.Fatalf("display = %s, want Running", got)
+	}
+	var warnings []string
+	for _, s := range e.Steps() {
+		warnings = append(warnings, s.Result.Warnings...)
+	}
+	w := strings.Join(warnings, "\n")
+	if strings.Count(w, "the simulator could not read the config of "+image) != 1 || !strings.Contains(w, "did not answer within 300ms") {
+		t.Errorf("warnings:\n%s\nwant one: the registry did not answer within 300ms", w)
+	}
+	if all := strings.Join(RestsOn(e.Steps()), "\n"); !strings.Contains(all, "assumed: image user unknown") {
+		t.Errorf("rests on:\n%s\nwant the labelled assumption", all)
 	}
 }

@@ -39,7 +39,7 @@ func TestSimImageConfigFromHarnessRegistry(t *testing.T) {
 		{name: "runAsNonRoot, no USER: root", password: reg.password, code: 1, display: "CreateContainerConfigError",
 			spec:    "  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: app, image: IMAGE, imagePullPolicy: Always}\n",
 			message: "container has runAsNonRoot and image will run as root",
-			restsOn: []string{"image user: USER none (root), image config from " + source}},
+			restsOn: []string{"image user: none (no USER: root), image config from " + source}},
 		{name: "no command: the image's CMD", password: reg.password, code: 0, display: "Completed",
 			spec:    "  restartPolicy: Never\n  containers:\n  - {name: app, image: IMAGE, imagePullPolicy: Always}\n",
 			restsOn: []string{"image CMD: ", "; image config from " + source}},
