@@ -345,6 +345,8 @@ func (s *service) readConfig(ctx context.Context, norm string, a *runtimeapi.Aut
 	case err == nil:
 		img.read, img.readErr = &res, ""
 	case errors.As(err, &e) && e.Unreachable:
+	case e != nil:
+		img.readErr = safe.Line(e.Err.Error()) // the engine names the image
 	default:
 		img.readErr = safe.Line(err.Error())
 	}
