@@ -41,6 +41,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/podstep/podstep/internal/fsperm"
 )
 
 // Defaults of Options.
@@ -109,6 +111,9 @@ type Options struct {
 type Fetcher struct {
 	o  Options
 	rt http.RoundTripper
+
+	private sync.Once
+	trusted bool // the cache dir may be read: private (fsperm.Private)
 
 	mu    sync.Mutex
 	calls map[string]*call  // by reference, platform and credential
@@ -374,6 +379,10 @@ func (f *Fetcher) fileName(kind, key string) string {
 // any problem is a miss.
 func (f *Fetcher) load(kind, key string, v any) bool {
 	if f.o.CacheDir == "" {
+		return false
+	}
+	f.private.Do(func() { f.trusted = fsperm.Private(f.o.CacheDir, false) == nil })
+	if !f.trusted { // absent, or another user could have planted its files
 		return false
 	}
 	fh, err := os.Open(f.fileName(kind, key))

@@ -304,3 +304,25 @@ func TestCacheTagMoved(t *testing.T) {
 		t.Errorf("got %+v, want the cached digest %s's config (user 1)", res, first)
 	}
 }
+
+// TestCacheNotPrivate: a cache dir that others may write to is not read
+// (its files could have been planted).
+func TestCacheNotPrivate(t *testing.T) {
+	reg := imageconfigtest.New(t, "", "")
+	reg.Push(t, "app", "1", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1"}))
+	dir := filepath.Join(t.TempDir(), "cache")
+	if _, err := imageconfig.New(imageconfig.Options{CacheDir: dir}).Fetch(context.Background(), reg.Ref("app:1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	n := reg.Requests()
+	res, err := imageconfig.New(imageconfig.Options{CacheDir: dir}).Fetch(context.Background(), reg.Ref("app:1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Cached || reg.Requests() == n {
+		t.Errorf("a world-writable cache dir was read (cached %t, %d requests)", res.Cached, reg.Requests()-n)
+	}
+}
