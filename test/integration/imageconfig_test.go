@@ -66,6 +66,9 @@ func TestSimImageConfigFromHarnessRegistry(t *testing.T) {
 			d := newDirs(t)
 			r := e.podstep(t, "run", "--sim", "--auto", "-o", "json", "-f", path, "--image-config", "auto", "--image-config-no-cache",
 				"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+			if r.startEv == nil || !r.startEv.Runtime.Simulated {
+				t.Fatalf("not on the simulated runtime\n%s", r)
+			}
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d\n%s", r.code, tc.code, r)
 			}
