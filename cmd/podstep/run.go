@@ -9,6 +9,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/podstep/podstep/internal/imageconfig"
 	"github.com/podstep/podstep/internal/live"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
@@ -23,6 +24,7 @@ import (
 type runOptions struct {
 	session.RunFlags
 	serve live.Flags // --serve: the live page (internal/live)
+	image imageconfig.Flags
 }
 
 func newRunCmd(g *globalOptions) *cobra.Command {
@@ -55,6 +57,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.Record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")
 	o.Trace.AddFlags(f)
 	o.serve.AddFlags(f)
+	o.image.AddFlags(f)
 	return cmd
 }
 
@@ -76,8 +79,13 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	g.dirsInto(&o.Options)
 	o.Stderr = cmd.ErrOrStderr()
 	stdin, stdout := cmd.InOrStdin(), cmd.OutOrStdout()
+	ep := g.ep
+	var err error
+	if ep.ImageConfig, err = o.image.Fetcher(cmd.Flags().Changed("image-config")); err != nil {
+		return session.Usagef("%v", err)
+	}
 	return o.Run(cmd.Context(), session.RunEnv{
-		Endpoints: g.ep, Version: version, Stdin: stdin, Stdout: stdout, Stderr: cmd.ErrOrStderr(),
+		Endpoints: ep, Version: version, Stdin: stdin, Stdout: stdout, Stderr: cmd.ErrOrStderr(),
 		Terminal: isTerminal(stdout), StdinTerminal: isTerminalIn(stdin), Force: forceFlag(cmd), Flags: cmd.Flags(),
 		Page:    func(w io.Writer) (session.Teed, error) { return o.serve.Start(w) },
 		NoColor: noColor,

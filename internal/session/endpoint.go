@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/imageconfig"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/rmtree"
 	"github.com/podstep/podstep/internal/sim"
@@ -29,6 +30,9 @@ type Endpoints struct {
 	// simulated runtime lets requests name log dirs (sim.Options.Dirs):
 	// the run's --root-dir and --log-dir when given (Options.SimDirs).
 	SimDirs []string
+	// ImageConfig reads image configs for the simulated runtime in this
+	// process (sim.Options.ImageConfig; nil: none, and always with SimExe).
+	ImageConfig *imageconfig.Fetcher
 	// NoFallback: no runtime answering is exit 3, not the simulated runtime
 	// (podstep info: a health check must not pass on a node without one).
 	NoFallback bool
@@ -185,7 +189,7 @@ func (e Endpoints) simServer(dir string) (string, func(), error) {
 		}
 		return p.Endpoint, p.Stop, nil
 	}
-	srv, err := sim.StartWithOptions(dir, sim.Options{Dirs: e.SimDirs})
+	srv, err := sim.StartWithOptions(dir, sim.Options{Dirs: e.SimDirs, ImageConfig: e.ImageConfig})
 	if err != nil {
 		return "", nil, fmt.Errorf("start simulated runtime: %w", err)
 	}

@@ -70,25 +70,31 @@ func knownImage(ref string) (imageConfig, bool) {
 
 // Decide says what a container started with cfg does on the simulator,
 // and what that rests on. ann are the fault annotations (the pod's merged
-// with the container's); image is the container's image as its pod names
-// it; completes is the MetadataRunsToCompletion value ("" for none).
+// with the container's); image is the container's image (its name as its
+// pod names it, and the config read from its registry if one was);
+// completes is the MetadataRunsToCompletion value ("" for none).
 //
 // The rules, in order:
 //   - the keep-running and exit-code faults decide when set;
 //   - the command line (command + args, or the image's entrypoint with the
-//     args, or its CMD) is read as far as it can be (reader): a shell
-//     script of echo, printf, exit N, true, false, :, test/[ ] of strings
-//     and integers, sleep N, cat of nothing, set, export and assignments,
-//     joined by ; && ||, exits when it would (with the shell's exit code,
-//     after its sleeps); sleep infinity and tail -f run for good; common
-//     utilities (cp, mkdir, ls, ...) are assumed to exit 0;
+//     args, or its CMD: from the config read from the registry, else the
+//     built-in busybox and pause configs) is read as far as it can be
+//     (reader): a shell script of echo, printf, exit N, true, false, :,
+//     test/[ ] of strings and integers, sleep N, cat of nothing, set,
+//     export and assignments, joined by ; && ||, exits when it would (with
+//     the shell's exit code, after its sleeps); sleep infinity and tail -f
+//     run for good; common utilities (cp, mkdir, ls, ...) are assumed to
+//     exit 0;
 //   - what cannot be read (an unknown program, the entrypoint of an image
-//     the simulator does not know, a loop, a pipe, a file test) is assumed
+//     whose config is not known, a loop, a pipe, a file test) is assumed
 //     to keep running (a server), unless the pod's spec runs the container
 //     to completion (completes): then it is assumed to exit 0.
 //
+// When the image's config was used and read from a registry, RestsOn ends
+// with "image config from REGISTRY/REPOSITORY@DIGEST".
+//
 // The engine calls it too, to say what a start on the simulator rests on.
-func Decide(cfg *runtimeapi.ContainerConfig, ann map[string]string, image, completes string) Behaviour {
+func Decide(cfg *runtimeapi.ContainerConfig, ann map[string]string, image Image, completes string) Behaviour {
 	name := cfg.GetMetadata().GetName()
 	if v, ok := containerFault(ann, AnnotationKeepRunning, name); ok && v != "false" {
 		return Behaviour{RestsOn: fmt.Sprintf("fault: %s%s keeps it running", AnnotationKeepRunning, name)}
@@ -97,24 +103,47 @@ func Decide(cfg *runtimeapi.ContainerConfig, ann map[string]string, image, compl
 		return Behaviour{Exits: true, Code: code, RestsOn: fmt.Sprintf("fault: %s%s makes it exit %d", AnnotationExitCode, name, code)}
 	}
 	src, argv := "command", append(append([]string(nil), cfg.GetCommand()...), cfg.GetArgs()...)
+	env := envMap(cfg)
+	from := "" // the registry read the verdict rests on
 	if len(cfg.GetCommand()) == 0 {
-		img, known := knownImage(image)
+		img, known := knownImage(image.Name)
+		if image.Config != nil {
+			img, known = imageConfig{entrypoint: image.Config.Entrypoint, cmd: image.Config.Cmd, user: image.Config.User}, true
+			from = image.Source
+			env = imageEnv(image.Config.Env, env)
+		}
 		if !known {
-			return assume(completes, fmt.Sprintf("the entrypoint of %s", image), "the image's config")
+			return assume(completes, fmt.Sprintf("the entrypoint of %s", image.Name), "the image's config")
+		}
+		// The kubelet sends no command; the runtime runs the image's
+		// entrypoint with the container's args, else with the image's CMD
+		// (containerd's WithProcessArgs: entrypoint + (args or cmd)).
+		rest := cfg.GetArgs()
+		if len(rest) == 0 {
+			rest = img.cmd
 		}
 		switch {
 		case len(img.entrypoint) > 0:
-			src, argv = "image entrypoint", append(append([]string(nil), img.entrypoint...), cfg.GetArgs()...)
+			src, argv = "image entrypoint", append(append([]string(nil), img.entrypoint...), rest...)
 		case len(cfg.GetArgs()) > 0:
 			src, argv = "args", cfg.GetArgs()
 		default:
 			src, argv = "image CMD", img.cmd
 		}
+		if len(argv) == 0 {
+			// containerd: "no command specified" at CreateContainer; not
+			// reached through podstep's engine, which a real runtime would fail.
+			b := assume(completes, fmt.Sprintf("the container of %s", image.Name), "a command: the image has no entrypoint and no cmd")
+			if from != "" {
+				b.RestsOn += "; image config from " + from
+			}
+			return b
+		}
 	}
 	if len(argv) > 0 && shells[path.Base(argv[0])] && scriptOf(argv) != "" {
 		src = "script"
 	}
-	r := &reader{env: envMap(cfg), unset: map[string]bool{}, stdin: cfg.GetStdin()}
+	r := &reader{env: env, unset: map[string]bool{}, stdin: cfg.GetStdin()}
 	o := r.readCommand(argv)
 	shown := quote(strings.Join(argv, " "))
 	if src == "script" {
@@ -145,7 +174,26 @@ func Decide(cfg *runtimeapi.ContainerConfig, ann map[string]string, image, compl
 		b.Assumed = true
 		b.RestsOn += " (assumed: " + strings.Join(dedupe(o.assumed), ", ") + ")"
 	}
+	if from != "" {
+		b.RestsOn += "; image config from " + from
+	}
 	return b
+}
+
+// imageEnv is the environment of a container of an image with env: the
+// image's variables, then the container's, which win (containerd's
+// WithEnv: the container's replace the image's of the same name).
+func imageEnv(image []string, container map[string]string) map[string]string {
+	env := map[string]string{}
+	for _, kv := range image {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range container {
+		env[k] = v
+	}
+	return env
 }
 
 // assume is the behaviour of what the simulator cannot read: subject

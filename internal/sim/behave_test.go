@@ -126,7 +126,7 @@ func TestDecide(t *testing.T) {
 			for k, v := range tt.env {
 				cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
 			}
-			got := Decide(cfg, tt.ann, tt.image, tt.completes)
+			got := Decide(cfg, tt.ann, Image{Name: tt.image}, tt.completes)
 			if got.Exits != tt.want.exits || got.Code != tt.want.code || got.After != tt.want.after || got.Assumed != tt.want.assumed {
 				t.Errorf("Decide = exits %v code %d after %s assumed %v, want exits %v code %d after %s assumed %v (rests on %q)",
 					got.Exits, got.Code, got.After, got.Assumed, tt.want.exits, tt.want.code, tt.want.after, tt.want.assumed, got.RestsOn)

@@ -151,7 +151,7 @@ func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now
-	if b := Decide(c.config, c.faults, c.imageName(), c.completes); b.Exits {
+	if b := Decide(c.config, c.faults, c.imageInfo(), c.completes); b.Exits {
 		c.exitAt, c.exitAtCode = now.Add(s.opts.InitRunTime+b.After), b.Code
 	}
 	if c.logPath != "" {

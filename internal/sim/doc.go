@@ -22,8 +22,8 @@
 //     The image ID is "sha256:" + the hex SHA-256 of the normalized
 //     reference. Any reference containing "busybox" or "pause" is
 //     preloaded (like the images the test containerd imports); other
-//     images are absent until PullImage, which always succeeds since there
-//     is no registry. ImageStatus takes a reference or an ID and returns a
+//     images are absent until PullImage, which always succeeds (no layer
+//     is pulled). ImageStatus takes a reference or an ID and returns a
 //     nil image when absent.
 //   - Sandboxes get IPs from 10.88.0.0/16 starting at 10.88.0.2 (none for
 //     host-network pods). A second sandbox with the same
@@ -36,18 +36,33 @@
 //   - Containers never run anything. What a started container does is read
 //     from its command as far as it can be (Decide: sh -c scripts of echo,
 //     exit N, true, false, test, sleep N, ...; sleep infinity and tail -f
-//     run for good); what cannot be read (an unknown program, the
-//     entrypoint of an image other than busybox) is assumed to keep
-//     running, or, for a container its pod runs to completion
-//     (MetadataRunsToCompletion), to exit 0. A container that exits does
-//     so Options.InitRunTime plus its script's sleeps after it started,
-//     with its script's exit code ("Completed" for 0, else "Error"). Exits
-//     are applied lazily when the container is observed. StopContainer
-//     exits a running container with 137 ("Error") at once, never waiting
-//     for the timeout.
-//   - ImageStatus reports busybox's user as containerd would (no USER:
-//     neither uid nor username); of an image it does not know it reports
-//     neither and the annotation AnnotationImageConfig: unknown.
+//     run for good). A container with no command runs its image's
+//     entrypoint with its args, else the image's CMD (containerd's rule),
+//     with the image's env under its own, read the same way. What cannot
+//     be read (an unknown program, the entrypoint of an image whose config
+//     is not known) is assumed to keep running, or, for a container its
+//     pod runs to completion (MetadataRunsToCompletion), to exit 0. A
+//     container that exits does so Options.InitRunTime plus its script's
+//     sleeps after it started, with its script's exit code ("Completed"
+//     for 0, else "Error"). Exits are applied lazily when the container is
+//     observed. StopContainer exits a running container with 137 ("Error")
+//     at once, never waiting for the timeout.
+//   - Image configs: with Options.ImageConfig, PullImage reads the image's
+//     config from its registry with the request's AuthConfig, as a
+//     runtime's pull would (internal/imageconfig: bounded in time and
+//     size, cached by digest); the pull succeeds whatever the registry
+//     answers. Without it, or when the read fails, only busybox's config
+//     (CMD sh, no USER) and the pause image's are known.
+//   - ImageStatus reports the image's user as containerd would (a numeric
+//     USER or uid:gid as uid, a name as username, no USER neither), and of
+//     a config read from a registry its source, entrypoint, cmd and env in
+//     the spec's annotations (AnnotationImageConfig "from
+//     REGISTRY/REPO@DIGEST", AnnotationImageEntrypoint, AnnotationImageCmd,
+//     AnnotationImageEnv; ImageOf reads them back). Of an image whose
+//     config it does not know it reports neither uid nor username and the
+//     annotation AnnotationImageConfig: unknown, with
+//     AnnotationImageConfigError when a read failed (not when no registry
+//     could be reached at all).
 //   - ExecSync returns what the command echoes (as in the log) and exit code 0.
 //
 // Logs: if the sandbox has a log_directory and the container a log_path,

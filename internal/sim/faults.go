@@ -39,9 +39,23 @@ const (
 // reported user (no uid, no username) is then not "no USER, so root" but
 // unknown; podstep's engine, on the simulator, says so where the kubelet's
 // verifyRunAsNonRoot would need it.
+//
+// Of an image whose config was read from its registry at a pull
+// (Options.ImageConfig) it is ImageConfigFrom + REGISTRY/REPOSITORY@DIGEST,
+// with the config's entrypoint, cmd and env as JSON arrays in
+// AnnotationImageEntrypoint, AnnotationImageCmd and AnnotationImageEnv
+// (what the engine needs
+// to say what a start rests on: sim.ImageOf). When a read failed,
+// AnnotationImageConfigError says why (no secret in it; none when no
+// registry answered at all).
 const (
-	AnnotationImageConfig = AnnotationPrefix + "image-config"
-	ImageConfigUnknown    = "unknown"
+	AnnotationImageConfig      = AnnotationPrefix + "image-config"
+	AnnotationImageConfigError = AnnotationPrefix + "image-config-error"
+	AnnotationImageEntrypoint  = AnnotationPrefix + "image-entrypoint"
+	AnnotationImageCmd         = AnnotationPrefix + "image-cmd"
+	AnnotationImageEnv         = AnnotationPrefix + "image-env"
+	ImageConfigUnknown         = "unknown"
+	ImageConfigFrom            = "from "
 )
 
 // containerFault returns the value of the per-container fault annotation

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,6 +15,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/imageconfig"
+	"github.com/podstep/podstep/internal/safe"
 )
 
 // ImageSize is the size every simulated image reports, in bytes.
@@ -37,14 +42,25 @@ type image struct {
 	repoDigests []string
 	pinned      bool
 	pulled      bool // pulled explicitly (not just preloaded)
+	// read is the config read from the image's registry at a pull
+	// (Options.ImageConfig), nil when none was; readErr is why a read
+	// failed, for the user ("" when it was not tried, or no registry
+	// answered at all).
+	read    *imageconfig.Result
+	readErr string
 }
 
 // proto is the image as ImageStatus and ListImages report it. The user is
 // what containerd reports (getUserFromImage): a numeric USER as uid, a
 // name as username, neither for an image with no USER (which the kubelet's
-// getImageUser then counts as root). Of an image whose config the
-// simulator does not know (knownImage) it reports neither too, and says
-// so: ImageConfigUnknown in its spec's annotations.
+// getImageUser then counts as root). The config is the one read from the
+// registry at a pull (its source, entrypoint and cmd in the spec's
+// annotations: AnnotationImageConfig and the others, so that podstep's
+// engine can say what a start rests on), else the built-in one
+// (knownImage). Of an image whose config the simulator does not know it
+// reports neither uid nor username, and says so: ImageConfigUnknown in
+// its spec's annotations (with AnnotationImageConfigError when a read
+// failed).
 func (img *image) proto() *runtimeapi.Image {
 	spec := ""
 	if len(img.repoTags) > 0 {
@@ -58,12 +74,20 @@ func (img *image) proto() *runtimeapi.Image {
 		Pinned:      img.pinned,
 		Spec:        &runtimeapi.ImageSpec{Image: spec},
 	}
-	cfg, known := knownImage(img.name())
-	if !known {
+	user := ""
+	if img.read != nil {
+		out.Spec.Annotations = readAnnotations(img.read)
+		user = img.read.Config.User
+	} else if cfg, known := knownImage(img.name()); known {
+		user = cfg.user
+	} else {
 		out.Spec.Annotations = map[string]string{AnnotationImageConfig: ImageConfigUnknown}
+		if img.readErr != "" {
+			out.Spec.Annotations[AnnotationImageConfigError] = img.readErr
+		}
 		return out
 	}
-	uid, username := userFromImage(cfg.user)
+	uid, username := userFromImage(user)
 	if uid != nil {
 		out.Uid = &runtimeapi.Int64Value{Value: *uid}
 	}
@@ -286,12 +310,54 @@ func (s *service) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequ
 }
 
 // PullImage implements runtimeapi.ImageServiceServer. It always succeeds
-// (there is no registry) unless the pull-error fault names the image, and
-// returns the image ID as containerd does.
-func (s *service) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+// (no layer is pulled) unless the pull-error fault names the image, and
+// returns the image ID as containerd does. With Options.ImageConfig it
+// reads the image's config from its registry, with the request's
+// credentials, as a runtime's pull would (readConfig).
+func (s *service) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+	resp, norm, err := s.pullImage(req)
+	if err != nil || norm == "" || s.opts.ImageConfig == nil {
+		return resp, err
+	}
+	s.readConfig(ctx, norm, req.GetAuth())
+	return resp, nil
+}
+
+// readConfig reads the config of the image norm names from its registry
+// (bounded in time by the reader) and keeps it, or why it could not be
+// read, with the image. A registry that cannot be reached at all (an
+// offline machine) leaves the image as it was: unknown, no warning.
+func (s *service) readConfig(ctx context.Context, norm string, a *runtimeapi.AuthConfig) {
+	var auth *imageconfig.Auth
+	if a != nil {
+		auth = &imageconfig.Auth{Username: a.GetUsername(), Password: a.GetPassword(), Auth: a.GetAuth(),
+			IdentityToken: a.GetIdentityToken(), RegistryToken: a.GetRegistryToken()}
+	}
+	res, err := s.opts.ImageConfig.Fetch(ctx, norm, auth)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	img := s.images[imageID(norm)]
+	if img == nil { // removed meanwhile
+		return
+	}
+	var e *imageconfig.Error
+	switch {
+	case err == nil:
+		img.read, img.readErr = &res, ""
+	case errors.As(err, &e) && e.Unreachable:
+	case e != nil:
+		img.readErr = safe.Line(e.Err.Error()) // the engine names the image
+	default:
+		img.readErr = safe.Line(err.Error())
+	}
+}
+
+// pullImage is PullImage without the config read: the response, and the
+// normalized reference of the image pulled ("" for an image ID).
+func (s *service) pullImage(req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, string, error) {
 	ref, err := imageRefOf(req.GetImage())
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -301,18 +367,18 @@ func (s *service) PullImage(_ context.Context, req *runtimeapi.PullImageRequest)
 	}
 	s.markMissing(ann)
 	if msg, ok := pullFault(ann, ref); ok {
-		return nil, status.Error(codes.Unknown, fmt.Sprintf("failed to pull and unpack image %q: %s", normalizeRef(ref), msg))
+		return nil, "", status.Error(codes.Unknown, fmt.Sprintf("failed to pull and unpack image %q: %s", normalizeRef(ref), msg))
 	}
 	if isImageID(ref) {
 		if img := s.images[imageID(ref)]; img != nil {
-			return &runtimeapi.PullImageResponse{ImageRef: img.id}, nil
+			return &runtimeapi.PullImageResponse{ImageRef: img.id}, "", nil
 		}
-		return nil, status.Error(codes.NotFound, fmt.Sprintf("failed to pull and unpack image %q: not found", ref))
+		return nil, "", status.Error(codes.NotFound, fmt.Sprintf("failed to pull and unpack image %q: not found", ref))
 	}
 	norm := normalizeRef(ref)
 	delete(s.absent, norm)
 	img := s.addImage(norm, true)
-	return &runtimeapi.PullImageResponse{ImageRef: img.id}, nil
+	return &runtimeapi.PullImageResponse{ImageRef: img.id}, norm, nil
 }
 
 // RemoveImage implements runtimeapi.ImageServiceServer. Removing an image
@@ -350,4 +416,70 @@ func (s *service) ImageFsInfo(context.Context, *runtimeapi.ImageFsInfoRequest) (
 	return &runtimeapi.ImageFsInfoResponse{
 		ImageFilesystems: []*runtimeapi.FilesystemUsage{fs},
 	}, nil
+}
+
+// Image is what Decide knows of a container's image: its name as the pod
+// names it, and the config read from its registry, if one was.
+type Image struct {
+	Name string
+	// Config is the config read from the registry; nil when none was
+	// (then the built-in one of knownImage, else unknown).
+	Config *imageconfig.Config
+	// Source is where Config was read: REGISTRY/REPOSITORY@DIGEST.
+	Source string
+}
+
+// imageInfo is the container's image for Decide.
+func (c *container) imageInfo() Image {
+	im := Image{Name: c.imageName()}
+	if c.image != nil && c.image.read != nil {
+		im.Config, im.Source = &c.image.read.Config, c.image.read.Source
+	}
+	return im
+}
+
+// readAnnotations are the spec annotations of an image whose config was
+// read: its source, entrypoint, cmd and env (JSON arrays).
+func readAnnotations(r *imageconfig.Result) map[string]string {
+	ann := map[string]string{AnnotationImageConfig: ImageConfigFrom + r.Source}
+	if b, err := json.Marshal(r.Config.Entrypoint); err == nil && len(r.Config.Entrypoint) > 0 {
+		ann[AnnotationImageEntrypoint] = string(b)
+	}
+	if b, err := json.Marshal(r.Config.Cmd); err == nil && len(r.Config.Cmd) > 0 {
+		ann[AnnotationImageCmd] = string(b)
+	}
+	if b, err := json.Marshal(r.Config.Env); err == nil && len(r.Config.Env) > 0 {
+		ann[AnnotationImageEnv] = string(b)
+	}
+	return ann
+}
+
+// ImageOf is the Image an ImageStatus answer of the simulator describes
+// (name: the image as the pod names it): the config it read from the
+// registry, as its annotations carry it, or none.
+func ImageOf(name string, img *runtimeapi.Image) Image {
+	im := Image{Name: name}
+	ann := img.GetSpec().GetAnnotations()
+	src, ok := strings.CutPrefix(ann[AnnotationImageConfig], ImageConfigFrom)
+	if !ok || src == "" {
+		return im
+	}
+	cfg := &imageconfig.Config{}
+	if v := ann[AnnotationImageEntrypoint]; v != "" && json.Unmarshal([]byte(v), &cfg.Entrypoint) != nil {
+		return im
+	}
+	if v := ann[AnnotationImageCmd]; v != "" && json.Unmarshal([]byte(v), &cfg.Cmd) != nil {
+		return im
+	}
+	if v := ann[AnnotationImageEnv]; v != "" && json.Unmarshal([]byte(v), &cfg.Env) != nil {
+		return im
+	}
+	switch {
+	case img.GetUid() != nil:
+		cfg.User = strconv.FormatInt(img.GetUid().GetValue(), 10)
+	default:
+		cfg.User = img.GetUsername()
+	}
+	im.Config, im.Source = cfg, src
+	return im
 }

@@ -14,6 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/fsperm"
+	"github.com/podstep/podstep/internal/imageconfig"
 )
 
 // SocketName is the file name of the unix socket Start listens on.
@@ -36,6 +37,12 @@ type Options struct {
 	// --log-dir when the user gave them. Any other path is refused
 	// (InvalidArgument): the runtime writes only in its own run dirs.
 	Dirs []string
+	// ImageConfig, when set, reads an image's config from its registry at
+	// PullImage, with the request's credentials: ImageStatus then reports
+	// the image's user, and a started container runs its entrypoint and
+	// cmd (Decide). nil: no registry is asked; only busybox's and the pause
+	// image's configs are known.
+	ImageConfig *imageconfig.Fetcher
 }
 
 // Server is a running simulated CRI runtime: a gRPC server that implements

@@ -101,7 +101,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 	if err != nil {
 		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "ImageStatus failed")
 	}
-	c.imageUserUnknown = false
+	c.imageUserUnknown, c.simImage = false, sim.Image{}
 	if img := st.GetImage(); img != nil {
 		if img.Uid != nil {
 			c.imageUser = strconv.FormatInt(img.Uid.Value, 10)
@@ -115,6 +115,9 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		// read, and says so: on it, that is "unknown", not "root".
 		c.imageUserUnknown = e.simulated() && img.Uid == nil && img.Username == "" &&
 			img.GetSpec().GetAnnotations()[sim.AnnotationImageConfig] == sim.ImageConfigUnknown
+		if e.simulated() {
+			c.simImage = sim.ImageOf(c.spec.Image, img)
+		}
 	}
 	// makeMounts: the pod's hosts file and this container's termination-message file.
 	if !e.pod.Spec.HostNetwork {
@@ -144,6 +147,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		}
 		r := e.createFailed(c, reason.ErrCreateContainerConfig, err, summary)
 		r.Details, r.Warnings = subPaths.details, subPaths.warnings
+		r.RestsOn = e.imageUserRestsOn(c)
 		return r
 	}
 	sb, _, _ := e.sandboxConfig()
@@ -181,6 +185,7 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 			"verifyRunAsNonRoot (pkg/kubelet/kuberuntime/security_context_others.go) cannot be known here and the container goes on: "+
 			"on a node this passes if the image's USER is a non-zero numeric uid, and fails if it is root, unset (root) or a user name", c.spec.Image))
 	}
+	r.RestsOn = append(r.RestsOn, e.imageUserRestsOn(c)...)
 	if e.bundle.Services != nil {
 		v := "none: no Service with a cluster IP"
 		if src := podcfg.ServiceEnvSources(e.pod, e.bundle.Services); len(src) > 0 {
@@ -281,7 +286,29 @@ func (e *Engine) simulatedBehaviour(c *containerRuntime) sim.Behaviour {
 		maps.Copy(ann, sb.GetAnnotations())
 	}
 	maps.Copy(ann, c.config.GetAnnotations())
-	return sim.Decide(c.config, ann, c.spec.Image, e.runsToCompletion(c))
+	img := c.simImage
+	if img.Name == "" {
+		img.Name = c.spec.Image
+	}
+	return sim.Decide(c.config, ann, img, e.runsToCompletion(c))
+}
+
+// imageUserRestsOn says, on the simulator, that verifyRunAsNonRoot was
+// decided by the image's USER as read from its registry (nil when it was
+// not, or the USER did not decide).
+func (e *Engine) imageUserRestsOn(c *containerRuntime) []string {
+	if !e.simulated() || c.simImage.Config == nil || !podcfg.RunAsNonRootNeedsImageUser(e.pod, c.spec) {
+		return nil
+	}
+	user := "none (no USER: root)"
+	if u := c.simImage.Config.User; u != "" {
+		if _, err := strconv.ParseInt(u, 10, 64); err == nil {
+			user = "uid " + u
+		} else {
+			user = "username " + strconv.Quote(u)
+		}
+	}
+	return []string{fmt.Sprintf("image user: %s, image config from %s (runAsNonRoot with no runAsUser: verifyRunAsNonRoot decides by it)", user, c.simImage.Source)}
 }
 
 // runsToCompletion says why the pod's spec runs c to completion ("" when

@@ -18,6 +18,7 @@ import (
 	"github.com/podstep/podstep/internal/node"
 	"github.com/podstep/podstep/internal/podcfg"
 	"github.com/podstep/podstep/internal/podstate"
+	"github.com/podstep/podstep/internal/sim"
 	"github.com/podstep/podstep/internal/volume"
 )
 
@@ -163,6 +164,7 @@ type podRuntime struct {
 	volumePaths   map[string]string
 	auth          map[string][]*runtimeapi.AuthConfig // by image: every matching credential, best first
 	authSource    map[string]string                   // by image: "secret X, registry Y"
+	configWarned  map[string]bool                     // by image: the simulator's image config warning was given
 	runtimeName   string
 	handlers      []string
 	handlerUserns map[string]bool                  // by handler name: RuntimeStatus features.user_namespaces
@@ -204,12 +206,15 @@ type containerRuntime struct {
 	// imageUserUnknown: the simulator could not tell the image's user
 	// (sim.AnnotationImageConfig), so imageUser "" is not root.
 	imageUserUnknown bool
-	config           *runtimeapi.ContainerConfig // published
-	id               string                      // published
-	oldIDs           []string                    // published: containers of earlier attempts, still in the runtime
-	restarts         int                         // the attempt number: metadata.attempt and <restarts>.log
-	startedAt        time.Time
-	exited           bool
+	// simImage is the image as the simulator's ImageStatus described it
+	// (sim.ImageOf: the config it read from the registry, if any).
+	simImage  sim.Image
+	config    *runtimeapi.ContainerConfig // published
+	id        string                      // published
+	oldIDs    []string                    // published: containers of earlier attempts, still in the runtime
+	restarts  int                         // the attempt number: metadata.attempt and <restarts>.log
+	startedAt time.Time
+	exited    bool
 
 	// expanded is set once the redactor knows this container's Secret
 	// expansions, computed for the pod IPs expandedFor (noteExpansions).
@@ -268,6 +273,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 	e.rt.dirsRemoved = map[string]bool{}
 	e.rt.auth = map[string][]*runtimeapi.AuthConfig{}
 	e.rt.authSource = map[string]string{}
+	e.rt.configWarned = map[string]bool{}
 	e.rt.pullBackOff = map[string]*backOff{}
 	e.rt.pullErr = map[string]string{}
 	for i := range b.Pod.Spec.InitContainers {

@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/sim"
 )
 
 // pullStep mirrors imageManager.EnsureImageExists
@@ -131,14 +132,46 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	took := time.Since(start)
 	c.imageRef = resp.ImageRef
 	var size uint64
+	var warnings []string
 	// The puller's GetImageSize: ImageStatus of the same spec (images/puller.go).
 	if st2, err := e.client.ImageStatus(ctx, s.imageSpec(e)); err == nil && st2.GetImage() != nil {
 		size = st2.GetImage().GetSize()
+		if e.simulated() {
+			d, w := e.imageConfigNote(img, st2.GetImage())
+			details = append(details, d...)
+			warnings = append(warnings, w...)
+		}
 	}
 	e.tracker.Record(corev1.EventTypeNormal, reason.PulledImage, obj, fmt.Sprintf("Successfully pulled image %q in %s (%s including waiting). Image size: %d bytes.",
 		img, took.Round(time.Millisecond), took.Round(time.Millisecond), size))
 	details = append(details, kv("image", resp.ImageRef))
-	return ok("pulled "+img+" → "+shortImageID(resp.ImageRef), details...)
+	r := ok("pulled "+img+" → "+shortImageID(resp.ImageRef), details...)
+	r.Warnings = warnings
+	return r
+}
+
+// imageConfigNote says what the simulator read of the image's config at
+// its pull (sim.AnnotationImageConfig): where from, as a detail; why it
+// could not, as a warning given once per image and run. Nothing when no
+// registry answered (an offline machine: the image stays unknown).
+func (e *Engine) imageConfigNote(name string, img *runtimeapi.Image) ([]Detail, []string) {
+	ann := img.GetSpec().GetAnnotations()
+	if msg := ann[sim.AnnotationImageConfigError]; msg != "" {
+		if e.rt.configWarned[name] {
+			return nil, nil
+		}
+		e.rt.configWarned[name] = true
+		return nil, []string{fmt.Sprintf("the simulator could not read the config of %s from its registry (%s): what its containers run and as whom is assumed", name, msg)}
+	}
+	im := sim.ImageOf(name, img)
+	if im.Config == nil {
+		return nil, nil
+	}
+	user := im.Config.User
+	if user == "" {
+		user = "none (root)"
+	}
+	return []Detail{kv("image config", fmt.Sprintf("from %s: entrypoint %q, cmd %q, user %s", im.Source, im.Config.Entrypoint, im.Config.Cmd, user))}, nil
 }
 
 func shortImageID(id string) string {

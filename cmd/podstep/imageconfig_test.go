@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/podstep/podstep/internal/imageconfig"
+	"github.com/podstep/podstep/internal/imageconfig/imageconfigtest"
+)
+
+// TestRunImageConfig runs a runAsNonRoot pod on the simulator with
+// --image-config auto against a registry behind basic auth: with the pull
+// secret the image's USER 1000 lets it run, and the text, the JSON and the
+// recording say the verdict rests on the registry's image and digest; a
+// wrong password is a warning and the labelled assumption. No output holds
+// the password. (The tests' TestMain sets PODSTEP_IMAGE_CONFIG=off; the
+// flag given wins over it.)
+func TestRunImageConfig(t *testing.T) {
+	const user, password = "puller", "Cmd-pa55word-7"
+	reg := imageconfigtest.New(t, user, password)
+	dig := reg.Push(t, "team/app", "1.0", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1000", Entrypoint: []string{"/server"}}))
+	image, source := reg.Host+"/team/app:1.0", reg.Host+"/team/app@"+dig
+	manifest := func(pw string) string {
+		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
+		cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.Host: map[string]string{"username": user, "password": pw, "auth": auth}}})
+		y := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: regcred}
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: %s
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  imagePullSecrets: [{name: regcred}]
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - {name: app, image: %s}
+`, base64.StdEncoding.EncodeToString(cfg), image)
+		f := filepath.Join(t.TempDir(), "pod.yaml")
+		if err := os.WriteFile(f, []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		name, password, output string
+		want                   []string
+	}{
+		{name: "text", password: password, output: "text",
+			want: []string{"image user: uid 1000, image config from " + source, "cannot read `/server`; image config from " + source}},
+		{name: "json", password: password, output: "json",
+			want: []string{`"rests_on":[`, `image config from ` + source}},
+		{name: "wrong password", password: "Wrong-pa55", output: "text",
+			want: []string{"the simulator could not read the config of " + image, "assumed: image user unknown"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, logs := dirs(t)
+			rec := filepath.Join(t.TempDir(), "run.rec")
+			code, out, errOut := run(t, "run", "--auto", "--sim", "--no-color", "-o", tc.output, "-f", manifest(tc.password),
+				"--image-config", "auto", "--image-config-no-cache", "--record", rec, "--root-dir", root, "--log-dir", logs)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			recorded, err := os.ReadFile(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.password == password && !strings.Contains(string(recorded), "image config from "+source) {
+				t.Errorf("the recording does not say what the run rests on")
+			}
+			auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + tc.password))
+			for what, s := range map[string]string{"stdout": out, "stderr": errOut, "recording": string(recorded)} {
+				for _, secret := range []string{tc.password, auth} {
+					if strings.Contains(s, secret) {
+						t.Errorf("%s holds the secret %q", what, secret)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestImageConfigFlags: a bad --image-config is a usage error, exit 2.
+func TestImageConfigFlags(t *testing.T) {
+	root, logs := dirs(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--image-config", "sometimes"}, `--image-config "sometimes": expected auto or off`},
+		{[]string{"--image-config-timeout", "0s"}, "--image-config-timeout 0s: expected a duration from 1ms to 10m"},
+		{[]string{"--image-config-timeout", "1h"}, "--image-config-timeout 1h0m0s: expected a duration from 1ms to 10m"},
+	} {
+		args := append([]string{"run", "--auto", "--sim", "-f", "../../testdata/pods/hello.yaml", "--root-dir", root, "--log-dir", logs}, tc.args...)
+		code, out, errOut := run(t, args...)
+		if code != 2 || !strings.Contains(errOut+out, tc.want) {
+			t.Errorf("%v: exit %d, want 2 and %q:\n%s%s", tc.args, code, tc.want, out, errOut)
+		}
+	}
+}
