@@ -305,10 +305,18 @@ func (f *Fetcher) wrap(ctx context.Context, ref string, err error) error {
 		e.Unreachable = true
 	case errors.As(err, &op) && op.Op == "dial":
 		e.Unreachable = true
-	case ctx.Err() != nil, errors.As(err, &ne) && ne.Timeout():
+	case ctx.Err() != nil, errors.As(err, &ne) && ne.Timeout(), timedOut(err):
 		e.Err = fmt.Errorf("the registry did not answer within %s", f.o.Timeout)
 	}
 	return e
+}
+
+// timedOut: net/http's timeouts, when go-containerregistry's ping joins
+// the errors of its https and http tries as text (the https try refused
+// at once, the http one waited for headers), so errors.As cannot see them.
+func timedOut(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "timeout awaiting response headers") || strings.Contains(s, "Client.Timeout exceeded") || strings.Contains(s, "i/o timeout")
 }
 
 // cached is the result for source from memory, else the disk.
