@@ -16,6 +16,7 @@ import (
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
+	"github.com/podstep/podstep/internal/workload"
 )
 
 // ClusterRun is the cluster a run reads its pod from (--pod, or -f with
@@ -42,20 +43,48 @@ func (o *Options) validateCluster() error {
 	case o.Pod == "" && o.File == "":
 		return Usagef("-f/--filename is required: the pod manifest (or --scenario NAME, a built-in one: podstep scenarios; run and plan also take --pod NAMESPACE/NAME, a pod of the cluster)")
 	case o.Pod != "":
-		ns, name, _ := splitPod(o.Pod)
-		if name == "" || strings.Count(o.Pod, "/") > 1 || (strings.Contains(o.Pod, "/") && ns == "") {
-			return Usagef("--pod %q: expected NAMESPACE/NAME or NAME (the kubeconfig context's namespace)", safe.Cut(o.Pod))
+		if _, err := parsePodRef(o.Pod); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// splitPod splits [NS/]NAME.
-func splitPod(s string) (ns, name string, hasNS bool) {
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		return s[:i], s[i+1:], true
+// podRef is what --pod names: a pod, or a workload one of whose pods is
+// meant, in a namespace ("": the kubeconfig context's).
+type podRef struct {
+	ns, kind, name string
+}
+
+// parsePodRef reads --pod: NAME, NAMESPACE/NAME, KIND/NAME or
+// NAMESPACE/KIND/NAME, KIND in any of kubectl's forms (deploy, sts,
+// deployment.apps, po, ...). Two parts whose first is a kind are
+// KIND/NAME, as kubectl reads TYPE/NAME; a namespace that is also a kind's
+// name is written NAMESPACE/pod/NAME.
+func parsePodRef(s string) (podRef, error) {
+	parts := strings.Split(s, "/")
+	bad := func() (podRef, error) {
+		return podRef{}, Usagef("--pod %q: expected NAME, NAMESPACE/NAME, KIND/NAME or NAMESPACE/KIND/NAME (KIND: po, deploy, rs, rc, sts, ds, job, cj, as kubectl names them; no NAMESPACE: the kubeconfig context's)", safe.Cut(s))
 	}
-	return "", s, false
+	for _, p := range parts {
+		if p == "" {
+			return bad()
+		}
+	}
+	switch len(parts) {
+	case 1:
+		return podRef{kind: workload.KindPod, name: parts[0]}, nil
+	case 2:
+		if k, ok := workload.KindOf(parts[0]); ok {
+			return podRef{kind: k, name: parts[1]}, nil
+		}
+		return podRef{ns: parts[0], kind: workload.KindPod, name: parts[1]}, nil
+	case 3:
+		if k, ok := workload.KindOf(parts[1]); ok {
+			return podRef{ns: parts[0], kind: k, name: parts[2]}, nil
+		}
+	}
+	return bad()
 }
 
 // loadCluster reads the pod (--pod) or resolves the manifest's references
@@ -80,7 +109,19 @@ func (o *Options) loadCluster(ctx context.Context, b *manifest.Bundle, stderr io
 		}
 	}
 	if o.Pod != "" {
-		ns, name, _ := splitPod(o.Pod)
+		ref, err := parsePodRef(o.Pod)
+		if err != nil {
+			return nil, err
+		}
+		ns, name := ref.ns, ref.name
+		if ref.kind != workload.KindPod {
+			ch, err := c.PodOf(ctx, ns, ref.kind, ref.name)
+			if err != nil {
+				return nil, clusterErr(err)
+			}
+			fmt.Fprintln(stderr, "podstep: "+safe.Line(ch.Why))
+			name = ch.Name
+		}
 		pb, cp, err := c.GetPod(ctx, ns, name)
 		if err != nil {
 			return nil, clusterErr(err)

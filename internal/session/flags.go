@@ -38,7 +38,7 @@ const (
 // AddClusterFlags binds the flags that read the pod, or what a manifest
 // references, from an API server (internal/cluster; docs/cluster.md).
 func (o *Options) AddClusterFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.Pod, "pod", "", "[NAMESPACE/]NAME of a pod in the cluster: read it and what the kubelet fetches for it (ConfigMaps, Secrets, tokens, its Node) from the API server")
+	f.StringVar(&o.Pod, "pod", "", "a pod of the cluster, [NAMESPACE/]NAME, or one of a workload's, [NAMESPACE/]KIND/NAME (deploy/web, sts/db, ds/agent, job/migrate, cj/nightly: the pod kubectl logs KIND/NAME picks): read it and what the kubelet fetches for it (ConfigMaps, Secrets, tokens, its Node) from the API server")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file, as kubectl's (default: $KUBECONFIG, else ~/.kube/config, else in-cluster); with -f, the manifest's references come from that cluster")
 	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context)")
 	f.BoolVar(&o.AllowExecPlugins, AllowExecPluginsFlag, false, AllowExecPluginsUsage)

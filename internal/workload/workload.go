@@ -82,6 +82,13 @@ var aliases = func() map[string]string {
 	return m
 }()
 
+// KindOf returns the kind a kubectl resource name stands for (deploy,
+// deployments.apps, sts, po, ...; case-insensitive), and whether it is one.
+func KindOf(resource string) (string, bool) {
+	k, ok := aliases[strings.ToLower(resource)]
+	return k, ok
+}
+
 // Ref names one pod or workload of a file: KIND/NAME.
 type Ref struct {
 	Kind, Name string

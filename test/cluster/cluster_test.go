@@ -191,6 +191,20 @@ func TestDeploymentOnBothNodes(t *testing.T) {
 		}
 		t.Logf("replica %s on %s (%s): container %.13s running on %s", p.Name, n.Name, n.Label, ctr.Id, n.Endpoint)
 	}
+	// `plan --pod NS/deploy/NAME`: one of the Deployment's pods, named with how it was chosen.
+	r := c.runPodstep(t, time.Minute, "plan", "-o", "json", "--pod", ns+"/deploy/spread", "--kubeconfig", c.Kubeconfig)
+	if r.exit != 0 {
+		t.Fatalf("plan --pod %s/deploy/spread: exit %d\n%s", ns, r.exit, r.stderr)
+	}
+	picked := ""
+	for _, p := range pods {
+		if strings.Contains(r.stderr, "deployment/spread: pod "+p.Name+", 1 of 2") && strings.Contains(r.stdout, p.Name) {
+			picked = p.Name
+		}
+	}
+	if picked == "" {
+		t.Errorf("plan --pod %s/deploy/spread: no replica named as the pod chosen (1 of 2)\nstderr: %s", ns, r.stderr)
+	}
 }
 
 // TestTokenRequest: the TokenRequest API (client-go's CreateToken) returns a
