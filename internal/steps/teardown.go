@@ -364,7 +364,7 @@ func (removeDirsStep) explain() string {
 
 func (removeDirsStep) requests(*Engine) []Request { return nil }
 
-func (removeDirsStep) run(_ context.Context, e *Engine) Result {
+func (removeDirsStep) run(ctx context.Context, e *Engine) Result {
 	e.mu.Lock()
 	inUse := e.containersLeftLocked()
 	podDir, logDir := "", e.rt.logDir
@@ -393,6 +393,16 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 	var errs []error
 	var details []Detail
 	if podDir != "" {
+		// CSI volumes first: the kubelet's reconciler unpublishes them
+		// (csiMountMgr.TearDownAt), then unstages a staged one
+		// (csiAttacher.UnmountDevice), once the containers are gone.
+		if d, err := e.teardownCSI(ctx); err != nil {
+			r := fail(reason.RemoveDirsError, err, "CSI volumes not unpublished: pod directories kept")
+			r.Details = append(d, kv("kept", podDir))
+			return r
+		} else {
+			details = append(details, d...)
+		}
 		// Volumes first: the kubelet unmounts them, subPath bind mounts
 		// first (UnmountVolume: CleanSubPaths, then TearDown), before it may
 		// remove the pod dir; RemoveAll would go through a mount left there.
@@ -429,6 +439,38 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 		details = append(details, kv("removed", r))
 	}
 	return ok(fmt.Sprintf("removed %s", plural(len(removed), "directory", "directories")), details...)
+}
+
+// teardownCSI unpublishes and unstages the CSI volumes the volumes stage
+// set up, last first, each call recorded in this step. A volume whose
+// calls failed stays listed (and its dirs kept): nothing is removed
+// through a mount.
+func (e *Engine) teardownCSI(ctx context.Context) ([]Detail, error) {
+	e.mu.Lock()
+	vols := append([]*volume.CSIResult(nil), e.rt.csiVolumes...)
+	e.mu.Unlock()
+	var details []Detail
+	var errs []error
+	var left []*volume.CSIResult
+	for i := len(vols) - 1; i >= 0; i-- {
+		v := vols[i]
+		published, staged := v.State.Published, v.State.Staged
+		if err := volume.TeardownCSI(ctx, e.opts.CSI, v); err != nil {
+			errs = append(errs, err)
+			left = append(left, v)
+			continue
+		}
+		if published {
+			details = append(details, kv("unpublished", v.TargetPath+" (CSI driver "+v.Driver+", NodeUnpublishVolume)"))
+		}
+		if staged {
+			details = append(details, kv("unstaged", v.StagingPath+" (CSI driver "+v.Driver+", NodeUnstageVolume)"))
+		}
+	}
+	e.mu.Lock()
+	e.rt.csiVolumes = left
+	e.mu.Unlock()
+	return details, errors.Join(errs...)
 }
 
 // Teardown plans the teardown steps (once) and runs every remaining step.
