@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -64,6 +65,60 @@ func (c *Client) fetchClaims(ctx context.Context, b *manifest.Bundle, r *Resolve
 			b.Volumes[pvName] = pv
 			b.Origins[manifest.OriginKey(manifest.KindPersistentVolume, "", pvName)] = c.origin(pv.ObjectMeta)
 			f.Found, f.ResourceVersion = true, pv.ResourceVersion
+		case apierrors.IsNotFound(err):
+		default:
+			return err
+		}
+		r.Fetched = append(r.Fetched, f)
+	}
+	return nil
+}
+
+// fetchCSIDrivers GETs the CSIDriver of every CSI driver the pod's volumes
+// use (an inline csi volume's, a claim's CSI PersistentVolume's), unless
+// the file has it: what the kubelet's CSI plugin reads through its
+// CSIDriver lister (getCSIDriver, pkg/volume/csi/csi_plugin.go). A
+// NotFound one is left out: the kubelet then treats the driver as needing
+// attach and serving only persistent volumes. (get csidrivers)
+func (c *Client) fetchCSIDrivers(ctx context.Context, b *manifest.Bundle, r *Resolved) error {
+	pod := b.Pod
+	seen := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		driver := ""
+		switch {
+		case v.CSI != nil:
+			driver = v.CSI.Driver
+		default:
+			name := volume.ClaimName(pod, v)
+			if name == "" {
+				continue
+			}
+			pvc, ok := b.PersistentVolumeClaim(pod.Namespace, name)
+			if !ok {
+				continue
+			}
+			if pv, ok := b.PersistentVolume(pvc.Spec.VolumeName); ok && pv.Spec.CSI != nil {
+				driver = pv.Spec.CSI.Driver
+			}
+		}
+		if driver == "" || seen[driver] {
+			continue
+		}
+		seen[driver] = true
+		if _, ok := b.CSIDriver(driver); ok {
+			continue
+		}
+		got, err := c.CS.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{})
+		err = c.classify(err, "get", "csidrivers", "", driver)
+		f := Fetched{Kind: manifest.KindCSIDriver, Name: driver, Why: "volume " + v.Name}
+		switch {
+		case err == nil:
+			if b.CSIDrivers == nil {
+				b.CSIDrivers = map[string]*storagev1.CSIDriver{}
+			}
+			b.CSIDrivers[driver] = got
+			b.Origins[manifest.OriginKey(manifest.KindCSIDriver, "", driver)] = c.origin(got.ObjectMeta)
+			f.Found, f.ResourceVersion = true, got.ResourceVersion
 		case apierrors.IsNotFound(err):
 		default:
 			return err

@@ -14,9 +14,13 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
+// DefaultRegistryDir is the registration directory of a kubelet with the
+// default --root-dir, /var/lib/kubelet (podstep's own root dir is another).
+const DefaultRegistryDir = "/var/lib/kubelet/plugins_registry"
+
 // RegistryDir is the kubelet's plugin registration directory under its
-// root dir (pluginmanager's socket dir, pkg/kubelet/kubelet.go
-// getPluginsRegistrationDir: <root-dir>/plugins_registry).
+// root dir (the plugin manager's socket dir: getPluginsRegistrationDir,
+// pkg/kubelet/kubelet_getters.go: <root-dir>/plugins_registry).
 func RegistryDir(rootDir string) string { return filepath.Join(rootDir, "plugins_registry") }
 
 // Registered is one CSI driver found in the registration directory.

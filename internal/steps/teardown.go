@@ -441,30 +441,44 @@ func (removeDirsStep) run(ctx context.Context, e *Engine) Result {
 	return ok(fmt.Sprintf("removed %s", plural(len(removed), "directory", "directories")), details...)
 }
 
-// teardownCSI unpublishes and unstages the CSI volumes the volumes stage
-// set up, last first, each call recorded in this step. A volume whose
-// calls failed stays listed (and its dirs kept): nothing is removed
-// through a mount.
+// teardownCSI undoes the CSI volumes the volumes stage set up, as the
+// kubelet's reconciler does (reconciler.go: unmountVolumes, then
+// unmountDetachDevices): every NodeUnpublishVolume (the last volume set up
+// first), then every NodeUnstageVolume, each call recorded in this step. A
+// volume whose calls failed stays listed (and the pod dir is kept):
+// nothing is removed through a mount.
 func (e *Engine) teardownCSI(ctx context.Context) ([]Detail, error) {
 	e.mu.Lock()
 	vols := append([]*volume.CSIResult(nil), e.rt.csiVolumes...)
 	e.mu.Unlock()
 	var details []Detail
 	var errs []error
-	var left []*volume.CSIResult
 	for i := len(vols) - 1; i >= 0; i-- {
 		v := vols[i]
-		published, staged := v.State.Published, v.State.Staged
-		if err := volume.TeardownCSI(ctx, e.opts.CSI, v); err != nil {
-			errs = append(errs, err)
-			left = append(left, v)
+		if !v.State.Published {
 			continue
 		}
-		if published {
-			details = append(details, kv("unpublished", v.TargetPath+" (CSI driver "+v.Driver+", NodeUnpublishVolume)"))
+		if err := volume.UnpublishCSI(ctx, e.opts.CSI, v); err != nil {
+			errs = append(errs, err)
+			continue
 		}
-		if staged {
-			details = append(details, kv("unstaged", v.StagingPath+" (CSI driver "+v.Driver+", NodeUnstageVolume)"))
+		details = append(details, kv("unpublished", v.TargetPath+" (CSI driver "+v.Driver+", NodeUnpublishVolume)"))
+	}
+	for i := len(vols) - 1; i >= 0; i-- {
+		v := vols[i]
+		if !v.State.Staged || v.State.Published {
+			continue
+		}
+		if err := volume.UnstageCSI(ctx, e.opts.CSI, v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		details = append(details, kv("unstaged", v.StagingPath+" (CSI driver "+v.Driver+", NodeUnstageVolume)"))
+	}
+	var left []*volume.CSIResult
+	for _, v := range vols {
+		if v.State.Published || v.State.Staged {
+			left = append(left, v)
 		}
 	}
 	e.mu.Lock()

@@ -2,7 +2,6 @@ package volume
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -203,29 +202,38 @@ func (p *Prepared) applyCSI(ctx context.Context, r *Result) error {
 	return nil
 }
 
-// TeardownCSI undoes what r did, as the kubelet's reconciler does once the
-// pod's containers are gone: NodeUnpublishVolume (TearDownAt), then for a
-// staged PV NodeUnstageVolume (UnmountDevice). drivers must be the ones
-// that set it up.
-func TeardownCSI(ctx context.Context, drivers *csi.Drivers, r *CSIResult) error {
+// UnpublishCSI undoes r's publish as the kubelet's reconciler does once
+// the pod's containers are gone (unmountVolumes → csiMountMgr.TearDownAt:
+// NodeUnpublishVolume). drivers must be the ones that set it up.
+func UnpublishCSI(ctx context.Context, drivers *csi.Drivers, r *CSIResult) error {
+	if !r.State.Published {
+		return nil
+	}
 	c, err := drivers.Client(r.Driver)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	if r.State.Published {
-		if err := csi.TearDown(ctx, c, r.Handle, r.TargetPath); err != nil {
-			errs = append(errs, err)
-		} else {
-			r.State.Published = false
-		}
+	if err := csi.TearDown(ctx, c, r.Handle, r.TargetPath); err != nil {
+		return err
 	}
-	if r.State.Staged && len(errs) == 0 {
-		if err := csi.UnmountDevice(ctx, c, r.Handle, r.StagingPath); err != nil {
-			errs = append(errs, err)
-		} else {
-			r.State.Staged = false
-		}
+	r.State.Published = false
+	return nil
+}
+
+// UnstageCSI undoes r's stage, after every publish of it is undone, as
+// the reconciler's unmountDetachDevices does (csiAttacher.UnmountDevice:
+// NodeGetCapabilities, NodeUnstageVolume).
+func UnstageCSI(ctx context.Context, drivers *csi.Drivers, r *CSIResult) error {
+	if !r.State.Staged || r.State.Published {
+		return nil
 	}
-	return errors.Join(errs...)
+	c, err := drivers.Client(r.Driver)
+	if err != nil {
+		return err
+	}
+	if err := csi.UnmountDevice(ctx, c, r.Handle, r.StagingPath); err != nil {
+		return err
+	}
+	r.State.Staged = false
+	return nil
 }
