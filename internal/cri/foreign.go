@@ -52,6 +52,10 @@ func foreignService(method string) string {
 	return foreign.services[method]
 }
 
+// IsCRI says whether method is a CRI method (not one of a registered
+// service's: a CSI driver's).
+func IsCRI(method string) bool { return foreignService(method) == "" }
+
 // runMaskers applies the registered maskers to m.
 func runMaskers(m proto.Message) {
 	foreign.RLock()

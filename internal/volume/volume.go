@@ -310,6 +310,10 @@ func (p *Prepared) Apply(ctx context.Context) (Result, error) {
 		}
 		r.Entries, err = List(p.dir)
 	}
+	var ve *Error
+	if errors.As(err, &ve) {
+		return r, ve // a CSI volume's, with its operation
+	}
 	if err != nil {
 		return r, &Error{Volume: p.vol.Name, Err: err}
 	}
