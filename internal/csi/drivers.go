@@ -34,11 +34,14 @@ type Drivers struct {
 	clients    map[string]*Client
 }
 
-// SetRecorder gives the client whose calls a run records; Client needs it.
-func (d *Drivers) SetRecorder(rec *cri.Client) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.rec = rec
+// For returns drivers with d's endpoints, registry and timeout whose
+// calls rec records, with clients of their own: one per engine (bench runs
+// several at once, each recording its own pod's calls). nil stays nil.
+func (d *Drivers) For(rec *cri.Client) *Drivers {
+	if d == nil {
+		return nil
+	}
+	return &Drivers{Endpoints: d.Endpoints, RegistryDir: d.RegistryDir, Timeout: d.Timeout, rec: rec}
 }
 
 // Endpoint returns driver's node socket and how it was found

@@ -291,11 +291,9 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 	for _, name := range e.rt.order {
 		e.noteExpansions(e.rt.containers[name], e.configPodIPs())
 	}
+	e.opts.CSI = o.CSI.For(e.client) // this engine's calls, its own clients
 	e.plan()
 	e.attach()
-	if o.CSI != nil && e.client != nil {
-		o.CSI.SetRecorder(e.client)
-	}
 	return e
 }
 
