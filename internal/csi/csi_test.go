@@ -32,7 +32,7 @@ const (
 )
 
 // recorder is a CRI client (on the simulator) that records the CSI calls.
-func recorder(t *testing.T) *cri.Client {
+func recorder(t testing.TB) *cri.Client {
 	t.Helper()
 	return simtest.Client(t, sim.Options{})
 }
