@@ -129,3 +129,69 @@ func validateCSIDriver(d *storagev1.CSIDriver) *fieldErr {
 	}
 	return nil
 }
+
+// KindVolumeAttachment is the storage.k8s.io/v1 object the attach/detach
+// controller makes when it attaches a CSI volume to a node: the kubelet
+// waits for it before staging a volume whose driver needs attach, and
+// sends its status.attachmentMetadata as the publish context
+// (getPublishContext, pkg/volume/csi/csi_plugin.go).
+const KindVolumeAttachment = "VolumeAttachment"
+
+// VolumeAttachment returns the VolumeAttachment name of the bundle.
+func (b *Bundle) VolumeAttachment(name string) (*storagev1.VolumeAttachment, bool) {
+	a, ok := b.VolumeAttachments[name]
+	return a, ok
+}
+
+// volumeAttachment decodes and validates a VolumeAttachment document.
+func (p *parser) volumeAttachment(js []byte) error {
+	a := &storagev1.VolumeAttachment{}
+	if err := p.decode(js, a); err != nil {
+		return err
+	}
+	if e := validateVolumeAttachment(a); e != nil {
+		return p.errf(e.field, "%s", e.msg)
+	}
+	if err := p.checkDuplicate(KindVolumeAttachment, a.Name); err != nil {
+		return err
+	}
+	if p.bundle.VolumeAttachments == nil {
+		p.bundle.VolumeAttachments = map[string]*storagev1.VolumeAttachment{}
+	}
+	p.bundle.VolumeAttachments[a.Name] = a
+	return nil
+}
+
+// validateVolumeAttachment mirrors ValidateVolumeAttachment
+// (pkg/apis/storage/validation/validation.go): the name, no namespace,
+// spec.attacher a CSI driver name, exactly one of spec.source's
+// persistentVolumeName and inlineVolumeSpec (podstep reads the first),
+// spec.nodeName a node name.
+func validateVolumeAttachment(a *storagev1.VolumeAttachment) *fieldErr {
+	if e := validateMeta(&a.ObjectMeta, false, "csi-0123abcd"); e != nil {
+		return e
+	}
+	s := &a.Spec
+	switch d := s.Attacher; {
+	case d == "":
+		return fe("spec.attacher", "required value; expected the CSI driver's name")
+	case len(d) > 63 || len(validation.IsDNS1123Subdomain(strings.ToLower(d))) > 0:
+		return fe("spec.attacher", "invalid value %q; expected a CSI driver name: letters, digits, '-' and '.', at most 63 characters", d)
+	}
+	switch src := s.Source; {
+	case src.PersistentVolumeName == nil && src.InlineVolumeSpec == nil:
+		return fe("spec.source", "required value: must specify exactly one of inlineVolumeSpec and persistentVolumeName")
+	case src.PersistentVolumeName != nil && src.InlineVolumeSpec != nil:
+		return fe("spec.source", "forbidden: must specify exactly one of inlineVolumeSpec and persistentVolumeName")
+	case src.InlineVolumeSpec != nil:
+		return fe("spec.source.inlineVolumeSpec", "not supported by podstep: it reads VolumeAttachments of PersistentVolumes (persistentVolumeName)")
+	case *src.PersistentVolumeName == "":
+		return fe("spec.source.persistentVolumeName", "required value: must specify non empty persistentVolumeName")
+	case len(validation.IsDNS1123Subdomain(*src.PersistentVolumeName)) > 0:
+		return fe("spec.source.persistentVolumeName", "invalid value %q; %s", *src.PersistentVolumeName, expectSubdomain)
+	}
+	if len(validation.IsDNS1123Subdomain(s.NodeName)) > 0 {
+		return fe("spec.nodeName", "invalid value %q; %s", s.NodeName, expectSubdomain)
+	}
+	return nil
+}

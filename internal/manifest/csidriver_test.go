@@ -51,3 +51,31 @@ func TestCSIDriver(t *testing.T) {
 		})
 	}
 }
+
+// TestVolumeAttachment: validated as ValidateVolumeAttachment, with field paths.
+func TestVolumeAttachment(t *testing.T) {
+	const pod = "\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: app, image: nginx}]}\n"
+	for _, tc := range []struct{ name, doc, want string }{
+		{"ok", "metadata: {name: csi-abc}\nspec: {attacher: d.example.com, nodeName: node-1, source: {persistentVolumeName: pv-1}}\nstatus: {attached: true}", ""},
+		{"no attacher", "metadata: {name: csi-abc}\nspec: {nodeName: node-1, source: {persistentVolumeName: pv-1}}", "spec.attacher: required value"},
+		{"no source", "metadata: {name: csi-abc}\nspec: {attacher: d, nodeName: node-1, source: {}}", "spec.source: required value"},
+		{"bad node", "metadata: {name: csi-abc}\nspec: {attacher: d, nodeName: Node_1, source: {persistentVolumeName: pv-1}}", `spec.nodeName: invalid value "Node_1"`},
+		{"namespaced", "metadata: {name: csi-abc, namespace: x}\nspec: {attacher: d, nodeName: node-1, source: {persistentVolumeName: pv-1}}", "metadata.namespace: not allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Parse("t.yaml", []byte("apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\n"+tc.doc+pod))
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("error %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, ok := b.VolumeAttachment("csi-abc"); !ok || !a.Status.Attached {
+				t.Errorf("VolumeAttachments %v", b.VolumeAttachments)
+			}
+		})
+	}
+}

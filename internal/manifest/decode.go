@@ -137,7 +137,7 @@ func yamlMessage(err error, firstLine int) string {
 }
 
 // supportedKinds is the message fragment listing the supported kinds.
-const supportedKinds = `"Pod", a workload ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"), "Secret", "ConfigMap", "Node", "PersistentVolumeClaim", "PersistentVolume" or "CSIDriver"`
+const supportedKinds = `"Pod", a workload ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"), "Secret", "ConfigMap", "Node", "PersistentVolumeClaim", "PersistentVolume", "CSIDriver" or "VolumeAttachment"`
 
 func (p *parser) document(raw, js []byte) error {
 	var h header
@@ -167,13 +167,16 @@ func (p *parser) document(raw, js []byte) error {
 	switch kind {
 	case KindSecret, KindConfigMap, KindNode, KindPersistentVolumeClaim, KindPersistentVolume:
 		p.kind = kind
-	case KindCSIDriver:
+	case KindCSIDriver, KindVolumeAttachment:
 		p.kind = kind
 		switch {
 		case h.APIVersion == nil:
 			return p.errf("apiVersion", "required value; expected %q", csiDriverAPIVersion)
 		case apiVersion != csiDriverAPIVersion:
 			return p.errf("apiVersion", "unsupported value %s; expected %q", jsonText(h.APIVersion), csiDriverAPIVersion)
+		}
+		if kind == KindVolumeAttachment {
+			return p.volumeAttachment(js)
 		}
 		return p.csiDriver(js)
 	default:

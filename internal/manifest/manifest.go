@@ -49,6 +49,9 @@ type Bundle struct {
 	// CSIDrivers holds the CSIDrivers (storage.k8s.io/v1) of the file (and
 	// those internal/cluster read), keyed by name; nil when there are none.
 	CSIDrivers map[string]*storagev1.CSIDriver
+	// VolumeAttachments holds the VolumeAttachments of the file, keyed by
+	// name (csi-sha256(handle+driver+node)); nil when there are none.
+	VolumeAttachments map[string]*storagev1.VolumeAttachment
 	// Node is the Node of the file; nil when the file has none.
 	Node *corev1.Node
 	// Services are the Services whose env vars the kubelet adds to every

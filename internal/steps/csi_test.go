@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,5 +274,39 @@ func TestCSIHangingDriverTornDown(t *testing.T) {
 	podDir := filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))
 	if _, err := os.Stat(podDir); !os.IsNotExist(err) {
 		t.Errorf("pod dir left: %v", err)
+	}
+}
+
+// TestCSIAttached: a PV whose driver needs attach goes on when the
+// manifest has its VolumeAttachment (the name the kubelet computes:
+// csi-sha256(handle+driver+node)) attached, and the attacher's
+// attachmentMetadata is the publish context of NodeStageVolume and
+// NodePublishVolume; not attached, it stops.
+func TestCSIAttached(t *testing.T) {
+	node := csitest.Serve(t, &csitest.Node{Caps: []csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}})
+	o := csiOptions(t, node)
+	spec := "{volumeLifecycleModes: [Persistent, Ephemeral], podInfoOnMount: true}"
+	nodeName := New(parse(t, csiBundleYAML(spec)), nil, o).opts.Node.Name()
+	va := func(attached bool) string {
+		return fmt.Sprintf("---\napiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata: {name: %s}\nspec: {attacher: test.csi.podstep.dev, nodeName: %s, source: {persistentVolumeName: pv-data}}\nstatus: {attached: %t, attachmentMetadata: {device: /dev/mock0}}\n",
+			csi.AttachmentName("handle-1", "test.csi.podstep.dev", nodeName), nodeName, attached)
+	}
+	if stops := New(parse(t, csiBundleYAML(spec)+va(false)), nil, o).Stops(); len(stops) != 1 || !strings.Contains(stops[0].Message, "status.attached false") {
+		t.Errorf("not attached: stops %+v", stops)
+	}
+	e := runAll(t, parse(t, csiBundleYAML(spec)+va(true)), newSim(t), o)
+	t.Cleanup(func() { _ = e.Teardown(context.Background()) })
+	if f, failed := e.Failed(); failed {
+		t.Fatalf("step %s failed: %v", f.Name, f.Result.Err)
+	}
+	stage := node.Last(csi.NodeStageVolume).(*csipb.NodeStageVolumeRequest)
+	var pub *csipb.NodePublishVolumeRequest
+	for _, g := range node.Got() {
+		if r, ok := g.Request.(*csipb.NodePublishVolumeRequest); ok && r.VolumeId == "handle-1" {
+			pub = r
+		}
+	}
+	if stage.PublishContext["device"] != "/dev/mock0" || pub == nil || pub.PublishContext["device"] != "/dev/mock0" {
+		t.Errorf("publish context: stage %v, publish %v", stage.PublishContext, pub)
 	}
 }

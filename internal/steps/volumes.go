@@ -183,6 +183,7 @@ func (e *Engine) volumeHost() *volume.Host {
 	if e.bundle != nil {
 		h.Claims = e.bundle
 		h.CSIDrivers = e.bundle
+		h.Attachments = e.bundle
 	}
 	h.CSI = e.opts.CSI
 	h.RootDir = e.opts.Config.RootDir

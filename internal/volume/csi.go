@@ -17,6 +17,12 @@ type CSIDriverSource interface {
 	CSIDriver(name string) (*storagev1.CSIDriver, bool)
 }
 
+// AttachmentSource resolves VolumeAttachments, as the kubelet's CSI
+// plugin GETs them (*manifest.Bundle implements it).
+type AttachmentSource interface {
+	VolumeAttachment(name string) (*storagev1.VolumeAttachment, bool)
+}
+
 // CSIResult is what a CSI volume's setup did, for teardown: the driver,
 // the volume ID, the paths sent, and whether it was staged and published
 // (including calls that may have done their work: teardown undoes those
@@ -110,9 +116,27 @@ func (p *Prepared) prepareCSI(pv *corev1.PersistentVolume) error {
 			if found {
 				why = "CSIDriver " + v.Driver + " has attachRequired: true"
 			}
-			return &Error{Volume: p.vol.Name, Op: "MountVolume.WaitForAttach failed", Err: &ClaimError{
-				Msg: fmt.Sprintf("volume %s is not attached: %s; the kubelet waits until the attach/detach controller has attached it (VolumeAttachment %s, node.status.volumesAttached) before MountDevice", pv.Name, why, csi.AttachmentName(v.Handle, v.Driver, h.NodeName)),
-				Fix: fmt.Sprintf("podstep has no attach/detach controller: use a driver that needs no attach (a CSIDriver %s with spec.attachRequired: false in the manifest), or run on a node of a cluster whose controller attaches it", v.Driver)}}
+			name := csi.AttachmentName(v.Handle, v.Driver, h.NodeName)
+			var va *storagev1.VolumeAttachment
+			ok := false
+			if h.Attachments != nil {
+				va, ok = h.Attachments.VolumeAttachment(name)
+			}
+			switch {
+			case ok && va.Status.Attached:
+				// getPublishContext (csi_plugin.go): the attacher's
+				// attachmentMetadata is the publish context.
+				v.PublishContext = va.Status.AttachmentMetadata
+				p.notes = append(p.notes, fmt.Sprintf("%s: attached by VolumeAttachment %s; its status.attachmentMetadata is sent as publish_context (getPublishContext)", why, name))
+			case ok:
+				return &Error{Volume: p.vol.Name, Op: "MountVolume.WaitForAttach failed", Err: &ClaimError{
+					Msg: fmt.Sprintf("volume %s is not attached: VolumeAttachment %s has status.attached false; the kubelet waits for the attach/detach controller before MountDevice", pv.Name, name),
+					Fix: fmt.Sprintf("give VolumeAttachment %s status.attached: true (and the attacher's status.attachmentMetadata), or a CSIDriver %s with spec.attachRequired: false", name, v.Driver)}}
+			default:
+				return &Error{Volume: p.vol.Name, Op: "MountVolume.WaitForAttach failed", Err: &ClaimError{
+					Msg: fmt.Sprintf("volume %s is not attached: %s; the kubelet waits until the attach/detach controller has attached it (VolumeAttachment %s, node.status.volumesAttached) before MountDevice", pv.Name, why, name),
+					Fix: fmt.Sprintf("podstep has no attach/detach controller: add VolumeAttachment %s (spec: {attacher: %s, nodeName: %s, source: {persistentVolumeName: %s}}, status: {attached: true, attachmentMetadata: ...}) to the manifest, or use a driver that needs no attach (a CSIDriver %s with spec.attachRequired: false)", name, v.Driver, h.NodeName, pv.Name, v.Driver)}}
+			}
 		}
 	}
 	var err error

@@ -76,9 +76,10 @@ type Host struct {
 	// CSI are the node's CSI drivers (nil: none), CSIDrivers the CSIDriver
 	// objects (nil: none), RootDir the kubelet's root dir, under which
 	// CSI PersistentVolumes are staged.
-	CSI        *csi.Drivers
-	CSIDrivers CSIDriverSource
-	RootDir    string
+	CSI         *csi.Drivers
+	CSIDrivers  CSIDriverSource
+	Attachments AttachmentSource
+	RootDir     string
 	// Placeholders says podstep has no API server: a serviceAccountToken
 	// projection gets a labelled placeholder instead of a token, and a
 	// missing kube-root-ca.crt ConfigMap a labelled placeholder ca.crt,

@@ -5,6 +5,8 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +70,7 @@ spec:
 // socket in a temp dir, registered in DIR/registry, with one volume made
 // through its CreateVolume; it returns the node socket, the registration
 // dir and that volume's ID.
-func startCSIMock(t *testing.T) (endpoint, registry, volumeID string) {
+func startCSIMock(t *testing.T, extra ...string) (endpoint, registry, volumeID string) {
 	t.Helper()
 	bin := testenv.Require(t, "INTEGRATION", "hack/test.sh builds the mock CSI driver with hack/csi-mock-build.sh and sets it", "PODSTEP_CSIMOCK")[0]
 	dir, err := os.MkdirTemp("", "csimock") // short: a socket path is at most 107 bytes
@@ -78,7 +80,7 @@ func startCSIMock(t *testing.T) (endpoint, registry, volumeID string) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	sock, registry := filepath.Join(dir, "csi.sock"), filepath.Join(dir, "registry")
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--endpoint", sock, "--registration", registry, "--create-volume", "data")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--endpoint", sock, "--registration", registry, "--create-volume", "data"}, extra...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -181,6 +183,85 @@ func TestCSIMockDriver(t *testing.T) {
 			for _, m := range testenv.MountsUnder(filepath.Dir(d.root)) {
 				t.Errorf("left mounted: %s", m)
 			}
+		})
+	}
+}
+
+// csiAttachManifest: a CSI PV of a driver that needs attach, with the
+// VolumeAttachment the attach/detach controller would have made (its name
+// as the kubelet computes it, for node csi-node), ATTACHMENT_METADATA its
+// status.attachmentMetadata.
+const csiAttachManifest = `apiVersion: v1
+kind: Node
+metadata: {name: csi-node}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: io.kubernetes.storage.mock}
+spec: {attachRequired: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: VolumeAttachment
+metadata: {name: ATTACHMENT_NAME}
+spec: {attacher: io.kubernetes.storage.mock, nodeName: csi-node, source: {persistentVolumeName: pv-mock}}
+status: {attached: true, attachmentMetadata: ATTACHMENT_METADATA}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-mock}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  claimRef: {namespace: default, name: data, uid: 3d7f5d1e-1111-4a5b-9c2d-000000000001}
+  csi: {driver: io.kubernetes.storage.mock, volumeHandle: "VOLUME_ID"}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, uid: 3d7f5d1e-1111-4a5b-9c2d-000000000001}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}, volumeName: pv-mock}
+status: {phase: Bound}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: csi-attach}
+spec:
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    command: [sh, -c, sleep 3600]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: data}}
+`
+
+// TestCSIMockDriverAttach: against the mock with attach required, the
+// VolumeAttachment's attachmentMetadata is the publish context the mock
+// needs ("device"); without it, the mock's own NodeStageVolume error is
+// the step's, and nothing is left either way.
+func TestCSIMockDriverAttach(t *testing.T) {
+	e := setup(t)
+	endpoint, _, id := startCSIMock(t, "--attach")
+	name := fmt.Sprintf("csi-%x", sha256.Sum256([]byte(id+mockDriver+"csi-node")))
+	for _, tc := range []struct{ name, metadata, want string }{
+		{"attached", "{device: /dev/mock0}", ""},
+		{"no device", "{}", "stage volume info 'device' key required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := strings.NewReplacer("VOLUME_ID", id, "ATTACHMENT_NAME", name, "ATTACHMENT_METADATA", tc.metadata).Replace(csiAttachManifest)
+			file := filepath.Join(t.TempDir(), "csi-attach.yaml")
+			if err := os.WriteFile(file, []byte(m), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			d := newDirs(t)
+			r := e.podstep(t, "run", "--sim", "--auto", "-o", "json", "--grace-period", "0", "--settle", "0",
+				"--csi-endpoint", mockDriver+"="+endpoint, "-f", file, "--root-dir", d.root, "--log-dir", d.logs)
+			if tc.want == "" && r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r)
+			}
+			if tc.want != "" && (r.code != 1 || !strings.Contains(r.stdout, tc.want)) {
+				t.Fatalf("exit %d, want 1 and %q\n%s", r.code, tc.want, r)
+			}
+			assertEmptyDir(t, "pod dirs", filepath.Join(d.root, "pods"))
 		})
 	}
 }
