@@ -310,3 +310,38 @@ func TestCSIAttached(t *testing.T) {
 		t.Errorf("publish context: stage %v, publish %v", stage.PublishContext, pub)
 	}
 }
+
+// TestCSITokenRequests: a CSIDriver with tokenRequests gets a token per
+// audience in the volume context (or, with serviceAccountTokenInSecrets, in
+// the publish secrets) under csi.storage.k8s.io/serviceAccount.tokens, as
+// podServiceAccountTokenAttrs makes it; the recorded calls show no token.
+func TestCSITokenRequests(t *testing.T) {
+	const token = "eyJhbGciOiJSUzI1NiJ9.Y3NpLXRva2Vu.c2lnLWNzaQ"
+	for _, inSecrets := range []bool{false, true} {
+		node := csitest.Serve(t, &csitest.Node{})
+		o := csiOptions(t, node)
+		o.Tokens = stubTokens{token: token}
+		spec := fmt.Sprintf("{attachRequired: false, volumeLifecycleModes: [Persistent, Ephemeral], tokenRequests: [{audience: vault, expirationSeconds: 3600}], serviceAccountTokenInSecrets: %t}", inSecrets)
+		b := parse(t, strings.Replace(csiBundleYAML(spec), "    - {name: data, mountPath: /data}\n", "", 1))
+		e := runAll(t, b, newSim(t), o)
+		t.Cleanup(func() { _ = e.Teardown(context.Background()) })
+		if f, failed := e.Failed(); failed {
+			t.Fatalf("step %s failed: %v", f.Name, f.Result.Err)
+		}
+		pub := node.Last(csi.NodePublishVolume).(*csipb.NodePublishVolumeRequest)
+		where := pub.VolumeContext
+		if inSecrets {
+			where = pub.Secrets
+		}
+		if got := where["csi.storage.k8s.io/serviceAccount.tokens"]; !strings.Contains(got, `"vault":{"token":"`+token+`"`) {
+			t.Errorf("serviceAccountTokenInSecrets %v: tokens %q (context %v)", inSecrets, got, pub.VolumeContext)
+		}
+		for _, s := range e.Steps() {
+			for _, c := range s.Calls {
+				if js, _ := protojson.Marshal(c.Request); strings.Contains(string(js), token) {
+					t.Errorf("%s recorded with the token: %s", c.Method, js)
+				}
+			}
+		}
+	}
+}

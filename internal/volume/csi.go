@@ -2,9 +2,11 @@ package volume
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
@@ -158,8 +160,12 @@ func (p *Prepared) prepareCSI(pv *corev1.PersistentVolume) error {
 		p.notes = append(p.notes, "CSIDriver "+v.Driver+" has podInfoOnMount: the pod's name, namespace, uid, service account and csi.storage.k8s.io/ephemeral are added to the volume context (getPodInfoAttrs)")
 	}
 	if found && len(obj.Spec.TokenRequests) > 0 {
-		return &UnsupportedError{Kind: "csi", Need: fmt.Sprintf("CSIDriver %s has tokenRequests: the kubelet adds service-account tokens to NodePublishVolume (podServiceAccountTokenAttrs); podstep does not send them yet", v.Driver),
-			Fix: "remove spec.tokenRequests from the CSIDriver in the manifest, or run this pod on a real node"}
+		if h.Tokens == nil && !h.Placeholders {
+			return &UnsupportedError{Kind: "csi", Need: fmt.Sprintf("CSIDriver %s has tokenRequests: the kubelet mints a service-account token per audience with the API server's TokenRequest API for NodePublishVolume (podServiceAccountTokenAttrs), and podstep has no API server to mint them", v.Driver),
+				Fix: "run with --kubeconfig (or --pod) to mint them"}
+		}
+		p.csiTokens = obj.Spec.TokenRequests
+		p.csiTokensInSecrets = obj.Spec.ServiceAccountTokenInSecrets != nil && *obj.Spec.ServiceAccountTokenInSecrets
 	}
 	if sc := p.pod.Spec.SecurityContext; sc != nil {
 		v.FSGroup = sc.FSGroup
@@ -208,6 +214,11 @@ func (p *Prepared) applyCSI(ctx context.Context, r *Result) error {
 		}
 		if r.CSI.State.Staged {
 			r.Notes = append(r.Notes, "staged at "+v.StagingPath+" (csiAttacher.MountDevice, csi_attacher.go)")
+		}
+	}
+	if len(p.csiTokens) > 0 {
+		if err := p.addCSITokens(v, r); err != nil {
+			return &Error{Volume: p.vol.Name, Err: fmt.Errorf("kubernetes.io/csi: mounter.SetUpAt failed to get service accoount token attributes: %w", err)}
 		}
 	}
 	if err := csi.SetUp(ctx, c, v, &r.CSI.State); err != nil {
@@ -259,5 +270,59 @@ func UnstageCSI(ctx context.Context, drivers *csi.Drivers, r *CSIResult) error {
 		return err
 	}
 	r.State.Staged = false
+	return nil
+}
+
+// TokensKey is the volume context (or secrets) key of the tokens the
+// kubelet mints for a CSIDriver with tokenRequests.
+const TokensKey = "csi.storage.k8s.io/serviceAccount.tokens"
+
+// addCSITokens mirrors csiMountMgr.podServiceAccountTokenAttrs
+// (csi_mounter.go): a TokenRequest per CSIDriver tokenRequest (its
+// audience, none for "", its expirationSeconds, bound to the pod) for the
+// pod's service account, their statuses as JSON by audience under
+// TokensKey, in the volume context, or in the publish secrets when the
+// CSIDriver has serviceAccountTokenInSecrets. Without an API server the
+// token is PlaceholderToken, with its warning. Every token is a secret
+// (the TokenSource tells the redactor).
+func (p *Prepared) addCSITokens(v *csi.Volume, r *Result) error {
+	out := map[string]authenticationv1.TokenRequestStatus{}
+	for _, tr := range p.csiTokens {
+		auds := []string{tr.Audience}
+		if tr.Audience == "" {
+			auds = []string{}
+		}
+		if p.host.Tokens == nil {
+			out[tr.Audience] = authenticationv1.TokenRequestStatus{Token: PlaceholderToken}
+			if !slices.Contains(r.Warnings, WarnPlaceholderToken) {
+				r.Warnings = append(r.Warnings, WarnPlaceholderToken)
+			}
+			continue
+		}
+		got, err := p.host.Tokens.GetServiceAccountToken(p.pod.Namespace, p.pod.Spec.ServiceAccountName, &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: auds, ExpirationSeconds: tr.ExpirationSeconds,
+				BoundObjectRef: &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: p.pod.Name, UID: p.pod.UID}},
+		})
+		if err != nil {
+			return err
+		}
+		out[tr.Audience] = got.Status
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	target := &v.VolumeContext
+	where := "volume context"
+	if p.csiTokensInSecrets {
+		target, where = &v.PublishSecrets, "publish secrets (serviceAccountTokenInSecrets)"
+	}
+	m := map[string]string{}
+	for k, val := range *target {
+		m[k] = val
+	}
+	m[TokensKey] = string(b)
+	*target = m
+	r.Notes = append(r.Notes, fmt.Sprintf("%d service-account token(s) for the CSIDriver's tokenRequests in the %s under %s (podServiceAccountTokenAttrs); values redacted", len(out), where, TokensKey))
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podstep/podstep/internal/csi"
@@ -136,7 +137,10 @@ type Prepared struct {
 	notes   []string
 	claim   *Claim      // persistentVolumeClaim and ephemeral volumes
 	csiVol  *csi.Volume // CSI volumes (inline, or a claim's CSI PV)
-	warns   []string
+	// csiTokens are the CSIDriver's tokenRequests, minted by Apply.
+	csiTokens          []storagev1.TokenRequest
+	csiTokensInSecrets bool
+	warns              []string
 }
 
 // PluginName returns the kubelet plugin that handles vol, or "" when
