@@ -25,7 +25,7 @@ spec: {attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: [Persi
 apiVersion: v1
 kind: Secret
 metadata: {name: creds}
-stringData: {stage: Stage-Secret-9f3kQ, publish: Publish-Secret-2m7xW}
+stringData: {stage: Stage-Secret-9f3kQ, publish: Publish-Secret-2m7xW, pin: "Qz7#k"}
 ---
 apiVersion: v1
 kind: PersistentVolume
@@ -65,7 +65,8 @@ spec:
 // node server, through text, JSON, a recording and its replay: the
 // volumes step's calls are the kubelet's CSI calls in its order, the
 // teardown's unpublish and unstage, no output shows a secret (the driver
-// got them), and nothing is left under the root dir.
+// got them; a short one, which free-text masking leaves alone, is masked
+// as a csi_secret field), and nothing is left under the root dir.
 func TestCSIRun(t *testing.T) {
 	node := csitest.Serve(t, &csitest.Node{Caps: []csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}})
 	file := filepath.Join(t.TempDir(), "pod.yaml")
@@ -103,7 +104,7 @@ func TestCSIRun(t *testing.T) {
 	}
 	outputs["replay"] = stdout
 
-	assertNoSecrets(t, outputs, secretForms("Stage-Secret-9f3kQ", "Publish-Secret-2m7xW"))
+	assertNoSecrets(t, outputs, secretForms("Stage-Secret-9f3kQ", "Publish-Secret-2m7xW", "Qz7#k"))
 	for _, g := range node.Got() {
 		if p, ok := g.Request.(*csipb.NodePublishVolumeRequest); ok && p.Secrets["publish"] != "Publish-Secret-2m7xW" {
 			t.Errorf("the driver did not get the publish secret: %v", p.Secrets)
@@ -131,7 +132,7 @@ func TestCSIRun(t *testing.T) {
 		var ms []string
 		for _, c := range s.Calls {
 			ms = append(ms, c.Method)
-			if c.Method == csi.NodePublishVolume && !strings.Contains(string(c.Request), `"secrets":{"publish":"\u003credacted\u003e","stage":"\u003credacted\u003e"}`) {
+			if c.Method == csi.NodePublishVolume && !strings.Contains(string(c.Request), `"secrets":{"pin":"\u003credacted\u003e","publish":"\u003credacted\u003e","stage":"\u003credacted\u003e"}`) {
 				t.Errorf("NodePublishVolume request in JSON: %s", c.Request)
 			}
 		}

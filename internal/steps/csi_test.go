@@ -345,3 +345,33 @@ func TestCSITokenRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestCSIInterruptTornDown: Ctrl-C (the run's context cancelled) while
+// the driver has not answered NodePublishVolume: teardown, on a context of
+// its own, still unpublishes the volume (the call may have mounted it).
+func TestCSIInterruptTornDown(t *testing.T) {
+	node := csitest.Serve(t, &csitest.Node{Hang: csi.NodePublishVolume})
+	o := csiOptions(t, node)
+	b := parse(t, strings.Replace(csiBundleYAML(ephemeralDriver), "    - {name: data, mountPath: /data}\n", "", 1))
+	e := New(b, newSim(t), o)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for !slices.Contains(node.Methods(), csi.NodePublishVolume) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_ = e.Continue(ctx)
+	if f, failed := e.Failed(); !failed || f.Name != "volumes" {
+		t.Fatalf("failed %v at %q", failed, f.Name)
+	}
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Methods(); got[len(got)-1] != csi.NodeUnpublishVolume {
+		t.Errorf("teardown after the interrupt did not unpublish: %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))); !os.IsNotExist(err) {
+		t.Errorf("pod dir left: %v", err)
+	}
+}
