@@ -20,8 +20,9 @@ import (
 )
 
 // Timeout is the kubelet's csiTimeout (pkg/volume/csi/csi_plugin.go): the
-// budget of every CSI operation context it makes (createCSIOperationContext),
-// so of each call podstep sends.
+// budget of every CSI operation context it makes (createCSIOperationContext,
+// csi_util.go): MountDevice's calls together, SetUpAt's together, ...
+// podstep gives each operation, and each call in it, that budget.
 const Timeout = 2 * time.Minute
 
 // Service is the CSI node service's gRPC name.
@@ -100,6 +101,23 @@ func call[Req, Resp proto.Message](ctx context.Context, c *Client, method string
 		return resp, &TimeoutError{Driver: c.Driver, Endpoint: c.Endpoint, Method: method, Timeout: c.Timeout, Err: err}
 	}
 	return resp, err
+}
+
+// operation runs fn, one operation of the kubelet's CSI plugin
+// (MountDevice, SetUpAt, TearDownAt, UnmountDevice), under one context of
+// c.Timeout, as createCSIOperationContext (csi_util.go) gives each: the
+// csiTimeout bounds the operation's calls together. A call cut by that
+// deadline is a *TimeoutError.
+func (c *Client) operation(ctx context.Context, fn func(context.Context) error) error {
+	octx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	err := fn(octx)
+	var te *TimeoutError
+	var ce *cri.Error
+	if err != nil && ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) && !errors.As(err, &te) && errors.As(err, &ce) {
+		return &TimeoutError{Driver: c.Driver, Endpoint: c.Endpoint, Method: ce.Method, Timeout: c.Timeout, Err: err}
+	}
+	return err
 }
 
 // Capabilities sends NodeGetCapabilities and says whether the answer lists

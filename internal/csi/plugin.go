@@ -139,6 +139,10 @@ type State struct {
 // csiDriverClient.NodeStageVolume asks NodeGetCapabilities for
 // SINGLE_NODE_MULTI_WRITER first, to map the access mode).
 func MountDevice(ctx context.Context, c *Client, v *Volume, st *State) error {
+	return c.operation(ctx, func(ctx context.Context) error { return mountDevice(ctx, c, v, st) })
+}
+
+func mountDevice(ctx context.Context, c *Client, v *Volume, st *State) error {
 	stage, err := c.Capabilities(ctx, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return err
@@ -187,6 +191,10 @@ func MountDevice(ctx context.Context, c *Client, v *Volume, st *State) error {
 // driver does not apply the fsGroup and the policy says the kubelet does
 // (supportsFSGroup), st.KubeletFSGroup.
 func SetUp(ctx context.Context, c *Client, v *Volume, st *State) error {
+	return c.operation(ctx, func(ctx context.Context) error { return setUp(ctx, c, v, st) })
+}
+
+func setUp(ctx context.Context, c *Client, v *Volume, st *State) error {
 	staging := ""
 	if !v.Inline {
 		stage, err := c.Capabilities(ctx, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
@@ -262,6 +270,10 @@ func supportsFSGroup(v *Volume) bool {
 // NodeUnpublishVolume, then the target dir (if the driver left it, empty
 // and unmounted), vol_data.json and their dir (removeMountDir, csi_util.go).
 func TearDown(ctx context.Context, c *Client, handle, target string) error {
+	return c.operation(ctx, func(ctx context.Context) error { return tearDown(ctx, c, handle, target) })
+}
+
+func tearDown(ctx context.Context, c *Client, handle, target string) error {
 	if err := c.Unpublish(ctx, handle, target); err != nil {
 		return fmt.Errorf("kubernetes.io/csi: Unmounter.TearDownAt failed: %w", err)
 	}
@@ -275,6 +287,10 @@ func TearDown(ctx context.Context, c *Client, handle, target string) error {
 // NodeGetCapabilities (STAGE_UNSTAGE_VOLUME), NodeUnstageVolume when set,
 // then the staging dir and vol_data.json.
 func UnmountDevice(ctx context.Context, c *Client, handle, staging string) error {
+	return c.operation(ctx, func(ctx context.Context) error { return unmountDevice(ctx, c, handle, staging) })
+}
+
+func unmountDevice(ctx context.Context, c *Client, handle, staging string) error {
 	stage, err := c.Capabilities(ctx, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
 	if err != nil {
 		return fmt.Errorf("kubernetes.io/csi: attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: %w", err)
