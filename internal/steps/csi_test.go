@@ -365,11 +365,17 @@ func TestCSIInterruptTornDown(t *testing.T) {
 	if f, failed := e.Failed(); !failed || f.Name != "volumes" {
 		t.Fatalf("failed %v at %q", failed, f.Name)
 	}
+	if l := e.LeftBehind(); !strings.Contains(l.String(), "published: needs NodeUnpublishVolume") {
+		t.Errorf("left behind before teardown: %s", l)
+	}
 	if err := e.Teardown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := node.Methods(); got[len(got)-1] != csi.NodeUnpublishVolume {
 		t.Errorf("teardown after the interrupt did not unpublish: %v", got)
+	}
+	if l := e.LeftBehind(); !l.Empty() {
+		t.Errorf("left behind after teardown: %s", l)
 	}
 	if _, err := os.Stat(filepath.Join(o.Config.RootDir, "pods", string(b.Pod.UID))); !os.IsNotExist(err) {
 		t.Errorf("pod dir left: %v", err)
