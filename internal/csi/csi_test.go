@@ -252,3 +252,26 @@ func TestMaskSecrets(t *testing.T) {
 		t.Errorf("service: %s %s", cri.FullMethod(csi.NodePublishVolume), cri.ProtoPackage(csi.NodeStageVolume))
 	}
 }
+
+// TestDiscover: a driver registered in the registration dir is found by
+// GetInfo on its socket; a dir others may write is not searched (a socket
+// planted there would get the secrets).
+func TestDiscover(t *testing.T) {
+	dir, err := os.MkdirTemp("", "reg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	csitest.ServeRegistration(t, filepath.Join(dir, "d-reg.sock"), "d.csi.example.com", "/run/d/csi.sock")
+	got, notes := csi.Discover(context.Background(), dir, time.Second)
+	if r, ok := got["d.csi.example.com"]; !ok || r.Endpoint != "unix:///run/d/csi.sock" {
+		t.Fatalf("discovered %v, notes %v", got, notes)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	got, notes = csi.Discover(context.Background(), dir, time.Second)
+	if len(got) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "writable by group or others") {
+		t.Errorf("group-writable dir: discovered %v, notes %v", got, notes)
+	}
+}

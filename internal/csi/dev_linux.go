@@ -11,3 +11,11 @@ func devOf(fi os.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// ownerOf is the file's owner uid.
+func ownerOf(fi os.FileInfo) (int, bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid), true
+	}
+	return 0, false
+}

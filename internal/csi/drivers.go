@@ -137,5 +137,12 @@ func (d *Drivers) NotFoundHint(driver string) string {
 	if k := d.Known(); len(k) > 0 {
 		known = strings.Join(k, ", ")
 	}
+	if d != nil {
+		d.mu.Lock()
+		if len(d.notes) > 0 {
+			where += "; " + strings.Join(d.notes, "; ")
+		}
+		d.mu.Unlock()
+	}
 	return fmt.Sprintf("podstep calls the CSI driver %s's node service as the kubelet does, but has no socket for it (%s; drivers known: %s): give --csi-endpoint %s=unix:///PATH/TO/csi.sock, or run where its node plugin is registered", driver, where, known, driver)
 }

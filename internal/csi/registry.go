@@ -40,6 +40,10 @@ type Registered struct {
 func Discover(ctx context.Context, dir string, timeout time.Duration) (map[string]Registered, []string) {
 	out := map[string]Registered{}
 	var notes []string
+	if why := untrusted(dir, true); why != "" {
+		// A socket planted there would get NodePublishVolume's secrets.
+		return out, []string{fmt.Sprintf("%s not searched: %s (the kubelet's is root's, mode 0750 or stricter)", dir, why)}
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !os.IsNotExist(err) {
@@ -56,6 +60,10 @@ func Discover(ctx context.Context, dir string, timeout time.Duration) (map[strin
 	sort.Strings(names)
 	for _, n := range names {
 		sock := filepath.Join(dir, n)
+		if why := untrusted(sock, false); why != "" {
+			notes = append(notes, fmt.Sprintf("%s skipped: %s", sock, why))
+			continue
+		}
 		info, err := getInfo(ctx, sock, timeout)
 		if err != nil {
 			notes = append(notes, fmt.Sprintf("%s: GetInfo: %v", sock, err))
@@ -84,4 +92,24 @@ func getInfo(ctx context.Context, sock string, timeout time.Duration) (*register
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return registerapi.NewRegistrationClient(conn).GetInfo(cctx, &registerapi.InfoRequest{})
+}
+
+// untrusted says why path must not be trusted to lead to a CSI driver
+// (podstep sends it secrets): owned by another user than root and podstep's,
+// or (a dir) writable by group or others. "" when it may be.
+func untrusted(path string, dir bool) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return ""
+		}
+		return err.Error()
+	}
+	if uid, ok := ownerOf(fi); ok && uid != 0 && uid != os.Geteuid() {
+		return fmt.Sprintf("owned by uid %d, neither root nor podstep's user", uid)
+	}
+	if dir && fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Sprintf("writable by group or others (mode %04o)", fi.Mode().Perm())
+	}
+	return ""
 }

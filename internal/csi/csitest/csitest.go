@@ -15,6 +15,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
 // Got is one request the node server received.
@@ -145,4 +146,29 @@ func (n *Node) NodeUnpublishVolume(ctx context.Context, req *csipb.NodeUnpublish
 		return nil, err
 	}
 	return &csipb.NodeUnpublishVolumeResponse{}, os.RemoveAll(req.TargetPath)
+}
+
+// registration is a plugin registration server (node-driver-registrar's).
+type registration struct {
+	registerapi.UnimplementedRegistrationServer
+	name, endpoint string
+}
+
+func (r registration) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
+	return &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: r.name, Endpoint: r.endpoint, SupportedVersions: []string{"1.0.0"}}, nil
+}
+
+// ServeRegistration serves the kubelet's plugin registration for driver
+// name, whose node socket is endpoint, at sock, until the test ends.
+func ServeRegistration(t testing.TB, sock, name, endpoint string) string {
+	t.Helper()
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	registerapi.RegisterRegistrationServer(s, registration{name: name, endpoint: endpoint})
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	return sock
 }
