@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/volume"
 )
@@ -118,6 +119,58 @@ func (c *Client) fetchCSIDrivers(ctx context.Context, b *manifest.Bundle, r *Res
 			}
 			b.CSIDrivers[driver] = got
 			b.Origins[manifest.OriginKey(manifest.KindCSIDriver, "", driver)] = c.origin(got.ObjectMeta)
+			f.Found, f.ResourceVersion = true, got.ResourceVersion
+		case apierrors.IsNotFound(err):
+		default:
+			return err
+		}
+		r.Fetched = append(r.Fetched, f)
+	}
+	return nil
+}
+
+// fetchVolumeAttachments GETs, for each claim's CSI PersistentVolume whose
+// driver needs attach (no CSIDriver, or attachRequired not false), the
+// VolumeAttachment the kubelet's CSI plugin reads on node (the pod's node,
+// or --node): csi-sha256(volumeHandle+driver+node) (getAttachmentName,
+// csi_attacher.go; getPublishContext, csi_plugin.go), unless the file has
+// it. A NotFound one is left out: the volume is not attached, and the
+// volumes step says so. (get volumeattachments)
+func (c *Client) fetchVolumeAttachments(ctx context.Context, b *manifest.Bundle, r *Resolved, node string) error {
+	if node == "" {
+		return nil
+	}
+	pod := b.Pod
+	for _, v := range pod.Spec.Volumes {
+		name := volume.ClaimName(pod, v)
+		if name == "" {
+			continue
+		}
+		pvc, ok := b.PersistentVolumeClaim(pod.Namespace, name)
+		if !ok {
+			continue
+		}
+		pv, ok := b.PersistentVolume(pvc.Spec.VolumeName)
+		if !ok || pv.Spec.CSI == nil {
+			continue
+		}
+		if d, ok := b.CSIDriver(pv.Spec.CSI.Driver); ok && d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
+			continue
+		}
+		vaName := csi.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, node)
+		if _, ok := b.VolumeAttachment(vaName); ok {
+			continue
+		}
+		got, err := c.CS.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		err = c.classify(err, "get", "volumeattachments", "", vaName)
+		f := Fetched{Kind: manifest.KindVolumeAttachment, Name: vaName, Why: "volume " + v.Name + " (PersistentVolume " + pv.Name + ")"}
+		switch {
+		case err == nil:
+			if b.VolumeAttachments == nil {
+				b.VolumeAttachments = map[string]*storagev1.VolumeAttachment{}
+			}
+			b.VolumeAttachments[vaName] = got
+			b.Origins[manifest.OriginKey(manifest.KindVolumeAttachment, "", vaName)] = c.origin(got.ObjectMeta)
 			f.Found, f.ResourceVersion = true, got.ResourceVersion
 		case apierrors.IsNotFound(err):
 		default:

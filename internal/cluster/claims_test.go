@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/manifest"
 )
 
@@ -122,6 +123,7 @@ func TestResolveCSIDrivers(t *testing.T) {
 		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-data"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
 	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "inline.csi.example.com", ResourceVersion: "7"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app", UID: "0123"}, Spec: corev1.PodSpec{
+		NodeName:   "node-1",
 		Containers: []corev1.Container{{Name: "c", Image: "x"}},
 		Volumes: []corev1.Volume{
 			{Name: "a", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "inline.csi.example.com"}}},
@@ -151,5 +153,16 @@ func TestResolveCSIDrivers(t *testing.T) {
 	}
 	if _, ok := b.CSIDriver("pv.csi.example.com"); ok {
 		t.Error("a CSIDriver the API server does not have is in the bundle")
+	}
+	// The PV's driver has no CSIDriver: it needs attach, and its
+	// VolumeAttachment on the pod's node is read.
+	va := ""
+	for _, a := range cs.Actions() {
+		if g, ok := a.(clienttesting.GetAction); ok && a.GetResource().Resource == "volumeattachments" {
+			va = g.GetName()
+		}
+	}
+	if want := csi.AttachmentName("h", "pv.csi.example.com", "node-1"); va != want {
+		t.Errorf("volumeattachments GET %q, want %q", va, want)
 	}
 }
