@@ -88,7 +88,7 @@ func getInfo(ctx context.Context, sock string, timeout time.Duration) (*register
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close() //nolint:errcheck // a read-only probe
+	defer func() { _ = conn.Close() }()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return registerapi.NewRegistrationClient(conn).GetInfo(cctx, &registerapi.InfoRequest{})

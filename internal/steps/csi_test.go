@@ -145,11 +145,11 @@ func TestCSIVolumes(t *testing.T) {
 			if inline == nil || pv == nil {
 				t.Fatalf("publish requests: %v %v", inline, pv)
 			}
-			if inline.TargetPath != filepath.Join(podDir, "volumes/kubernetes.io~csi/inline/mount") || inline.StagingTargetPath != "" ||
+			if inline.TargetPath != filepath.Join(podDir, "volumes", "kubernetes.io~csi", "inline", "mount") || inline.StagingTargetPath != "" ||
 				inline.VolumeId != csi.InlineHandle(b.Pod.UID, "inline") {
 				t.Errorf("inline publish: %v", inline)
 			}
-			if pv.TargetPath != filepath.Join(podDir, "volumes/kubernetes.io~csi/pv-data/mount") ||
+			if pv.TargetPath != filepath.Join(podDir, "volumes", "kubernetes.io~csi", "pv-data", "mount") ||
 				pv.StagingTargetPath != csi.StagingPath(o.Config.RootDir, "test.csi.podstep.dev", "handle-1") {
 				t.Errorf("PV publish: %v", pv)
 			}

@@ -396,13 +396,14 @@ func (removeDirsStep) run(ctx context.Context, e *Engine) Result {
 		// CSI volumes first: the kubelet's reconciler unpublishes them
 		// (csiMountMgr.TearDownAt), then unstages a staged one
 		// (csiAttacher.UnmountDevice), once the containers are gone.
-		if d, err := e.teardownCSI(ctx); err != nil {
+		d, err := e.teardownCSI(ctx)
+		if err != nil {
 			r := fail(reason.RemoveDirsError, err, "CSI volumes not unpublished: pod directories kept")
-			r.Details = append(d, kv("kept", podDir))
+			d = append(d, kv("kept", podDir))
+			r.Details = d
 			return r
-		} else {
-			details = append(details, d...)
 		}
+		details = append(details, d...)
 		// Volumes first: the kubelet unmounts them, subPath bind mounts
 		// first (UnmountVolume: CleanSubPaths, then TearDown), before it may
 		// remove the pod dir; RemoveAll would go through a mount left there.
@@ -494,6 +495,7 @@ func (e *Engine) Teardown(ctx context.Context) error {
 	for {
 		if _, err := e.Next(ctx); err != nil {
 			if errors.Is(err, ErrNoStep) {
+				_ = e.opts.CSI.Close() // the CSI drivers' connections (a later call dials again)
 				return nil
 			}
 			return err

@@ -86,11 +86,11 @@ func (p *Prepared) prepareCSI(pv *corev1.PersistentVolume) error {
 		}
 	}
 	p.plugin = PluginCSI
-	if _, how, ok := h.CSI.Endpoint(v.Driver); !ok {
+	_, how, ok := h.CSI.Endpoint(v.Driver)
+	if !ok {
 		return csiError(p.vol.Name, v.Driver, pv != nil, h.CSI.NotFoundHint(v.Driver))
-	} else {
-		p.notes = append(p.notes, fmt.Sprintf("CSI driver %s: node socket %s", v.Driver, how))
 	}
+	p.notes = append(p.notes, fmt.Sprintf("CSI driver %s: node socket %s", v.Driver, how))
 	obj, found := h.csiDriverObject(v.Driver)
 	lifecycle := storagev1.VolumeLifecyclePersistent
 	if v.Inline {
