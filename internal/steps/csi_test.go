@@ -381,3 +381,33 @@ func TestCSIInterruptTornDown(t *testing.T) {
 		t.Errorf("pod dir left: %v", err)
 	}
 }
+
+// TestCSINoStage: a driver without STAGE_UNSTAGE_VOLUME gets no
+// NodeStageVolume and no staging path in NodePublishVolume; teardown sends
+// only NodeUnpublishVolume and leaves no staging dir.
+func TestCSINoStage(t *testing.T) {
+	node := csitest.Serve(t, &csitest.Node{})
+	o := csiOptions(t, node)
+	b := parse(t, strings.Replace(csiBundleYAML(ephemeralDriver), "    - {name: inline, mountPath: /inline}\n", "", 1))
+	e := runAll(t, b, newSim(t), o)
+	if f, failed := e.Failed(); failed {
+		t.Fatalf("step %s failed: %v", f.Name, f.Result.Err)
+	}
+	ngc := csi.NodeGetCapabilities
+	if got, want := node.Methods(), []string{ngc, ngc, ngc, ngc, csi.NodePublishVolume}; !slices.Equal(got, want) {
+		t.Errorf("calls %v, want %v", got, want)
+	}
+	if pub := node.Last(csi.NodePublishVolume).(*csipb.NodePublishVolumeRequest); pub.StagingTargetPath != "" {
+		t.Errorf("staging path %q sent to a driver that does not stage", pub.StagingTargetPath)
+	}
+	if err := e.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := node.Methods()[5:]; !slices.Equal(got, []string{csi.NodeUnpublishVolume}) {
+		t.Errorf("teardown calls %v", got)
+	}
+	d := filepath.Join(o.Config.RootDir, "plugins", "kubernetes.io", "csi", "test.csi.podstep.dev")
+	if entries, _ := os.ReadDir(d); len(entries) > 0 {
+		t.Errorf("%s left with %v", d, entries)
+	}
+}

@@ -467,6 +467,9 @@ func (e *Engine) teardownCSI(ctx context.Context) ([]Detail, error) {
 	}
 	for i := len(vols) - 1; i >= 0; i-- {
 		v := vols[i]
+		if !v.State.Published {
+			volume.RemoveUnstagedDir(v)
+		}
 		if !v.State.Staged || v.State.Published {
 			continue
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -253,6 +255,19 @@ func UnpublishCSI(ctx context.Context, drivers *csi.Drivers, r *CSIResult) error
 	}
 	r.State.Published = false
 	return nil
+}
+
+// RemoveUnstagedDir removes the empty staging dir MountDevice made for a
+// driver without STAGE_UNSTAGE_VOLUME (and its sha256 dir): the kubelet's
+// UnmountDevice finds no vol_data.json there and returns at once, leaving
+// it; podstep removes what its run made. Non-empty dirs are left.
+func RemoveUnstagedDir(r *CSIResult) {
+	if r.StagingPath == "" || r.State.Staged || r.State.StageSupported {
+		return
+	}
+	if os.Remove(r.StagingPath) == nil {
+		_ = os.Remove(filepath.Dir(r.StagingPath))
+	}
 }
 
 // UnstageCSI undoes r's stage, after every publish of it is undone, as
