@@ -368,6 +368,14 @@ kb=$?
 [ -x "$KUBELET_BIN" ] || kb=1
 record "hack/kubelet-build.sh (kubelet v1.37.0 for the proxy test)" $kb
 
+# The CSI test calls the Kubernetes e2e mock CSI driver (v1.37.0), served by hack/kubelet/csimock: built in
+# the kubelet's module, cached in ~/.cache/podstep/csimock-v1.37.0 (hack/csi-mock-build.sh).
+section "hack/csi-mock-build.sh"
+CSIMOCK_BIN=$(bash hack/csi-mock-build.sh | tail -n 1)
+cb=$?
+[ -x "$CSIMOCK_BIN" ] || cb=1
+record "hack/csi-mock-build.sh (mock CSI driver for the CSI test)" $cb
+
 # The TUI test drives podstep in a real terminal, inside tmux.
 if ! command -v tmux >/dev/null; then
 	apt-get -o DPkg::Lock::Timeout=600 install -y -qq tmux >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y -qq tmux >/dev/null 2>&1; } ||
@@ -428,7 +436,7 @@ integration() {
 		PODSTEP_REGISTRY=$registry PODSTEP_REGISTRY_USER=$(harness_value PODSTEP_REGISTRY_USER) \
 		PODSTEP_REGISTRY_PASSWORD=$(harness_value PODSTEP_REGISTRY_PASSWORD) \
 		PODSTEP_REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE) PODSTEP_KUBELET=$KUBELET_BIN \
-		go test -count=1 -timeout 15m -tags integration ./test/integration/ -v
+		PODSTEP_CSIMOCK=$CSIMOCK_BIN go test -count=1 -timeout 15m -tags integration ./test/integration/ -v
 	rc=$?
 	record "integration suite on $name ($((SECONDS - start)) s)" $rc
 	harness_down "$rt"

@@ -4,9 +4,11 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/volume"
 )
@@ -64,6 +66,112 @@ func (c *Client) fetchClaims(ctx context.Context, b *manifest.Bundle, r *Resolve
 			b.Volumes[pvName] = pv
 			b.Origins[manifest.OriginKey(manifest.KindPersistentVolume, "", pvName)] = c.origin(pv.ObjectMeta)
 			f.Found, f.ResourceVersion = true, pv.ResourceVersion
+		case apierrors.IsNotFound(err):
+		default:
+			return err
+		}
+		r.Fetched = append(r.Fetched, f)
+	}
+	return nil
+}
+
+// fetchCSIDrivers GETs the CSIDriver of every CSI driver the pod's volumes
+// use (an inline csi volume's, a claim's CSI PersistentVolume's), unless
+// the file has it: what the kubelet's CSI plugin reads through its
+// CSIDriver lister (getCSIDriver, pkg/volume/csi/csi_plugin.go). A
+// NotFound one is left out: the kubelet then treats the driver as needing
+// attach and serving only persistent volumes. (get csidrivers)
+func (c *Client) fetchCSIDrivers(ctx context.Context, b *manifest.Bundle, r *Resolved) error {
+	pod := b.Pod
+	seen := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		driver := ""
+		switch {
+		case v.CSI != nil:
+			driver = v.CSI.Driver
+		default:
+			name := volume.ClaimName(pod, v)
+			if name == "" {
+				continue
+			}
+			pvc, ok := b.PersistentVolumeClaim(pod.Namespace, name)
+			if !ok {
+				continue
+			}
+			if pv, ok := b.PersistentVolume(pvc.Spec.VolumeName); ok && pv.Spec.CSI != nil {
+				driver = pv.Spec.CSI.Driver
+			}
+		}
+		if driver == "" || seen[driver] {
+			continue
+		}
+		seen[driver] = true
+		if _, ok := b.CSIDriver(driver); ok {
+			continue
+		}
+		got, err := c.CS.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{})
+		err = c.classify(err, "get", "csidrivers", "", driver)
+		f := Fetched{Kind: manifest.KindCSIDriver, Name: driver, Why: "volume " + v.Name}
+		switch {
+		case err == nil:
+			if b.CSIDrivers == nil {
+				b.CSIDrivers = map[string]*storagev1.CSIDriver{}
+			}
+			b.CSIDrivers[driver] = got
+			b.Origins[manifest.OriginKey(manifest.KindCSIDriver, "", driver)] = c.origin(got.ObjectMeta)
+			f.Found, f.ResourceVersion = true, got.ResourceVersion
+		case apierrors.IsNotFound(err):
+		default:
+			return err
+		}
+		r.Fetched = append(r.Fetched, f)
+	}
+	return nil
+}
+
+// fetchVolumeAttachments GETs, for each claim's CSI PersistentVolume whose
+// driver needs attach (no CSIDriver, or attachRequired not false), the
+// VolumeAttachment the kubelet's CSI plugin reads on node (the pod's node,
+// or --node): csi-sha256(volumeHandle+driver+node) (getAttachmentName,
+// csi_attacher.go; getPublishContext, csi_plugin.go), unless the file has
+// it. A NotFound one is left out: the volume is not attached, and the
+// volumes step says so. (get volumeattachments)
+func (c *Client) fetchVolumeAttachments(ctx context.Context, b *manifest.Bundle, r *Resolved, node string) error {
+	if node == "" {
+		return nil
+	}
+	pod := b.Pod
+	for _, v := range pod.Spec.Volumes {
+		name := volume.ClaimName(pod, v)
+		if name == "" {
+			continue
+		}
+		pvc, ok := b.PersistentVolumeClaim(pod.Namespace, name)
+		if !ok {
+			continue
+		}
+		pv, ok := b.PersistentVolume(pvc.Spec.VolumeName)
+		if !ok || pv.Spec.CSI == nil {
+			continue
+		}
+		if d, ok := b.CSIDriver(pv.Spec.CSI.Driver); ok && d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
+			continue
+		}
+		vaName := csi.AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, node)
+		if _, ok := b.VolumeAttachment(vaName); ok {
+			continue
+		}
+		got, err := c.CS.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		err = c.classify(err, "get", "volumeattachments", "", vaName)
+		f := Fetched{Kind: manifest.KindVolumeAttachment, Name: vaName, Why: "volume " + v.Name + " (PersistentVolume " + pv.Name + ")"}
+		switch {
+		case err == nil:
+			if b.VolumeAttachments == nil {
+				b.VolumeAttachments = map[string]*storagev1.VolumeAttachment{}
+			}
+			b.VolumeAttachments[vaName] = got
+			b.Origins[manifest.OriginKey(manifest.KindVolumeAttachment, "", vaName)] = c.origin(got.ObjectMeta)
+			f.Found, f.ResourceVersion = true, got.ResourceVersion
 		case apierrors.IsNotFound(err):
 		default:
 			return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/manifest"
 )
 
@@ -109,3 +111,58 @@ func TestResolveClaims(t *testing.T) {
 }
 
 func claimUID(name string) ktypes.UID { return ktypes.UID("uid-" + name) }
+
+// TestResolveCSIDrivers: the CSIDriver of an inline CSI volume's driver
+// and of a claim's CSI PV's driver are read with one GET each (once per
+// driver; the file's own not), with their origin; a missing one is left
+// out (the kubelet then takes the driver as needing attach).
+func TestResolveCSIDrivers(t *testing.T) {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-data", ResourceVersion: "6"},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "pv.csi.example.com", VolumeHandle: "h"}}}}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: "app", UID: "u1"},
+		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: "pv-data"}, Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound}}
+	driver := &storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "inline.csi.example.com", ResourceVersion: "7"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "app", UID: "0123"}, Spec: corev1.PodSpec{
+		NodeName:   "node-1",
+		Containers: []corev1.Container{{Name: "c", Image: "x"}},
+		Volumes: []corev1.Volume{
+			{Name: "a", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "inline.csi.example.com"}}},
+			{Name: "b", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "inline.csi.example.com"}}},
+			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+		}}}
+	cs := fake.NewClientset(pv, claim, driver)
+	c := NewForTest(cs, "https://api.test:6443")
+	b := &manifest.Bundle{Pod: pod, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
+	if _, err := c.Resolve(context.Background(), b, nil, ResolveOptions{NoNode: true, NoTokens: true}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range cs.Actions() {
+		if g, ok := a.(clienttesting.GetAction); ok && a.GetResource().Resource == "csidrivers" {
+			got = append(got, g.GetName())
+		}
+	}
+	if strings.Join(got, ",") != "inline.csi.example.com,pv.csi.example.com" {
+		t.Errorf("csidrivers GETs %v", got)
+	}
+	if _, ok := b.CSIDriver("inline.csi.example.com"); !ok {
+		t.Error("CSIDriver not in the bundle")
+	}
+	if o := b.Origin(manifest.KindCSIDriver, "", "inline.csi.example.com"); !strings.Contains(o, "resourceVersion 7") {
+		t.Errorf("origin %q", o)
+	}
+	if _, ok := b.CSIDriver("pv.csi.example.com"); ok {
+		t.Error("a CSIDriver the API server does not have is in the bundle")
+	}
+	// The PV's driver has no CSIDriver: it needs attach, and its
+	// VolumeAttachment on the pod's node is read.
+	va := ""
+	for _, a := range cs.Actions() {
+		if g, ok := a.(clienttesting.GetAction); ok && a.GetResource().Resource == "volumeattachments" {
+			va = g.GetName()
+		}
+	}
+	if want := csi.AttachmentName("h", "pv.csi.example.com", "node-1"); va != want {
+		t.Errorf("volumeattachments GET %q, want %q", va, want)
+	}
+}

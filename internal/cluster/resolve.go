@@ -185,6 +185,16 @@ func (c *Client) Resolve(ctx context.Context, b *manifest.Bundle, clusterPod *co
 	if err := c.fetchClaims(ctx, b, r); err != nil {
 		return nil, err
 	}
+	if err := c.fetchCSIDrivers(ctx, b, r); err != nil {
+		return nil, err
+	}
+	vaNode := o.NodeName
+	if vaNode == "" {
+		vaNode = pod.Spec.NodeName
+	}
+	if err := c.fetchVolumeAttachments(ctx, b, r, vaNode); err != nil {
+		return nil, err
+	}
 
 	r.Tokens = c.NewTokens(pod.UID, boundUID)
 	if !o.NoTokens {

@@ -148,6 +148,7 @@ func (r *Redactor) Redact(m proto.Message) proto.Message {
 			}
 		}
 	}
+	runMaskers(c)
 	if set.active() {
 		set.walk(c.ProtoReflect())
 	}

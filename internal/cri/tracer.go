@@ -44,9 +44,13 @@ var imageMethods = map[string]bool{
 	"ListImages": true, "ImageStatus": true, "PullImage": true, "RemoveImage": true, "ImageFsInfo": true,
 }
 
-// Service names the CRI gRPC service a method belongs to:
-// "runtime.v1.ImageService" or "runtime.v1.RuntimeService".
+// Service names the gRPC service a method belongs to:
+// "runtime.v1.ImageService" or "runtime.v1.RuntimeService", or the
+// service a method was registered with (RegisterService: "csi.v1.Node").
 func Service(method string) string {
+	if s := foreignService(method); s != "" {
+		return s
+	}
 	if imageMethods[method] {
 		return "runtime.v1.ImageService"
 	}

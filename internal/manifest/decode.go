@@ -137,7 +137,7 @@ func yamlMessage(err error, firstLine int) string {
 }
 
 // supportedKinds is the message fragment listing the supported kinds.
-const supportedKinds = `"Pod", a workload ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"), "Secret", "ConfigMap", "Node", "PersistentVolumeClaim" or "PersistentVolume"`
+const supportedKinds = `"Pod", a workload ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ReplicationController", "Job", "CronJob"), "Secret", "ConfigMap", "Node", "PersistentVolumeClaim", "PersistentVolume", "CSIDriver" or "VolumeAttachment"`
 
 func (p *parser) document(raw, js []byte) error {
 	var h header
@@ -167,6 +167,18 @@ func (p *parser) document(raw, js []byte) error {
 	switch kind {
 	case KindSecret, KindConfigMap, KindNode, KindPersistentVolumeClaim, KindPersistentVolume:
 		p.kind = kind
+	case KindCSIDriver, KindVolumeAttachment:
+		p.kind = kind
+		switch {
+		case h.APIVersion == nil:
+			return p.errf("apiVersion", "required value; expected %q", csiDriverAPIVersion)
+		case apiVersion != csiDriverAPIVersion:
+			return p.errf("apiVersion", "unsupported value %s; expected %q", jsonText(h.APIVersion), csiDriverAPIVersion)
+		}
+		if kind == KindVolumeAttachment {
+			return p.volumeAttachment(js)
+		}
+		return p.csiDriver(js)
 	default:
 		p.skip(kind, apiVersion)
 		return nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podstep/podstep/internal/workload"
@@ -45,6 +46,12 @@ type Bundle struct {
 	// internal/cluster read), keyed by name (they are cluster-scoped); nil
 	// when there are none.
 	Volumes map[string]*corev1.PersistentVolume
+	// CSIDrivers holds the CSIDrivers (storage.k8s.io/v1) of the file (and
+	// those internal/cluster read), keyed by name; nil when there are none.
+	CSIDrivers map[string]*storagev1.CSIDriver
+	// VolumeAttachments holds the VolumeAttachments of the file, keyed by
+	// name (csi-sha256(handle+driver+node)); nil when there are none.
+	VolumeAttachments map[string]*storagev1.VolumeAttachment
 	// Node is the Node of the file; nil when the file has none.
 	Node *corev1.Node
 	// Services are the Services whose env vars the kubelet adds to every

@@ -12,6 +12,11 @@ import (
 
 	// The CRI messages, registered for lazy decoding by name.
 	_ "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/cri"
+	// The CSI node service's messages and methods (the volumes stage's
+	// calls), registered likewise.
+	_ "github.com/podstep/podstep/internal/csi"
 )
 
 // lazyMsg is a recorded CRI message (protobuf JSON) decoded only when it
@@ -30,7 +35,7 @@ func newMsg(method, suffix string, raw json.RawMessage) proto.Message {
 	if len(raw) == 0 {
 		return nil
 	}
-	return &lazyMsg{name: protoreflect.FullName("runtime.v1." + method + suffix), raw: raw}
+	return &lazyMsg{name: protoreflect.FullName(cri.ProtoPackage(method) + "." + method + suffix), raw: raw}
 }
 
 // ProtoReflect decodes the message on first use. A message of an unknown

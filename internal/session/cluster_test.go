@@ -18,7 +18,7 @@ func TestValidateCluster(t *testing.T) {
 		{Options{Pod: "web"}, ""},
 		{Options{}, "-f/--filename is required"},
 		{Options{Pod: "shop/web", File: "pod.yaml"}, "--pod and -f/--filename both given"},
-		{Options{Pod: "/web"}, `--pod "/web": expected NAMESPACE/NAME or NAME`},
+		{Options{Pod: "/web"}, `--pod "/web": expected NAME, NAMESPACE/NAME, KIND/NAME or NAMESPACE/KIND/NAME`},
 		{Options{Pod: "shop/"}, `--pod "shop/": expected`},
 		{Options{Pod: "a/b/c"}, `--pod "a/b/c": expected`},
 		{Options{File: "pod.yaml", InCluster: true}, ""},

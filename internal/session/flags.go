@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/gate"
 )
 
@@ -26,6 +27,9 @@ func (o *Options) AddPodFlags(f *pflag.FlagSet, settle time.Duration) {
 	f.StringVar(&o.FeatureGates, "feature-gates", "", "kubelet --feature-gates: Name=true|false pairs, comma-separated, over v1.37's defaults ("+strings.Join(gate.Names(), ", ")+")")
 	f.BoolVar(&o.CgroupsPerQOS, "cgroups-per-qos", false, "kubelet --cgroups-per-qos: put pods under /kubepods/<qos>/pod<uid> (needs the kubepods cgroups to exist)")
 	f.StringVar(&o.CgroupRoot, "cgroup-root", "", "kubelet --cgroup-root: the cgroup the kubepods tree is under, with --cgroups-per-qos (default: /)")
+	o.CSIEndpoints = csi.Endpoints{}
+	f.Var(o.CSIEndpoints, "csi-endpoint", "a CSI driver's node socket, DRIVER=unix://PATH (repeatable): the volumes stage calls it for CSI volumes as the kubelet does (default: the drivers registered in --csi-registry)")
+	f.StringVar(&o.CSIRegistryDir, "csi-registry", csi.DefaultRegistryDir, "the kubelet's plugin registration dir (<kubelet root-dir>/plugins_registry): a CSI driver without --csi-endpoint is found there, as the kubelet finds it (GetInfo on each registration socket)")
 }
 
 // AllowExecPluginsFlag and AllowExecPluginsUsage are the flag every

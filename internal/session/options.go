@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/node"
@@ -56,6 +57,11 @@ type Options struct {
 	Settle          time.Duration
 	WaitReady       bool
 	ReadyTimeout    time.Duration
+
+	// CSIEndpoints are --csi-endpoint's, CSIRegistryDir where registered
+	// CSI drivers are looked for ("": csi.DefaultRegistryDir).
+	CSIEndpoints   csi.Endpoints
+	CSIRegistryDir string
 
 	// Pod is --pod [NAMESPACE/]NAME: the pod is read from the API server.
 	Pod string
@@ -248,6 +254,11 @@ func (o *Options) Engine(rt render.Runtime) steps.Options {
 		gp := o.GracePeriod
 		eo.GracePeriod = &gp
 	}
+	reg := o.CSIRegistryDir
+	if reg == "" {
+		reg = csi.DefaultRegistryDir
+	}
+	eo.CSI = &csi.Drivers{Endpoints: o.CSIEndpoints, RegistryDir: reg}
 	o.clusterEngine(&eo)
 	return eo
 }

@@ -181,12 +181,12 @@ func leftBehind(r Result, sum *report.Summary) (int, string) {
 }
 
 // runtimeGone finds the first step in which the runtime stopped answering
-// (a call failed with gRPC Unavailable: its socket refused or dropped the
-// connection).
+// (a CRI call failed with gRPC Unavailable: its socket refused or dropped
+// the connection). A CSI driver's calls are not the runtime's.
 func runtimeGone(all []steps.Step) (*report.Failure, bool) {
 	for _, s := range all {
 		for _, c := range s.Calls {
-			if cri.Unavailable(c.Err) {
+			if cri.Unavailable(c.Err) && cri.IsCRI(c.Method) {
 				return &report.Failure{Stage: s.Stage, Step: s.Name, Reason: reason.RuntimeUnavailable,
 					Message: fmt.Sprintf("%s: %s", c.Method, c.ErrorMessage())}, true
 			}

@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/node"
@@ -75,6 +76,10 @@ type Options struct {
 	// kubelet's token manager); nil: podstep has no API server and such a
 	// volume fails. Every token it returns is redacted like a Secret value.
 	Tokens volume.TokenSource
+	// CSI are the node's CSI drivers (--csi-endpoint, plugins_registry):
+	// the volumes stage calls their node services for CSI volumes, each
+	// call recorded as the stage's; nil: no driver, and a CSI volume fails.
+	CSI *csi.Drivers
 	// KeepPods keeps each step's Pod (the pod's state after it) in the
 	// plan, for Steps: a snapshot per step, each as big as the pod, so a
 	// run keeps memory quadratic in the containers (issue 34). bench's
@@ -185,6 +190,9 @@ type podRuntime struct {
 	pullErr       map[string]string            // the last pull error, by image (shown in ImagePullBackOff)
 	containers    map[string]*containerRuntime // set by New (the values change)
 	order         []string                     // set by New: container names in creation order
+	// csiVolumes are the CSI volumes the volumes stage staged or
+	// published (or may have: a call that timed out), for teardown.
+	csiVolumes []*volume.CSIResult
 }
 
 // plannedSandbox caches the sandbox config built for the cgroup driver it names.
@@ -289,6 +297,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 	for _, name := range e.rt.order {
 		e.noteExpansions(e.rt.containers[name], e.configPodIPs())
 	}
+	e.opts.CSI = o.CSI.For(e.client) // this engine's calls, its own clients
 	e.plan()
 	e.attach()
 	return e

@@ -76,6 +76,18 @@ func (e *Engine) LeftBehind() LeftBehind {
 	if e.rt.logDir != "" && !e.rt.dirsRemoved[e.rt.logDir] {
 		l.Dirs = append(l.Dirs, e.rt.logDir)
 	}
+	// CSI volumes the driver still has published or staged (a driver's
+	// mount may be none the mount table shows, and a staging dir is
+	// outside the pod dir): only the driver's NodeUnpublishVolume and
+	// NodeUnstageVolume undo them.
+	for _, v := range e.rt.csiVolumes {
+		if v.State.Published {
+			l.Mounts = append(l.Mounts, fmt.Sprintf("%s (CSI %s, published: needs NodeUnpublishVolume)", v.TargetPath, v.Driver))
+		}
+		if v.State.Staged {
+			l.Mounts = append(l.Mounts, fmt.Sprintf("%s (CSI %s, staged: needs NodeUnstageVolume)", v.StagingPath, v.Driver))
+		}
+	}
 	return l
 }
 

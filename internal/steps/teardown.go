@@ -364,7 +364,7 @@ func (removeDirsStep) explain() string {
 
 func (removeDirsStep) requests(*Engine) []Request { return nil }
 
-func (removeDirsStep) run(_ context.Context, e *Engine) Result {
+func (removeDirsStep) run(ctx context.Context, e *Engine) Result {
 	e.mu.Lock()
 	inUse := e.containersLeftLocked()
 	podDir, logDir := "", e.rt.logDir
@@ -393,6 +393,17 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 	var errs []error
 	var details []Detail
 	if podDir != "" {
+		// CSI volumes first: the kubelet's reconciler unpublishes them
+		// (csiMountMgr.TearDownAt), then unstages a staged one
+		// (csiAttacher.UnmountDevice), once the containers are gone.
+		d, err := e.teardownCSI(ctx)
+		if err != nil {
+			r := fail(reason.RemoveDirsError, err, "CSI volumes not unpublished: pod directories kept")
+			d = append(d, kv("kept", podDir))
+			r.Details = d
+			return r
+		}
+		details = append(details, d...)
 		// Volumes first: the kubelet unmounts them, subPath bind mounts
 		// first (UnmountVolume: CleanSubPaths, then TearDown), before it may
 		// remove the pod dir; RemoveAll would go through a mount left there.
@@ -431,6 +442,55 @@ func (removeDirsStep) run(_ context.Context, e *Engine) Result {
 	return ok(fmt.Sprintf("removed %s", plural(len(removed), "directory", "directories")), details...)
 }
 
+// teardownCSI undoes the CSI volumes the volumes stage set up, as the
+// kubelet's reconciler does (reconciler.go: unmountVolumes, then
+// unmountDetachDevices): every NodeUnpublishVolume (the last volume set up
+// first), then every NodeUnstageVolume, each call recorded in this step. A
+// volume whose calls failed stays listed (and the pod dir is kept):
+// nothing is removed through a mount.
+func (e *Engine) teardownCSI(ctx context.Context) ([]Detail, error) {
+	e.mu.Lock()
+	vols := append([]*volume.CSIResult(nil), e.rt.csiVolumes...)
+	e.mu.Unlock()
+	var details []Detail
+	var errs []error
+	for i := len(vols) - 1; i >= 0; i-- {
+		v := vols[i]
+		if !v.State.Published {
+			continue
+		}
+		if err := volume.UnpublishCSI(ctx, e.opts.CSI, v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		details = append(details, kv("unpublished", v.TargetPath+" (CSI driver "+v.Driver+", NodeUnpublishVolume)"))
+	}
+	for i := len(vols) - 1; i >= 0; i-- {
+		v := vols[i]
+		if !v.State.Published {
+			volume.RemoveUnstagedDir(v)
+		}
+		if !v.State.Staged || v.State.Published {
+			continue
+		}
+		if err := volume.UnstageCSI(ctx, e.opts.CSI, v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		details = append(details, kv("unstaged", v.StagingPath+" (CSI driver "+v.Driver+", NodeUnstageVolume)"))
+	}
+	var left []*volume.CSIResult
+	for _, v := range vols {
+		if v.State.Published || v.State.Staged {
+			left = append(left, v)
+		}
+	}
+	e.mu.Lock()
+	e.rt.csiVolumes = left
+	e.mu.Unlock()
+	return details, errors.Join(errs...)
+}
+
 // Teardown plans the teardown steps (once) and runs every remaining step.
 // Use a context that is not already cancelled: teardown must run after Ctrl-C.
 func (e *Engine) Teardown(ctx context.Context) error {
@@ -438,6 +498,7 @@ func (e *Engine) Teardown(ctx context.Context) error {
 	for {
 		if _, err := e.Next(ctx); err != nil {
 			if errors.Is(err, ErrNoStep) {
+				_ = e.opts.CSI.Close() // the CSI drivers' connections (a later call dials again)
 				return nil
 			}
 			return err

@@ -81,6 +81,11 @@ func (volumesStep) run(ctx context.Context, e *Engine) Result {
 		if r.Created {
 			made = append(made, r.Path)
 		}
+		if r.CSI != nil {
+			e.mu.Lock()
+			e.rt.csiVolumes = append(e.rt.csiVolumes, r.CSI)
+			e.mu.Unlock()
+		}
 		if err != nil {
 			e.tracker.Record(corev1.EventTypeWarning, reason.FailedMountVolume, "", err.Error())
 			details = append(details, kv(v.Name, err.Error()))
@@ -177,7 +182,11 @@ func (e *Engine) volumeHost() *volume.Host {
 	}
 	if e.bundle != nil {
 		h.Claims = e.bundle
+		h.CSIDrivers = e.bundle
+		h.Attachments = e.bundle
 	}
+	h.CSI = e.opts.CSI
+	h.RootDir = e.opts.Config.RootDir
 	if e.opts.Tokens != nil {
 		h.Tokens = redactedTokens{src: e.opts.Tokens, red: e.redactor}
 	} else {

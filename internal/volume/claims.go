@@ -231,14 +231,13 @@ func pvSourceKind(pv *corev1.PersistentVolume) string {
 // a driver that is not registered on the node (csi_client.go
 // newCsiDriverClient), under the operation that asks for the client
 // (stage: attacher.MountDevice for a PV, SetUp for an inline volume), and
-// what it takes.
-func csiError(vol, driver string, pv bool) error {
+// how to give podstep the driver.
+func csiError(vol, driver string, pv bool, fix string) error {
 	op, inner := "MountVolume.SetUp failed", "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: "
 	if pv {
 		op, inner = "MountVolume.MountDevice failed", "kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: "
 	}
-	return &Error{Volume: vol, Op: op, Err: &UnsupportedError{Kind: "csi", Need: inner + fmt.Sprintf("driver name %s not found in the list of registered CSI drivers", driver),
-		Fix: fmt.Sprintf("no CSI driver %s: a kubelet calls the driver's node plugin, registered in plugins_registry; podstep's CSI support (NodeStage/NodePublish calls) is not there yet, so run this pod on a node whose kubelet has the driver, or use a hostPath or local PersistentVolume", driver)}}
+	return &Error{Volume: vol, Op: op, Err: &UnsupportedError{Kind: "csi", Need: inner + fmt.Sprintf("driver name %s not found in the list of registered CSI drivers", driver), Fix: fix}}
 }
 
 // preparePV resolves a persistentVolumeClaim or ephemeral volume: the
@@ -287,11 +286,11 @@ func (p *Prepared) preparePV() error {
 		return nil
 	case pv.Spec.CSI != nil:
 		p.plugin = PluginCSI
-		return csiError(p.vol.Name, pv.Spec.CSI.Driver, true)
+		return p.prepareCSI(pv)
 	}
 	if driver, ok := migrated[kind]; ok {
 		return &UnsupportedError{Kind: kind, Need: fmt.Sprintf("PersistentVolume %s is an in-tree %s volume: CSI migration moves it to the CSI driver %s, and the kubelet has no in-tree code for it", pv.Name, kind, driver),
-			Fix: fmt.Sprintf("the node needs the CSI driver %s; podstep's CSI support is not there yet", driver)}
+			Fix: fmt.Sprintf("the node needs the CSI driver %s, and the PersistentVolume a spec.csi source for it (as CSI migration translates it)", driver)}
 	}
 	return unsupportedKind(kind)
 }

@@ -94,7 +94,7 @@ func TestClaims(t *testing.T) {
 			want: `MountVolume.NodeAffinity check failed for volume "v" : no matching NodeSelectorTerms`, hint: "--node"},
 		{name: "csi PV", vol: pvcVol, edit: func(_ *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume) {
 			v.Spec.HostPath, v.Spec.CSI = nil, &corev1.CSIPersistentVolumeSource{Driver: "hostpath.csi.k8s.io", VolumeHandle: "h1"}
-		}, want: `MountVolume.MountDevice failed for volume "v" : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name hostpath.csi.k8s.io not found in the list of registered CSI drivers`, hint: "CSI support"},
+		}, want: `MountVolume.MountDevice failed for volume "v" : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name hostpath.csi.k8s.io not found in the list of registered CSI drivers`, hint: "--csi-endpoint hostpath.csi.k8s.io=unix:///PATH"},
 		{name: "migrated EBS", vol: pvcVol, edit: func(_ *corev1.PersistentVolumeClaim, v *corev1.PersistentVolume) {
 			v.Spec.HostPath, v.Spec.AWSElasticBlockStore = nil, &corev1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-1"}
 		}, want: "CSI migration moves it to the CSI driver ebs.csi.aws.com", hint: "ebs.csi.aws.com"},

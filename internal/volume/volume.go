@@ -11,7 +11,10 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstep/podstep/internal/csi"
 )
 
 // Plugin names, as the kubelet names them (kubernetes.io/<plugin>); on disk
@@ -71,6 +74,13 @@ type Host struct {
 	// Simulated says the runtime is podstep's simulator: a local
 	// PersistentVolume is used at its path, as a hostPath, not bind-mounted.
 	Simulated bool
+	// CSI are the node's CSI drivers (nil: none), CSIDrivers the CSIDriver
+	// objects (nil: none), RootDir the kubelet's root dir, under which
+	// CSI PersistentVolumes are staged.
+	CSI         *csi.Drivers
+	CSIDrivers  CSIDriverSource
+	Attachments AttachmentSource
+	RootDir     string
 	// Placeholders says podstep has no API server: a serviceAccountToken
 	// projection gets a labelled placeholder instead of a token, and a
 	// missing kube-root-ca.crt ConfigMap a labelled placeholder ca.crt,
@@ -106,6 +116,8 @@ type Result struct {
 	Entries []Entry `json:"entries,omitempty"`
 	// Secret marks volumes whose file contents must not be shown.
 	Secret bool `json:"secret,omitempty"`
+	// CSI is set for a CSI volume: what its calls did, for teardown.
+	CSI *CSIResult `json:"-"`
 	// Notes say how podstep's setup relates to the kubelet's.
 	Notes []string `json:"notes,omitempty"`
 	// Warnings are things a user should know (the kubelet would differ).
@@ -123,8 +135,12 @@ type Prepared struct {
 	medium  corev1.StorageMedium      // of the (wrapped) emptyDir
 	size    int64                     // tmpfs size in bytes; 0 = no size option
 	notes   []string
-	claim   *Claim // persistentVolumeClaim and ephemeral volumes
-	warns   []string
+	claim   *Claim      // persistentVolumeClaim and ephemeral volumes
+	csiVol  *csi.Volume // CSI volumes (inline, or a claim's CSI PV)
+	// csiTokens are the CSIDriver's tokenRequests, minted by Apply.
+	csiTokens          []storagev1.TokenRequest
+	csiTokensInSecrets bool
+	warns              []string
 }
 
 // PluginName returns the kubelet plugin that handles vol, or "" when
@@ -163,6 +179,11 @@ func Path(podDir string, vol corev1.Volume) string {
 		// The image plugin is a stub (pkg/volume/image/image.go): GetPath
 		// is "", the runtime mounts the image itself.
 		return ""
+	}
+	if vol.CSI != nil {
+		// csiMountMgr.GetPath (csi_mounter.go): the driver mounts at
+		// .../kubernetes.io~csi/<name>/mount, vol_data.json beside it.
+		return csi.TargetPath(podDir, vol.Name)
 	}
 	plugin := PluginName(vol)
 	if plugin == "" {
@@ -214,7 +235,7 @@ func (h *Host) Prepare(pod *corev1.Pod, vol corev1.Volume, dir string) (*Prepare
 	case vol.PersistentVolumeClaim != nil || vol.Ephemeral != nil:
 		err = p.preparePV()
 	case vol.CSI != nil:
-		err = csiError(vol.Name, vol.CSI.Driver, false)
+		err = p.prepareCSI(nil)
 	case vol.ConfigMap != nil:
 		p.payload, err = h.configMapPayload(pod.Namespace, vol.ConfigMap.Name, vol.ConfigMap.Items, vol.ConfigMap.DefaultMode, vol.ConfigMap.Optional)
 		p.notes = append(p.notes, "the kubelet keeps configMap volumes on disk, not on a tmpfs")
@@ -265,6 +286,8 @@ func (p *Prepared) Apply(ctx context.Context) (Result, error) {
 	switch {
 	case p.vol.Image != nil:
 		// nothing on disk (imagePlugin.SetUp)
+	case p.csiVol != nil:
+		err = p.applyCSI(ctx, &r)
 	case p.claim != nil:
 		err = p.applyPV(&r)
 	case p.vol.HostPath != nil:
@@ -291,6 +314,10 @@ func (p *Prepared) Apply(ctx context.Context) (Result, error) {
 			break
 		}
 		r.Entries, err = List(p.dir)
+	}
+	var ve *Error
+	if errors.As(err, &ve) {
+		return r, ve // a CSI volume's, with its operation
 	}
 	if err != nil {
 		return r, &Error{Volume: p.vol.Name, Err: err}
