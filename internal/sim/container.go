@@ -154,12 +154,11 @@ func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now
+	// The process serves its ports while it runs (listen.go).
+	s.serveContainer(c, sb)
 	if b := Decide(c.config, c.faults, c.imageName(), c.completes); b.Exits {
 		c.exitAt, c.exitAtCode = now.Add(s.opts.InitRunTime+b.After), b.Code
-	} else {
-		// A process that keeps running serves its ports (listen.go); one
-		// that exits by itself is taken to serve nothing.
-		s.serveContainer(c, sb)
+		c.serve.closeAfter(s.opts.InitRunTime + b.After)
 	}
 	if c.logPath != "" {
 		if err := s.writeLog(c.logPath, now, c.config); err != nil {

@@ -70,8 +70,10 @@
 //     a program binds). Each port answers any HTTP/1.1 request with 200,
 //     accepts TCP connections, and answers HTTP/2 gRPC grpc.health.v1
 //     Check with SERVING for any service name, so podstep's prober runs
-//     its real httpGet, tcpSocket and grpc code. A container that exits by
-//     itself serves nothing. A host-network pod's ports are served on
+//     its real httpGet, tcpSocket and grpc code. Every running container
+//     serves, whatever its command (a `sleep` binds no port on a node: the
+//     verdict's rests_on says the serving is assumed); one whose process
+//     exits by itself serves until it exits. A host-network pod's ports are served on
 //     127.0.0.1 (HostNetworkAddress), standing for the node's IP; a port
 //     another process of this machine already holds is left to it, and a
 //     probe then reaches that process. Listeners and their connections

@@ -211,11 +211,27 @@ type serving struct {
 	served sync.WaitGroup
 	once   sync.Once
 	n      int // listeners opened
+
+	mu    sync.Mutex
+	timer *time.Timer // closes it when the process exits by itself
 }
 
-// listen serves ports on ip for a container (name is its name in the pod,
-// for the fault annotation). It never fails: a port that cannot be
-// listened on (another process holds it) is left out and noted in errs.
+// closeAfter closes the endpoints after d: when a process that exits by
+// itself does (its exit is applied lazily, when the container is next
+// observed; the listeners must not outlive it meanwhile).
+func (sv *serving) closeAfter(d time.Duration) {
+	if sv == nil || sv.srv == nil {
+		return
+	}
+	sv.mu.Lock()
+	sv.timer = time.AfterFunc(d, sv.close)
+	sv.mu.Unlock()
+}
+
+// listen serves ports on ip for a container: nothing when refuse, else
+// every HTTP request gets code (200 when 0). It never fails: a port that
+// cannot be listened on (another process holds it) is left out and noted
+// in errs.
 func listen(ip string, ports []int, refuse bool, code int) *serving {
 	if code == 0 {
 		code = http.StatusOK
@@ -272,6 +288,11 @@ func (sv *serving) close() {
 		return
 	}
 	sv.once.Do(func() {
+		sv.mu.Lock()
+		if sv.timer != nil {
+			sv.timer.Stop()
+		}
+		sv.mu.Unlock()
 		if sv.srv == nil {
 			return
 		}
@@ -303,7 +324,7 @@ func (h health) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.
 // nothing.
 var errNoAddress = errors.New("the sandbox has no address")
 
-// serveContainer starts serving a started container that keeps running:
+// serveContainer starts serving a started container:
 // its declared TCP ports and the ports its probes reach, on its sandbox's
 // address (HostNetworkAddress for a host-network sandbox). Callers hold
 // s.mu.

@@ -140,7 +140,7 @@ func TestServeProbes(t *testing.T) {
 			httpWant: probe.Success, tcpWant: probe.Success, grpcWant: probe.Success},
 		{name: "UDP port is not served", ctrAnn: portsAnnotation(corev1.ContainerPort{ContainerPort: port, Protocol: corev1.ProtocolUDP}), cmd: []string{"sleep", "infinity"},
 			httpWant: probe.Failure, httpOut: "connection refused", tcpWant: probe.Failure, grpcWant: probe.Failure, grpcOut: "timeout: failed to connect service"},
-		{name: "a container that exits serves nothing", ctrAnn: portsAnnotation(corev1.ContainerPort{ContainerPort: port}), cmd: []string{"sh", "-c", "exit 0"},
+		{name: "a container that exited serves nothing", ctrAnn: portsAnnotation(corev1.ContainerPort{ContainerPort: port}), cmd: []string{"sh", "-c", "exit 0"},
 			httpWant: probe.Failure, httpOut: "connection refused", tcpWant: probe.Failure, grpcWant: probe.Failure},
 		{name: "probe-fail 500", ann: map[string]string{AnnotationProbeFail + "c": "500"}, md: strconv.Itoa(port), cmd: []string{"sleep", "infinity"},
 			httpWant: probe.Failure, httpOut: "HTTP probe failed with statuscode: 500", tcpWant: probe.Success,
@@ -243,29 +243,37 @@ func refused(addr string) error {
 func TestListenersClosed(t *testing.T) {
 	tests := []struct {
 		name     string
+		cmd      []string // default: sleep infinity
 		teardown func(e *env, sbID, ctrID string)
 	}{
-		{"StopContainer", func(e *env, _, id string) {
+		{"the process exits by itself, unobserved", []string{"sh", "-c", "sleep 1; exit 0"}, func(e *env, _, _ string) {
+			// Nothing asks for its status: the exit is not applied, yet
+			// its listeners must close 1s and InitRunTime after the start.
+			for end := time.Now().Add(5 * time.Second); OpenListeners() > 0 && time.Now().Before(end); {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}},
+		{"StopContainer", nil, func(e *env, _, id string) {
 			if _, err := e.rt.StopContainer(e.ctx, &runtimeapi.StopContainerRequest{ContainerId: id}); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
-		{"RemoveContainer", func(e *env, _, id string) {
+		{"RemoveContainer", nil, func(e *env, _, id string) {
 			if _, err := e.rt.RemoveContainer(e.ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
-		{"StopPodSandbox", func(e *env, sbID, _ string) {
+		{"StopPodSandbox", nil, func(e *env, sbID, _ string) {
 			if _, err := e.rt.StopPodSandbox(e.ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sbID}); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
-		{"RemovePodSandbox", func(e *env, sbID, _ string) {
+		{"RemovePodSandbox", nil, func(e *env, sbID, _ string) {
 			if _, err := e.rt.RemovePodSandbox(e.ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sbID}); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
-		{"Server.Stop", func(e *env, _, _ string) { e.srv.Stop() }},
+		{"Server.Stop", nil, func(e *env, _, _ string) { e.srv.Stop() }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,7 +285,11 @@ func TestListenersClosed(t *testing.T) {
 			// Warm up what a first probe opens once for the process.
 			probe.HTTPGet(context.Background(), &corev1.HTTPGetAction{Port: intstr.FromInt(8080)}, ip, &corev1.Container{}, time.Second, "")
 			fds := openFDs(t)
-			cfg := containerConfig("c", "sleep", "infinity")
+			cmd := tc.cmd
+			if cmd == nil {
+				cmd = []string{"sleep", "infinity"}
+			}
+			cfg := containerConfig("c", cmd...)
 			cfg.Annotations = portsAnnotation(corev1.ContainerPort{ContainerPort: 8080}, corev1.ContainerPort{ContainerPort: 9090})
 			id := e.create(sbID, sbCfg, cfg)
 			e.start(id)
