@@ -74,9 +74,13 @@
 //     serves, whatever its command (a `sleep` binds no port on a node: the
 //     verdict's rests_on says the serving is assumed); one whose process
 //     exits by itself serves until it exits. A host-network pod's ports are served on
-//     127.0.0.1 (HostNetworkAddress), standing for the node's IP; a port
-//     another process of this machine already holds is left to it, and a
-//     probe then reaches that process. Listeners and their connections
+//     127.0.0.1 (HostNetworkAddress), standing for the node's IP. A port
+//     another process of this machine already holds (a host-network port,
+//     or the same pod run by two podsteps at once, whose IPs are equal) is
+//     left to it: a probe then reaches that process, and ListenError tells
+//     podstep's engine, whose verdict says so. HTTPS probes get TLS with a
+//     self-signed certificate (the kubelet does not verify it): each
+//     connection's first byte tells TLS from plain text. Listeners and their connections
 //     are closed when the container exits or is stopped or removed, when
 //     its sandbox is stopped or removed, and when the server stops.
 //

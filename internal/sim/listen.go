@@ -126,6 +126,37 @@ func OpenListeners() int {
 	return openListeners.n
 }
 
+// listenErrors are the addresses a simulator of this process could not
+// listen on for a running container, and why (ListenError).
+var listenErrors = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
+// listenFailed records (err nil: forgets) that addr could not be listened on.
+func listenFailed(addr string, err error) {
+	listenErrors.Lock()
+	defer listenErrors.Unlock()
+	if err == nil {
+		delete(listenErrors.m, addr)
+		return
+	}
+	listenErrors.m[addr] = err.Error()
+}
+
+// ListenError says why a simulator of this process could not listen on
+// addr (host:port) for a container that runs now: another process of
+// this machine holds the port (a host-network pod's port on 127.0.0.1, or
+// the same pod run by another podstep at once), so a probe sent there
+// reaches that process instead. ok is false when it listens there, or was
+// never asked to (a simulator in another process: podstep bench).
+func ListenError(addr string) (msg string, ok bool) {
+	listenErrors.Lock()
+	defer listenErrors.Unlock()
+	msg, ok = listenErrors.m[addr]
+	return msg, ok
+}
+
 func countListeners(d int) {
 	openListeners.Lock()
 	openListeners.n += d
@@ -200,14 +231,16 @@ func ProbeFailure(ann map[string]string, name string) (refuse bool, code int, er
 
 // serving is a running container's network endpoints: one listener per
 // port on its sandbox's address, all served by one HTTP server that
-// answers HTTP/1.1 requests with its status and HTTP/2 gRPC requests with
-// the grpc.health.v1 service (a TCP probe only needs the accept).
+// answers HTTP/1.1 requests, in plain text or TLS (listen_tls.go), with its
+// status and HTTP/2 gRPC requests with the grpc.health.v1 service (a TCP
+// probe only needs the accept).
 type serving struct {
 	srv    *http.Server
 	grpc   *grpc.Server
 	status int // the HTTP status every request gets
 	addrs  []string
 	errs   []string // ports that could not be listened on, and why
+	failed []string // their addresses (ListenError)
 	served sync.WaitGroup
 	once   sync.Once
 	n      int // listeners opened
@@ -246,6 +279,10 @@ func listen(ip string, ports []int, refuse bool, code int) *serving {
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	sv.srv = &http.Server{Handler: sv, Protocols: p, ReadHeaderTimeout: 10 * time.Second}
+	cfg, err := simCert()
+	if err != nil {
+		sv.errs = append(sv.errs, "no TLS: "+err.Error())
+	}
 	var lc net.ListenConfig
 	for _, port := range ports {
 		addr := net.JoinHostPort(ip, strconv.Itoa(port))
@@ -255,15 +292,18 @@ func listen(ip string, ports []int, refuse bool, code int) *serving {
 		ln, err := lc.Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			sv.errs = append(sv.errs, err.Error())
+			sv.failed = append(sv.failed, addr)
+			listenFailed(addr, err)
 			continue
 		}
 		sv.addrs = append(sv.addrs, addr)
 		sv.n++
 		countListeners(1)
+		sl := newSniffListener(ln, cfg)
 		sv.served.Add(1)
 		go func() {
 			defer sv.served.Done()
-			_ = sv.srv.Serve(ln)
+			_ = sv.srv.Serve(sl)
 		}()
 	}
 	return sv
@@ -293,6 +333,9 @@ func (sv *serving) close() {
 			sv.timer.Stop()
 		}
 		sv.mu.Unlock()
+		for _, a := range sv.failed {
+			listenFailed(a, nil)
+		}
 		if sv.srv == nil {
 			return
 		}

@@ -198,11 +198,13 @@ func TestServeProbes(t *testing.T) {
 			}
 			target := corev1.Container{Name: "c"}
 			ctx = context.Background()
-			r := probe.HTTPGet(ctx, &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt(p)}, ip, &target, time.Second, "")
-			if r.Outcome != tc.httpWant || !strings.Contains(r.Output, tc.httpOut) {
-				t.Errorf("httpGet: %s %q, want %s %q", r.Outcome, r.Output, tc.httpWant, tc.httpOut)
+			for _, scheme := range []corev1.URIScheme{corev1.URISchemeHTTP, corev1.URISchemeHTTPS} {
+				r := probe.HTTPGet(ctx, &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt(p), Scheme: scheme}, ip, &target, time.Second, "")
+				if r.Outcome != tc.httpWant || !strings.Contains(r.Output, tc.httpOut) {
+					t.Errorf("httpGet %s: %s %q, want %s %q", scheme, r.Outcome, r.Output, tc.httpWant, tc.httpOut)
+				}
 			}
-			r = probe.TCPSocket(ctx, &corev1.TCPSocketAction{Port: intstr.FromInt(p)}, ip, &target, time.Second)
+			r := probe.TCPSocket(ctx, &corev1.TCPSocketAction{Port: intstr.FromInt(p)}, ip, &target, time.Second)
 			if r.Outcome != tc.tcpWant {
 				t.Errorf("tcpSocket: %s %q, want %s", r.Outcome, r.Output, tc.tcpWant)
 			}

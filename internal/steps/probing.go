@@ -152,6 +152,9 @@ func (e *Engine) handlerRestsOn(c *containerRuntime, kind string, p corev1.Probe
 	switch {
 	case p.HTTPGet != nil && p.HTTPGet.Host == "":
 		port, what = p.HTTPGet.Port, "answers GET with 200"
+		if strings.EqualFold(string(p.HTTPGet.Scheme), string(corev1.URISchemeHTTPS)) {
+			what += " over TLS (a self-signed certificate, which the kubelet does not verify)"
+		}
 	case p.TCPSocket != nil && p.TCPSocket.Host == "":
 		port, what = p.TCPSocket.Port, "accepts the connection"
 	case p.GRPC != nil:
@@ -179,7 +182,10 @@ func (e *Engine) handlerRestsOn(c *containerRuntime, kind string, p corev1.Probe
 	}
 	s := fmt.Sprintf("%s: assumed: the program serves %s and %s: the simulator's listener on %s does so for it", kind, src, what, addr)
 	if first(e.rt.podIPs) == "" {
-		s += fmt.Sprintf(" (host network: %s stands for the node's IP; if another process on this machine holds the port, the probe reaches that process)", sim.HostNetworkAddress)
+		s += fmt.Sprintf(" (host network: %s stands for the node's IP)", sim.HostNetworkAddress)
+	}
+	if msg, held := sim.ListenError(addr); held {
+		s += fmt.Sprintf("; but the simulator could not listen there (%s): the probe reached the process of this machine that holds the port", msg)
 	}
 	return s
 }

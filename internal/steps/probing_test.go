@@ -179,6 +179,9 @@ spec:
     ports: [{name: web, containerPort: 8080}]
 %s`
 	free := closedPort(t)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprint(w, "not the pod") }))
+	defer other.Close()
+	_, held, _ := net.SplitHostPort(other.Listener.Addr().String())
 	cases := []struct {
 		name    string
 		ann     string
@@ -202,6 +205,10 @@ spec:
       httpGet: {port: web}
       periodSeconds: 1
 `, ready: "1/1", restsOn: []string{"declared containerPort 8080"}},
+		{name: "httpGet HTTPS", probes: `    readinessProbe:
+      httpGet: {port: web, scheme: HTTPS}
+      periodSeconds: 1
+`, ready: "1/1", restsOn: []string{"declared containerPort 8080 and answers GET with 200 over TLS"}},
 		{name: "tcpSocket on an undeclared port", probes: `    readinessProbe:
       tcpSocket: {port: 9000}
       periodSeconds: 1
@@ -233,7 +240,11 @@ spec:
 		{name: "host network", hostNet: true, probes: fmt.Sprintf(`    readinessProbe:
       httpGet: {port: %s}
       periodSeconds: 1
-`, free), ready: "1/1", restsOn: []string{fmt.Sprintf("the simulator's listener on 127.0.0.1:%s", free), "host network: 127.0.0.1 stands for the node's IP"}},
+`, free), ready: "1/1", restsOn: []string{fmt.Sprintf("the simulator's listener on 127.0.0.1:%s does so for it (host network: 127.0.0.1 stands for the node's IP)", free)}},
+		{name: "host network, the port held by another process", hostNet: true, probes: fmt.Sprintf(`    readinessProbe:
+      httpGet: {port: %s}
+      periodSeconds: 1
+`, held), ready: "1/1", restsOn: []string{fmt.Sprintf("but the simulator could not listen there (listen tcp 127.0.0.1:%s: bind: address already in use): the probe reached the process of this machine that holds the port", held)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
