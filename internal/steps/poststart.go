@@ -65,7 +65,11 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	if hr.FallbackEvent != "" {
 		e.tracker.Record(corev1.EventTypeWarning, reason.LifecycleHTTPFallback, "", hr.FallbackEvent)
 	}
-	restsOn := e.handlerRestsOn(c, "postStart", corev1.ProbeHandler{Exec: h.Exec, HTTPGet: h.HTTPGet})
+	restsOn := ""
+	if h.HTTPGet != nil {
+		// What an exec hook rests on is the start step's (what the simulator read of the command).
+		restsOn = e.handlerRestsOn(c, "postStart", corev1.ProbeHandler{HTTPGet: h.HTTPGet})
+	}
 	if hr.Err == nil {
 		r := ok("postStart hook succeeded", details...)
 		if restsOn != "" {
