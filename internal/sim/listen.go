@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -239,8 +238,7 @@ type serving struct {
 	grpc   *grpc.Server
 	status int // the HTTP status every request gets
 	addrs  []string
-	errs   []string // ports that could not be listened on, and why
-	failed []string // their addresses (ListenError)
+	failed []string // the addresses it could not listen on (ListenError)
 	served sync.WaitGroup
 	once   sync.Once
 	n      int // listeners opened
@@ -264,8 +262,9 @@ func (sv *serving) closeAfter(d time.Duration) {
 // listen serves ports on ip for a container: nothing when refuse, else
 // every HTTP request gets code (200 when 0). It never fails: a port that
 // cannot be listened on (another process holds it) is left out and noted
-// in errs.
+// in failed and ListenError.
 func listen(ip string, ports []int, refuse bool, code int) *serving {
+	healthy := code == 0
 	if code == 0 {
 		code = http.StatusOK
 	}
@@ -274,14 +273,14 @@ func listen(ip string, ports []int, refuse bool, code int) *serving {
 		return sv
 	}
 	sv.grpc = grpc.NewServer()
-	healthpb.RegisterHealthServer(sv.grpc, health{serving: code < 400})
+	healthpb.RegisterHealthServer(sv.grpc, health{serving: healthy})
 	p := new(http.Protocols)
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	sv.srv = &http.Server{Handler: sv, Protocols: p, ReadHeaderTimeout: 10 * time.Second}
 	cfg, err := simCert()
 	if err != nil {
-		sv.errs = append(sv.errs, "no TLS: "+err.Error())
+		cfg = nil // plain text only: an HTTPS probe then fails its handshake
 	}
 	var lc net.ListenConfig
 	for _, port := range ports {
@@ -291,7 +290,6 @@ func listen(ip string, ports []int, refuse bool, code int) *serving {
 		}
 		ln, err := lc.Listen(context.Background(), "tcp", addr)
 		if err != nil {
-			sv.errs = append(sv.errs, err.Error())
 			sv.failed = append(sv.failed, addr)
 			listenFailed(addr, err)
 			continue
@@ -363,10 +361,6 @@ func (h health) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.
 	return &healthpb.HealthCheckResponse{Status: st}, nil
 }
 
-// errNoAddress is why a container of a sandbox without an address serves
-// nothing.
-var errNoAddress = errors.New("the sandbox has no address")
-
 // serveContainer starts serving a started container:
 // its declared TCP ports and the ports its probes reach, on its sandbox's
 // address (HostNetworkAddress for a host-network sandbox). Callers hold
@@ -384,9 +378,6 @@ func (s *service) serveContainer(c *container, sb *sandbox) {
 		code = http.StatusInternalServerError
 	}
 	c.serve = listen(ip, ports, refuse, code)
-	if ip == "" {
-		c.serve.errs = append(c.serve.errs, errNoAddress.Error())
-	}
 }
 
 // closeAll closes every container's endpoints and gives back every

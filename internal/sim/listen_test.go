@@ -337,3 +337,21 @@ func TestListenersClosed(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkServe measures what serving costs a container with two ports:
+// listening at StartContainer and closing at its exit.
+func BenchmarkServe(b *testing.B) {
+	ip := allocLoopback("bench_default_uid_0")
+	defer releaseLoopback(ip)
+	if _, err := simCert(); err != nil { // made once per process, not per container
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		sv := listen(ip, []int{8080, 9090}, false, 0)
+		if len(sv.addrs) != 2 {
+			b.Fatalf("listening on %v", sv.addrs)
+		}
+		sv.close()
+	}
+}
