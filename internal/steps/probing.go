@@ -256,8 +256,6 @@ func probeLine(w *probeWorker, r probe.Result) Detail {
 		v += ": " + r.Output
 	case r.Code != 0:
 		v += fmt.Sprintf(" (HTTP %d)", r.Code)
-	case r.Output != "" && strings.HasPrefix(r.Output, "not sent"):
-		v += ": " + r.Output
 	}
 	return kv(fmt.Sprintf("%s %s probe %d", w.c.spec.Name, w.kind, w.probes), v)
 }
