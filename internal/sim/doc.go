@@ -59,30 +59,31 @@
 //     neither uid nor username); of an image it does not know it reports
 //     neither and the annotation AnnotationImageConfig: unknown.
 //   - ExecSync returns what the command echoes (as in the log) and exit code 0.
-//   - Ports (listen.go): a started container that keeps running serves, on
-//     its sandbox's IP, every TCP port it declares (the
-//     io.kubernetes.container.ports annotation the kubelet's
-//     newContainerAnnotations, pkg/kubelet/kuberuntime/labels.go, puts on
-//     its config: CreateContainer carries no ports otherwise, and the
-//     sandbox's port_mappings hold only hostPort ones) and the ports its
-//     probes and HTTP hooks reach, which podstep's engine sends with
-//     CreateContainer (MetadataProbePorts; the simulator cannot read what
-//     a program binds). Each port answers any HTTP/1.1 request with 200,
-//     accepts TCP connections, and answers HTTP/2 gRPC grpc.health.v1
-//     Check with SERVING for any service name, so podstep's prober runs
-//     its real httpGet, tcpSocket and grpc code. Every running container
-//     serves, whatever its command (a `sleep` binds no port on a node: the
+//   - Ports (listen.go): a running container serves, on its sandbox's IP,
+//     every TCP port it declares (the io.kubernetes.container.ports
+//     annotation the kubelet's newContainerAnnotations,
+//     pkg/kubelet/kuberuntime/labels.go, puts on its config:
+//     CreateContainer carries no ports otherwise, and the sandbox's
+//     port_mappings hold only hostPort ones) and the ports its probes and
+//     HTTP hooks reach, which podstep's engine sends with CreateContainer
+//     (MetadataProbePorts; the simulator cannot read what a program binds).
+//     Each port answers any HTTP/1.1 request, in plain text or TLS (a
+//     self-signed certificate, which the kubelet does not verify; each
+//     connection's first byte tells which), with 200, accepts TCP
+//     connections, and answers HTTP/2 gRPC grpc.health.v1 Check with
+//     SERVING for any service name, so podstep's prober runs its real
+//     httpGet, tcpSocket and grpc code. Every running container serves,
+//     whatever its command (a `sleep` binds no port on a node: the
 //     verdict's rests_on says the serving is assumed); one whose process
-//     exits by itself serves until it exits. A host-network pod's ports are served on
-//     127.0.0.1 (HostNetworkAddress), standing for the node's IP. A port
-//     another process of this machine already holds (a host-network port,
-//     or the same pod run by two podsteps at once, whose IPs are equal) is
-//     left to it: a probe then reaches that process, and ListenError tells
-//     podstep's engine, whose verdict says so. HTTPS probes get TLS with a
-//     self-signed certificate (the kubelet does not verify it): each
-//     connection's first byte tells TLS from plain text. Listeners and their connections
-//     are closed when the container exits or is stopped or removed, when
-//     its sandbox is stopped or removed, and when the server stops.
+//     exits by itself serves until it exits. A host-network pod's ports
+//     are served on 127.0.0.1 (HostNetworkAddress), standing for the
+//     node's IP. A port another process of this machine already holds (a
+//     host-network port, or the same pod run by two podsteps at once,
+//     whose IPs are equal) is left to it: a probe then reaches that
+//     process, and ListenError tells podstep's engine, whose verdict says
+//     so. Listeners and their connections are closed when the container
+//     exits or is stopped or removed, when its sandbox is stopped or
+//     removed, and when the server stops.
 //
 // Logs: if the sandbox has a log_directory and the container a log_path,
 // StartContainer writes the strings the command echoes to that file in the
