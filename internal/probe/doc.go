@@ -1,5 +1,5 @@
 // Package probe runs the kubelet's probe and lifecycle-handler actions the
-// way the kubelet (v1.33) runs them: httpGet, tcpSocket and exec probes for
+// way the kubelet (v1.33) runs them: httpGet, tcpSocket, grpc and exec probes for
 // startup, readiness and liveness, and the exec, httpGet and sleep actions of
 // postStart/preStop hooks.
 //
@@ -12,6 +12,7 @@
 //   - pkg/probe/http/request.go   NewRequestForHTTPGetAction (request building)
 //   - pkg/probe/http/http.go      DoHTTPProbe, RedirectChecker (HTTP probe)
 //   - pkg/probe/tcp/tcp.go        DoTCPProbe
+//   - pkg/probe/grpc/grpc.go      grpcProber.Probe (health Check, its texts)
 //   - pkg/probe/exec/exec.go      exec probe result mapping
 //   - pkg/probe/util.go           ResolveContainerPort
 //   - pkg/probe/dialer_others.go  ProbeDialer (SO_LINGER 1s)
@@ -21,7 +22,7 @@
 //   - pkg/kubelet/kubelet.go      the lifecycle HTTP client
 //   - staging/src/k8s.io/cri-client/pkg/remote_runtime.go  ExecSync errors
 //
-// A probe action (HTTPGet, TCPSocket, Exec) is one attempt and returns a
+// A probe action (HTTPGet, TCPSocket, GRPC, Exec) is one attempt and returns a
 // Result; EventMessage and EventReason turn a Result into the Unhealthy or
 // ProbeWarning event the kubelet records, Retry reproduces the kubelet's
 // retries of errored attempts, and Tracker reproduces the worker's

@@ -51,6 +51,7 @@ func (s *service) getContainer(id string) (*container, error) {
 // deleteContainer forgets a container and releases its name. Callers hold s.mu.
 func (s *service) deleteContainer(id string) {
 	if c := s.containers[id]; c != nil {
+		c.serve.close()
 		delete(s.containerNames, c.name)
 		delete(s.containers, id)
 	}
@@ -103,16 +104,17 @@ func (s *service) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	}
 	id, seq := s.newID(cname, sbID, fmt.Sprint(cfg.GetMetadata().GetAttempt()))
 	c := &container{
-		id:        id,
-		seq:       seq,
-		name:      name,
-		sandboxID: sbID,
-		config:    proto.Clone(cfg).(*runtimeapi.ContainerConfig),
-		faults:    faults,
-		image:     img,
-		completes: runsToCompletion(ctx),
-		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
-		createdAt: s.now(),
+		id:         id,
+		seq:        seq,
+		name:       name,
+		sandboxID:  sbID,
+		config:     proto.Clone(cfg).(*runtimeapi.ContainerConfig),
+		faults:     faults,
+		image:      img,
+		completes:  runsToCompletion(ctx),
+		probePorts: probePorts(ctx),
+		state:      runtimeapi.ContainerState_CONTAINER_CREATED,
+		createdAt:  s.now(),
 	}
 	if dir := sb.config.GetLogDirectory(); dir != "" && cfg.GetLogPath() != "" {
 		p, err := s.containerLog(dir, cfg.GetLogPath())
@@ -139,7 +141,8 @@ func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
 		return nil, status.Error(codes.Unknown, fmt.Sprintf("failed to set starting state for container %q: container is in %s state", c.id, c.state))
 	}
-	if sb := s.sandboxes[c.sandboxID]; sb == nil || sb.state != runtimeapi.PodSandboxState_SANDBOX_READY {
+	sb := s.sandboxes[c.sandboxID]
+	if sb == nil || sb.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, status.Error(codes.FailedPrecondition, fmt.Sprintf("sandbox container %q is not running", c.sandboxID))
 	}
 	now := s.now()
@@ -151,8 +154,11 @@ func (s *service) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = now
+	// The process serves its ports while it runs (listen.go).
+	s.serveContainer(c, sb)
 	if b := Decide(c.config, c.faults, c.imageInfo(), c.completes); b.Exits {
 		c.exitAt, c.exitAtCode = now.Add(s.opts.InitRunTime+b.After), b.Code
+		c.serve.closeAfter(s.opts.InitRunTime + b.After)
 	}
 	if c.logPath != "" {
 		if err := s.writeLog(c.logPath, now, c.config); err != nil {

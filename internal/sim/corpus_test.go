@@ -235,3 +235,118 @@ func flatten(m map[string][]string) []string {
 	}
 	return out
 }
+
+// probedCorpusPods are the corpus pods (file paths) with an httpGet,
+// tcpSocket or grpc startup or readiness probe aimed at the pod.
+func probedCorpusPods(t *testing.T, dir string) []string {
+	files, err := filepath.Glob(filepath.Join(dir, "pods", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	var out []string
+	for _, f := range files {
+		b, err := manifest.Load(f)
+		if err != nil {
+			continue
+		}
+		spec := b.Pod.Spec
+		for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+			probed := false
+			for _, p := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe} {
+				probed = probed || p != nil && (p.HTTPGet != nil && p.HTTPGet.Host == "" || p.TCPSocket != nil && p.TCPSocket.Host == "" || p.GRPC != nil)
+			}
+			if probed {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestCorpusProbes runs the corpus pods whose startup or readiness probes
+// go to the pod (httpGet, tcpSocket, grpc) with the ready stage
+// (--wait-ready): each pod whose containers all start ends Ready, its
+// probes answered by the simulator's listeners through podstep's real
+// probers (nothing "not sent"), and the ready step says what that rests
+// on. The pods run concurrently; the slowest waits its probe's
+// initialDelaySeconds (20 s).
+func TestCorpusProbes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits the corpus probes' initialDelaySeconds (-short)")
+	}
+	files := probedCorpusPods(t, corpusDir(t))
+	if len(files) < 10 {
+		t.Fatalf("%d probed pods in the corpus, want at least 10", len(files))
+	}
+	type verdict struct {
+		file, display, ready, failed string
+		started                      bool
+		restsOn, notSent             []string
+	}
+	verdicts := make([]verdict, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := verdict{file: filepath.Base(f)}
+			defer func() { verdicts[i] = v }()
+			run := stepstest.New(t, f, func(o *steps.Options) {
+				o.MaxRestarts = 1
+				o.WaitReady = true
+				o.ReadyTimeout = 45 * time.Second
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			eng := run.Engine
+			defer func() { _ = eng.Teardown(context.Background()) }()
+			for !eng.Finished() && ctx.Err() == nil {
+				if err := eng.Continue(ctx); err != nil {
+					v.failed = "run: " + err.Error()
+					return
+				}
+			}
+			snap := eng.PodState()
+			v.display, v.ready = snap.Display, snap.Ready
+			if fs, failed := eng.Failed(); failed {
+				v.failed = fs.Name + ": " + fs.Result.Reason + ": " + fs.Result.Message
+			}
+			for _, s := range eng.Steps() {
+				if s.Stage == steps.StageReady && (s.State == steps.Done || s.State == steps.Failed) {
+					v.started = true
+					v.restsOn = append(v.restsOn, s.Result.RestsOn...)
+				}
+				for _, d := range s.Result.Details {
+					if strings.Contains(d.Value, "not sent") {
+						v.notSent = append(v.notSent, s.Name+": "+d.Key+": "+d.Value)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ready := 0
+	for _, v := range verdicts {
+		t.Logf("%s  %s %s  %s", v.file, v.display, v.ready, v.failed)
+		if len(v.notSent) > 0 {
+			t.Errorf("%s: probes not sent: %v", v.file, v.notSent)
+		}
+		if !v.started {
+			continue // a genuine failure before the ready stage (TestCorpusVerdicts)
+		}
+		if v.failed != "" {
+			t.Errorf("%s: reached the ready stage and failed: %s", v.file, v.failed)
+			continue
+		}
+		ready++
+		if ro := strings.Join(v.restsOn, "; "); !strings.Contains(ro, "the simulator's listener on 127.") {
+			t.Errorf("%s: Ready, and the ready step does not say it rests on the simulator's listener: %q", v.file, ro)
+		}
+	}
+	t.Logf("%d of %d probed pods reach the ready stage and end Ready", ready, len(verdicts))
+	if ready == 0 {
+		t.Error("no probed pod reached the ready stage")
+	}
+}

@@ -9,7 +9,7 @@
 //	client, err := cri.Dial(srv.Endpoint(), "", cri.Options{})
 //
 // The simulator is deterministic (IDs derive from pod metadata and a
-// per-server counter, IPs are allocated sequentially, timestamps come from
+// per-server counter, a sandbox's IP from its name, timestamps come from
 // Options.Clock) so golden tests of podstep's output are stable.
 //
 // # Behaviour
@@ -25,8 +25,18 @@
 //     images are absent until PullImage, which always succeeds (no layer
 //     is pulled). ImageStatus takes a reference or an ID and returns a
 //     nil image when absent.
-//   - Sandboxes get IPs from 10.88.0.0/16 starting at 10.88.0.2 (none for
-//     host-network pods). A second sandbox with the same
+//   - Sandboxes get a loopback IP, 127.A.B.C with A 128-254 and C 1-254,
+//     derived from the SHA-256 of their reserved name
+//     (NAME_NAMESPACE_UID_ATTEMPT): the same pod gets the same IP in every
+//     run, so goldens are stable, and two different pods almost never
+//     share one, even in two podstep processes at once; within one process
+//     a live sandbox's IP is never given to another (the next free one is).
+//     Linux routes all of 127/8 to lo, so the address needs no setup and is
+//     reachable from this machine only. Host-network pods get none (as
+//     containerd reports). Every sandbox gets one, not only those whose
+//     containers serve ports: the IP is reported at RunPodSandbox, before
+//     any container exists, and one rule is simpler to read than an IP that
+//     depends on the spec. A second sandbox with the same
 //     name/namespace/uid/attempt fails like containerd:
 //     failed to reserve sandbox name "N_NS_UID_A": name "..." is reserved for "ID".
 //     RunPodSandbox creates log_directory. StopPodSandbox stops running
@@ -64,6 +74,31 @@
 //     AnnotationImageConfigError when a read failed (not when no registry
 //     could be reached at all).
 //   - ExecSync returns what the command echoes (as in the log) and exit code 0.
+//   - Ports (listen.go): a running container serves, on its sandbox's IP,
+//     every TCP port it declares (the io.kubernetes.container.ports
+//     annotation the kubelet's newContainerAnnotations,
+//     pkg/kubelet/kuberuntime/labels.go, puts on its config:
+//     CreateContainer carries no ports otherwise, and the sandbox's
+//     port_mappings hold only hostPort ones) and the ports its probes and
+//     HTTP hooks reach, which podstep's engine sends with CreateContainer
+//     (MetadataProbePorts; the simulator cannot read what a program binds).
+//     Each port answers any HTTP/1.1 request, in plain text or TLS (a
+//     self-signed certificate, which the kubelet does not verify; each
+//     connection's first byte tells which), with 200, accepts TCP
+//     connections, and answers HTTP/2 gRPC grpc.health.v1 Check with
+//     SERVING for any service name, so podstep's prober runs its real
+//     httpGet, tcpSocket and grpc code. Every running container serves,
+//     whatever its command (a `sleep` binds no port on a node: the
+//     verdict's rests_on says the serving is assumed); one whose process
+//     exits by itself serves until it exits. A host-network pod's ports
+//     are served on 127.0.0.1 (HostNetworkAddress), standing for the
+//     node's IP. A port another process of this machine already holds (a
+//     host-network port, or the same pod run by two podsteps at once,
+//     whose IPs are equal) is left to it: a probe then reaches that
+//     process, and ListenError tells podstep's engine, whose verdict says
+//     so. Listeners and their connections are closed when the container
+//     exits or is stopped or removed, when its sandbox is stopped or
+//     removed, and when the server stops.
 //
 // Logs: if the sandbox has a log_directory and the container a log_path,
 // StartContainer writes the strings the command echoes to that file in the
@@ -114,6 +149,12 @@
 //	    ExecSync in the container (exec probes) returns exit code N.
 //	sim.podstep.dev/exec-stderr.CONTAINER: "text"
 //	    ExecSync in the container returns text on stderr.
+//	sim.podstep.dev/probe-fail.CONTAINER: "refuse" or "N"
+//	    The container's ports fail network probes: "refuse" listens on
+//	    nothing (httpGet, tcpSocket and grpc probes get connection
+//	    refused); an HTTP status code N (100-599) answers every HTTP
+//	    request with N and every gRPC health Check with NOT_SERVING, while
+//	    TCP connections are still accepted. Any other value counts as 500.
 //	sim.podstep.dev/sandbox-error: "message"
 //	    RunPodSandbox fails with code Unknown and the message.
 //	sim.podstep.dev/delay.METHOD: "500ms"

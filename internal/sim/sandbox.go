@@ -29,13 +29,6 @@ func (s *service) newID(parts ...string) (string, uint64) {
 	return hex.EncodeToString(sum[:]), s.seq
 }
 
-// allocIP returns the next sandbox IP in 10.88.0.0/16. Callers hold s.mu.
-func (s *service) allocIP() string {
-	n := s.nextIP
-	s.nextIP++
-	return fmt.Sprintf("10.88.%d.%d", (n>>8)&0xff, n&0xff)
-}
-
 // sortedSandboxes returns the sandboxes in creation order. Callers hold s.mu.
 func (s *service) sortedSandboxes() []*sandbox {
 	out := make([]*sandbox, 0, len(s.sandboxes))
@@ -115,7 +108,7 @@ func (s *service) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandbox
 		createdAt: s.now(),
 	}
 	if !hostNetwork(cfg) {
-		sb.ip = s.allocIP()
+		sb.ip = allocLoopback(name)
 	}
 	s.sandboxes[id] = sb
 	s.sandboxNames[name] = id
@@ -173,6 +166,7 @@ func (s *service) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodS
 	}
 	delete(s.sandboxes, id)
 	delete(s.sandboxNames, sb.name)
+	releaseLoopback(sb.ip)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
 }
 

@@ -147,6 +147,7 @@ func (s *Server) Stop() {
 			<-done
 		}
 		<-s.served
+		s.svc.closeAll()
 		_ = os.Remove(s.sock)
 	})
 }
@@ -162,7 +163,6 @@ type service struct {
 
 	mu             sync.Mutex
 	seq            uint64                // per-server counter for IDs and ordering
-	nextIP         uint32                // host part of the next sandbox IP in 10.88.0.0/16
 	sandboxes      map[string]*sandbox   // by ID
 	sandboxNames   map[string]string     // reserved sandbox name -> ID
 	containers     map[string]*container // by ID
@@ -174,7 +174,6 @@ type service struct {
 func newService(o Options) *service {
 	s := &service{
 		opts:           o,
-		nextIP:         2,
 		sandboxes:      map[string]*sandbox{},
 		sandboxNames:   map[string]string{},
 		containers:     map[string]*container{},

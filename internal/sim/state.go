@@ -2,7 +2,7 @@
 //
 //	                 RunPodSandbox
 //	                       |
-//	                       | name reserved, IP allocated,
+//	                       | name reserved, loopback IP allocated,
 //	                       | log_directory created
 //	                       v
 //	               +---------------+
@@ -110,6 +110,9 @@ type container struct {
 	// zero time means it keeps running until stopped.
 	exitAt     time.Time
 	exitAtCode int32
+
+	probePorts []int    // MetadataProbePorts sent with its CreateContainer
+	serve      *serving // its network endpoints while it runs (listen.go)
 }
 
 // refresh applies a scheduled process exit if it is due at now.
@@ -130,6 +133,7 @@ func (c *container) exit(at time.Time, code int32, reason string) {
 	c.exitCode = code
 	c.reason = reason
 	c.exitAt = time.Time{}
+	c.serve.close()
 }
 
 // exitReason is the reason containerd reports for a process exit code.

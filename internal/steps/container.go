@@ -158,6 +158,10 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		// For a command the simulator cannot read (sim.Decide); not part of the request.
 		cctx = metadata.AppendToOutgoingContext(cctx, sim.MetadataRunsToCompletion, why)
 	}
+	if ports := simProbePorts(c.spec); len(ports) > 0 && e.simulated() {
+		// The ports the simulator is to serve besides the declared ones; not part of the request.
+		cctx = metadata.AppendToOutgoingContext(cctx, sim.MetadataProbePorts, sim.FormatProbePorts(ports))
+	}
 	resp, err := e.client.CreateContainer(cctx, &runtimeapi.CreateContainerRequest{PodSandboxId: e.rt.sandboxID, Config: cfg, SandboxConfig: sb})
 	if err != nil {
 		r := e.createFailed(c, reason.ErrCreateContainer, err, "CreateContainer failed")

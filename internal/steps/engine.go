@@ -63,9 +63,10 @@ type Options struct {
 	// New hands its v1 Node to the CRI configs (Config.Node: name,
 	// allocatable, capacity) and to the volume plugins (allocatable).
 	Node *node.Node
-	// Simulated says the runtime is podstep's built-in simulator (internal/sim),
-	// whose pod IPs lead nowhere: httpGet and tcpSocket probes and hooks to
-	// the pod IP are not sent, and count as successes.
+	// Simulated says the runtime is podstep's built-in simulator (internal/sim):
+	// the engine tells it the ports a container's probes and hooks reach
+	// (sim.MetadataProbePorts), probes a host-network pod at
+	// sim.HostNetworkAddress, and says what each simulated verdict rests on.
 	Simulated bool
 	// Runtime is the runtime's endpoint, recorded in the marker of each
 	// directory the engine makes (mark.Holder), so that `podstep cleanup`

@@ -46,10 +46,8 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	switch {
 	case h.Exec != nil:
 		hr = probe.HookExec(ctx, e.execFunc(c.id), h.Exec, e.pod, c.spec)
-	case h.HTTPGet != nil && h.HTTPGet.Host == "" && e.simulated():
-		hr = probe.HookResult{Target: "the pod IP " + first(e.rt.podIPs) + " (not sent: the simulated runtime runs nothing there; counted as a success)"}
 	case h.HTTPGet != nil:
-		hr = probe.HookHTTPGet(ctx, h.HTTPGet, first(e.rt.podIPs), e.pod, c.spec)
+		hr = probe.HookHTTPGet(ctx, h.HTTPGet, e.probeHost(), e.pod, c.spec)
 	case h.Sleep != nil:
 		hr = probe.HookSleep(ctx, h.Sleep, e.pod, c.spec)
 	default:
@@ -67,8 +65,17 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	if hr.FallbackEvent != "" {
 		e.tracker.Record(corev1.EventTypeWarning, reason.LifecycleHTTPFallback, "", hr.FallbackEvent)
 	}
+	restsOn := ""
+	if h.HTTPGet != nil {
+		// What an exec hook rests on is the start step's (what the simulator read of the command).
+		restsOn = e.handlerRestsOn(c, "postStart", corev1.ProbeHandler{HTTPGet: h.HTTPGet})
+	}
 	if hr.Err == nil {
-		return ok("postStart hook succeeded", details...)
+		r := ok("postStart hook succeeded", details...)
+		if restsOn != "" {
+			r.RestsOn = []string{restsOn}
+		}
+		return r
 	}
 	herr := fmt.Errorf("%s", hr.Message)
 	obj := containerObject(c)
@@ -97,6 +104,9 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	}
 	r := fail(reason.ErrPostStartHook, herr, summary)
 	r.Details = details
+	if restsOn != "" {
+		r.RestsOn = []string{restsOn}
+	}
 	return r
 }
 

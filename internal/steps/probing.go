@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/gate"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/probe"
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/sim"
 )
 
 // probeWorker is one of the kubelet's probe workers (pkg/kubelet/prober/worker.go):
@@ -49,30 +55,182 @@ func (w *probeWorker) due(now time.Time) bool {
 
 // runProbe runs p once against container c (prober.runProbe,
 // pkg/kubelet/prober/prober.go): exec through ExecSync with the command's
-// $(VAR) references expanded; httpGet and tcpSocket from the node to the
-// pod IP. An attempt that errored is retried, as runProbeWithRetries does.
+// $(VAR) references expanded; httpGet, tcpSocket and grpc from the node to
+// the pod IP. An attempt that errored is retried, as runProbeWithRetries
+// does. On the simulator the network probes reach the listeners it opens
+// for the container (sim: listen.go), at the pod's loopback IP, or at
+// sim.HostNetworkAddress for a host-network pod.
 func (e *Engine) runProbe(ctx context.Context, w *probeWorker) probe.Result {
 	c, p := w.c, w.p
-	if e.simulated() && (p.HTTPGet != nil && p.HTTPGet.Host == "" || p.TCPSocket != nil && p.TCPSocket.Host == "") {
-		// The simulated runtime's pod IPs lead nowhere: sending the probe
-		// there could reach some other machine.
-		return probe.Result{Outcome: probe.Success, Target: "the pod IP " + first(e.rt.podIPs),
-			Output: "not sent: the simulated runtime runs nothing at the pod IP; counted as a success"}
-	}
+	host := e.probeHost()
 	return probe.Retry(probe.MaxProbeRetries, func() probe.Result {
 		switch {
 		case p.Exec != nil:
 			cmd := probe.ExpandCommand(p.Exec.Command, c.spec.Env)
 			return probe.Exec(ctx, e.execFunc(c.id), &corev1.ExecAction{Command: cmd}, w.spec.Timeout)
 		case p.HTTPGet != nil:
-			return probe.HTTPGet(ctx, p.HTTPGet, first(e.rt.podIPs), c.spec, w.spec.Timeout, probe.ProbeUserAgent)
+			return probe.HTTPGet(ctx, p.HTTPGet, host, c.spec, w.spec.Timeout, probe.ProbeUserAgent)
 		case p.TCPSocket != nil:
-			return probe.TCPSocket(ctx, p.TCPSocket, first(e.rt.podIPs), c.spec, w.spec.Timeout)
+			return probe.TCPSocket(ctx, p.TCPSocket, host, c.spec, w.spec.Timeout)
 		case p.GRPC != nil:
-			return probe.Result{Outcome: probe.Unknown, Err: errors.New("gRPC probes are not supported by podstep"), Target: "grpc"}
+			return probe.GRPC(ctx, p.GRPC, host, w.spec.Timeout)
 		}
 		return probe.Result{Outcome: probe.Unknown, Err: errors.New("missing probe handler")}
 	})
+}
+
+// probeHost is the host a network probe with no host of its own reaches:
+// the pod IP (the kubelet's status.PodIP). A host-network pod has no
+// sandbox IP; on the simulator its containers serve on
+// sim.HostNetworkAddress, which stands for the node's IP.
+func (e *Engine) probeHost() string {
+	if ip := first(e.rt.podIPs); ip != "" || !e.simulated() {
+		return ip
+	}
+	return sim.HostNetworkAddress
+}
+
+// simProbePorts are the TCP ports c's probes and HTTP lifecycle hooks reach
+// at the pod IP, sent to the simulator with its CreateContainer
+// (sim.MetadataProbePorts): the simulator cannot read which ports the
+// program binds, and a probe may name one its containerPorts do not
+// declare.
+func simProbePorts(c *corev1.Container) []int {
+	var out []int
+	add := func(port intstr.IntOrString) {
+		if n, err := probe.ResolvePort(port, c); err == nil && n > 0 && n < 65536 && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for _, p := range []*corev1.Probe{c.StartupProbe, c.ReadinessProbe, c.LivenessProbe} {
+		switch {
+		case p == nil:
+		case p.HTTPGet != nil && p.HTTPGet.Host == "":
+			add(p.HTTPGet.Port)
+		case p.TCPSocket != nil && p.TCPSocket.Host == "":
+			add(p.TCPSocket.Port)
+		case p.GRPC != nil:
+			add(intstr.FromInt32(p.GRPC.Port))
+		}
+	}
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil && h.HTTPGet != nil && h.HTTPGet.Host == "" {
+				add(h.HTTPGet.Port)
+			}
+		}
+	}
+	return out
+}
+
+// probeRestsOn says, on the simulator, what a probe's verdict rests on:
+// for exec, what ExecSync returns; for a network probe, the listener the
+// simulator opened for the container and the assumption behind it (that
+// the program serves that port and answers as a healthy server does), or
+// the probe-fail fault. "" on a real runtime or when the probe sends
+// nothing to the pod (a host of its own).
+func (e *Engine) probeRestsOn(w *probeWorker) string {
+	return e.handlerRestsOn(w.c, probeField(w.kind), w.p.ProbeHandler)
+}
+
+// handlerRestsOn is probeRestsOn for handler p of c, in the spec field
+// kind (readinessProbe, postStart, ...).
+func (e *Engine) handlerRestsOn(c *containerRuntime, kind string, p corev1.ProbeHandler) string {
+	if !e.simulated() {
+		return ""
+	}
+	name := c.spec.Name
+	ann := e.simAnnotations(c)
+	if p.Exec != nil {
+		if v, ok := ann[sim.AnnotationExecExitCode+name]; ok {
+			return fmt.Sprintf("%s: fault: %s%s makes ExecSync exit %s", kind, sim.AnnotationExecExitCode, name, v)
+		}
+		return kind + ": simulated: ExecSync runs nothing; it returns what the command echoes, exit code 0"
+	}
+	var port intstr.IntOrString
+	what := ""
+	switch {
+	case p.HTTPGet != nil && p.HTTPGet.Host == "":
+		port, what = p.HTTPGet.Port, "answers GET with 200"
+		if strings.EqualFold(string(p.HTTPGet.Scheme), string(corev1.URISchemeHTTPS)) {
+			what += " over TLS (a self-signed certificate, which the kubelet does not verify)"
+		}
+	case p.TCPSocket != nil && p.TCPSocket.Host == "":
+		port, what = p.TCPSocket.Port, "accepts the connection"
+	case p.GRPC != nil:
+		port, what = intstr.FromInt32(p.GRPC.Port), "answers grpc.health.v1 Check with SERVING"
+	default:
+		return ""
+	}
+	n, err := probe.ResolvePort(port, c.spec)
+	if err != nil {
+		return ""
+	}
+	addr := net.JoinHostPort(e.probeHost(), strconv.Itoa(n))
+	refuse, code, ferr := sim.ProbeFailure(ann, name)
+	switch {
+	case ferr != nil:
+		return fmt.Sprintf("%s: fault: %v: the simulator answers HTTP 500 and NOT_SERVING", kind, ferr)
+	case refuse:
+		return fmt.Sprintf("%s: fault: %s%s: %s: the simulator listens on nothing, %s is refused", kind, sim.AnnotationProbeFail, name, sim.ProbeFailRefuse, addr)
+	case code != 0:
+		return fmt.Sprintf("%s: fault: %s%s: %d: the simulator's listener on %s answers HTTP %d and gRPC NOT_SERVING", kind, sim.AnnotationProbeFail, name, code, addr, code)
+	}
+	src := fmt.Sprintf("the container's declared containerPort %d", n)
+	if !declaresPort(c.spec, n) {
+		src = fmt.Sprintf("port %d, which its %s names but its containerPorts do not declare,", n, kind)
+	}
+	s := fmt.Sprintf("%s: assumed: the program serves %s and %s: the simulator's listener on %s does so for it", kind, src, what, addr)
+	if first(e.rt.podIPs) == "" {
+		s += fmt.Sprintf(" (host network: %s stands for the node's IP)", sim.HostNetworkAddress)
+	}
+	if msg, held := sim.ListenError(addr); held {
+		s += fmt.Sprintf("; but the simulator could not listen there (%s): the probe reached the process of this machine that holds the port", msg)
+	}
+	return s
+}
+
+// probeField is the pod spec field of a probe kind (readinessProbe, ...).
+func probeField(kind string) string {
+	return strings.ToLower(kind[:1]) + kind[1:] + "Probe"
+}
+
+// declaresPort says whether c declares TCP containerPort n.
+func declaresPort(c *corev1.Container, n int) bool {
+	for _, p := range c.Ports {
+		if int(p.ContainerPort) == n && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP) {
+			return true
+		}
+	}
+	return false
+}
+
+// simAnnotations are the annotations the simulator reads its faults for c
+// from: the pod's (its sandbox config) and the container's.
+func (e *Engine) simAnnotations(c *containerRuntime) map[string]string {
+	ann := map[string]string{}
+	if sb, _, err := e.sandboxConfig(); err == nil {
+		maps.Copy(ann, sb.GetAnnotations())
+	}
+	maps.Copy(ann, c.config.GetAnnotations())
+	return ann
+}
+
+// restsOn gathers what the workers' verdicts rest on, each once, each
+// after its container's name when named (the ready stage's step is the
+// pod's, not one container's).
+func (e *Engine) restsOn(ws []*probeWorker, named bool) []string {
+	var out []string
+	for _, w := range ws {
+		r := e.probeRestsOn(w)
+		if r != "" && named {
+			r = w.c.spec.Name + ": " + r
+		}
+		if r != "" && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // probeOnce runs one tick of w: the probe, the kubelet's event for a
@@ -98,8 +256,6 @@ func probeLine(w *probeWorker, r probe.Result) Detail {
 		v += ": " + r.Output
 	case r.Code != 0:
 		v += fmt.Sprintf(" (HTTP %d)", r.Code)
-	case r.Output != "" && strings.HasPrefix(r.Output, "not sent"):
-		v += ": " + r.Output
 	}
 	return kv(fmt.Sprintf("%s %s probe %d", w.c.spec.Name, w.kind, w.probes), v)
 }
@@ -194,7 +350,9 @@ func (s startupStep) run(ctx context.Context, e *Engine) Result {
 			details = append(details, probeLine(w, r))
 			if stored && out == probe.Success {
 				e.tracker.Started(s.name)
-				return ok(fmt.Sprintf("startup probe passed after %s: sidecar %q started; the next init container may start", plural(w.probes, "probe", "probes"), s.name), keepLast(details, 10)...)
+				r := ok(fmt.Sprintf("startup probe passed after %s: sidecar %q started; the next init container may start", plural(w.probes, "probe", "probes"), s.name), keepLast(details, 10)...)
+				r.RestsOn = e.restsOn([]*probeWorker{w}, false)
+				return r
 			}
 			if stored {
 				msg := fmt.Sprintf("startup probe failed %d times in a row (failureThreshold %d)", w.spec.FailureThreshold, w.spec.FailureThreshold)
@@ -203,12 +361,14 @@ func (s startupStep) run(ctx context.Context, e *Engine) Result {
 				}
 				r := fail(reason.ContainerUnhealthy, errors.New(msg), msg+": the kubelet kills the sidecar")
 				r.Details = keepLast(details, 10)
+				r.RestsOn = e.restsOn([]*probeWorker{w}, false)
 				return r
 			}
 		}
 		if err := e.sleepUntilDue(ctx, []*probeWorker{w}); err != nil {
 			r := fail(reason.ContainerUnhealthy, err, fmt.Sprintf("sidecar %q did not start (startup probe) within %s", s.name, e.opts.InitTimeout))
 			r.Details = keepLast(details, 10)
+			r.RestsOn = e.restsOn([]*probeWorker{w}, false)
 			return r
 		}
 	}
@@ -267,7 +427,9 @@ func (readyStep) run(ctx context.Context, e *Engine) Result {
 	changed := true
 	for {
 		if changed && podReady(e.tracker.Snapshot()) {
-			return ok(fmt.Sprintf("the pod is Ready after %s", time.Since(start).Round(time.Millisecond)), keepLast(details, 12)...)
+			r := ok(fmt.Sprintf("the pod is Ready after %s", time.Since(start).Round(time.Millisecond)), keepLast(details, 12)...)
+			r.RestsOn = e.restsOn(ws, true)
+			return r
 		}
 		changed = false
 		now := time.Now()
@@ -303,6 +465,7 @@ func (readyStep) run(ctx context.Context, e *Engine) Result {
 				}
 				r := fail(reason.ContainerUnhealthy, errors.New(msg), msg)
 				r.Details = keepLast(details, 12)
+				r.RestsOn = e.restsOn(ws, true)
 				return r
 			}
 		}
@@ -310,6 +473,7 @@ func (readyStep) run(ctx context.Context, e *Engine) Result {
 			msg := fmt.Sprintf("the pod is not Ready after %s: %s", e.opts.ReadyTimeout, unready(e.tracker.Snapshot()))
 			r := fail(reason.ContainersNotReady, errors.New(msg), msg)
 			r.Details = keepLast(details, 12)
+			r.RestsOn = e.restsOn(ws, true)
 			return r
 		}
 	}

@@ -157,56 +157,136 @@ func TestSidecarStartupProbe(t *testing.T) {
 	}
 }
 
-// TestSimulatedPodIPNotProbed: on the simulated runtime (Options.Simulated)
-// httpGet and tcpSocket probes and an httpGet hook aimed at the pod IP are
-// not sent, since that IP leads nowhere (or to someone else's pod), and
-// count as successes.
-func TestSimulatedPodIPNotProbed(t *testing.T) {
+// TestSimulatedProbes: on the simulated runtime (Options.Simulated)
+// httpGet, tcpSocket and grpc probes and an httpGet hook aimed at the pod
+// IP are sent, by podstep's real probers, to the listeners the simulator
+// opens for the container at the pod's loopback IP (127.0.0.1 for a
+// host-network pod): the pod ends Ready, or not Ready with the kubelet's
+// Unhealthy event under the probe-fail fault, and each verdict says what
+// it rests on.
+func TestSimulatedProbes(t *testing.T) {
 	const pod = `apiVersion: v1
 kind: Pod
 metadata:
   name: probed
+  annotations: {%s}
 spec:
+  hostNetwork: %t
   containers:
   - name: app
     image: docker.io/library/busybox:1.35
-    command: ["sleep", "3600"]
-    lifecycle:
+    command: %s
+    ports: [{name: web, containerPort: 8080}]
+%s`
+	free := closedPort(t)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprint(w, "not the pod") }))
+	defer other.Close()
+	_, held, _ := net.SplitHostPort(other.Listener.Addr().String())
+	cases := []struct {
+		name    string
+		ann     string
+		hostNet bool
+		cmd     string
+		probes  string
+		ready   string
+		event   string   // an event message that must be recorded
+		restsOn []string // substrings of the run's RestsOn
+	}{
+		{name: "httpGet on a declared port, and a postStart hook", probes: `    lifecycle:
       postStart:
-        httpGet:
-          port: 8080
+        httpGet: {port: web}
     readinessProbe:
-      httpGet:
-        port: 8080
+      httpGet: {port: 8080, path: /healthz}
       periodSeconds: 1
-      timeoutSeconds: 1
-    livenessProbe:
-      tcpSocket:
-        port: 8080
-`
-	o := testOptions(t)
-	if !o.Simulated {
-		t.Fatal("testOptions: the tests run on the simulated runtime")
+`, ready: "1/1", restsOn: []string{
+			"app: readinessProbe: assumed: the program serves the container's declared containerPort 8080 and answers GET with 200: the simulator's listener on 127.",
+			"postStart: assumed: the program serves the container's declared containerPort 8080"}},
+		{name: "httpGet on a named port", probes: `    readinessProbe:
+      httpGet: {port: web}
+      periodSeconds: 1
+`, ready: "1/1", restsOn: []string{"declared containerPort 8080"}},
+		{name: "httpGet HTTPS", probes: `    readinessProbe:
+      httpGet: {port: web, scheme: HTTPS}
+      periodSeconds: 1
+`, ready: "1/1", restsOn: []string{"declared containerPort 8080 and answers GET with 200 over TLS"}},
+		{name: "tcpSocket on an undeclared port", probes: `    readinessProbe:
+      tcpSocket: {port: 9000}
+      periodSeconds: 1
+`, ready: "1/1", restsOn: []string{"assumed: the program serves port 9000, which its readinessProbe names but its containerPorts do not declare, and accepts the connection"}},
+		{name: "grpc", probes: `    startupProbe:
+      grpc: {port: 9090, service: liveness}
+      periodSeconds: 1
+    readinessProbe:
+      grpc: {port: 9090}
+      periodSeconds: 1
+`, ready: "1/1", restsOn: []string{"app: startupProbe: assumed: the program serves port 9090", "answers grpc.health.v1 Check with SERVING"}},
+		{name: "probe-fail 500", ann: `sim.podstep.dev/probe-fail.app: "500"`, probes: `    readinessProbe:
+      httpGet: {port: 8080}
+      periodSeconds: 1
+`, ready: "0/1", event: "Readiness probe failed: HTTP probe failed with statuscode: 500",
+			restsOn: []string{"fault: sim.podstep.dev/probe-fail.app: 500: the simulator's listener on 127."}},
+		{name: "probe-fail refuse", ann: `sim.podstep.dev/probe-fail.app: refuse`, probes: `    readinessProbe:
+      tcpSocket: {port: 8080}
+      periodSeconds: 1
+`, ready: "0/1", event: "connection refused", restsOn: []string{"fault: sim.podstep.dev/probe-fail.app: refuse"}},
+		{name: "probe-fail refuse fails an httpGet postStart hook", ann: `sim.podstep.dev/probe-fail.app: refuse`, probes: `    lifecycle:
+      postStart:
+        httpGet: {port: web}
+`, ready: "0/1", event: "FailedPostStartHook", restsOn: []string{"app: postStart: fault: sim.podstep.dev/probe-fail.app: refuse"}},
+		{name: "grpc NOT_SERVING", ann: `sim.podstep.dev/probe-fail.app: "503"`, probes: `    readinessProbe:
+      grpc: {port: 8080}
+      periodSeconds: 1
+`, ready: "0/1", event: `Readiness probe failed: service unhealthy (responded with "NOT_SERVING")`},
+		{name: "host network", hostNet: true, probes: fmt.Sprintf(`    readinessProbe:
+      httpGet: {port: %s}
+      periodSeconds: 1
+`, free), ready: "1/1", restsOn: []string{fmt.Sprintf("the simulator's listener on 127.0.0.1:%s does so for it (host network: 127.0.0.1 stands for the node's IP)", free)}},
+		{name: "host network, the port held by another process", hostNet: true, probes: fmt.Sprintf(`    readinessProbe:
+      httpGet: {port: %s}
+      periodSeconds: 1
+`, held), ready: "1/1", restsOn: []string{fmt.Sprintf("but the simulator could not listen there (listen tcp 127.0.0.1:%s: bind: address already in use): the probe reached the process of this machine that holds the port", held)}},
 	}
-	o.WaitReady = true
-	o.ReadyTimeout = 300 * time.Millisecond
-	e := runAll(t, parse(t, pod), newSim(t), o)
-	defer teardown(t, e)
-	if f, failed := e.Failed(); failed {
-		t.Fatalf("failed at %s: %s", f.Name, f.Result.Message)
-	}
-	var hook string
-	for _, s := range e.Steps() {
-		if s.Stage == StagePostStart {
-			for _, d := range s.Result.Details {
-				hook += d.Value
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := testOptions(t)
+			o.WaitReady = true
+			o.ReadyTimeout = 2 * time.Second
+			if tc.ready == "0/1" {
+				o.ReadyTimeout = 300 * time.Millisecond
 			}
-		}
-	}
-	if !strings.Contains(hook, "not sent") {
-		t.Errorf("postStart hook: %q, want it not sent", hook)
-	}
-	if got := e.PodState().Ready; got != "1/1" {
-		t.Errorf("READY %s, want 1/1: the readiness probe counts as passed", got)
+			cmd := tc.cmd
+			if cmd == "" {
+				cmd = `[sleep, "3600"]`
+			}
+			e := runAll(t, parse(t, fmt.Sprintf(pod, tc.ann, tc.hostNet, cmd, tc.probes)), newSim(t), o)
+			defer teardown(t, e)
+			st := e.PodState()
+			if st.Ready != tc.ready {
+				f, _ := e.Failed()
+				t.Fatalf("READY %s, want %s (%s: %s)", st.Ready, tc.ready, f.Name, f.Result.Message)
+			}
+			for _, s := range e.Steps() {
+				for _, d := range s.Result.Details {
+					if strings.Contains(d.Value, "not sent") {
+						t.Errorf("%s: %s: %s", s.Name, d.Key, d.Value)
+					}
+				}
+			}
+			if tc.event != "" {
+				found := false
+				for _, ev := range st.Events {
+					found = found || strings.Contains(ev.Message, tc.event)
+				}
+				if !found {
+					t.Errorf("no event containing %q: %+v", tc.event, st.Events)
+				}
+			}
+			all := strings.Join(RestsOn(e.Steps()), "\n")
+			for _, want := range tc.restsOn {
+				if !strings.Contains(all, want) {
+					t.Errorf("rests on:\n%s\nwant %q in it", all, want)
+				}
+			}
+		})
 	}
 }
