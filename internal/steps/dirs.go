@@ -85,11 +85,15 @@ func (e *Engine) holder() mark.Holder { return mark.Self(e.opts.Runtime, e.opts.
 // something podstep did not make.
 func heldBy(dir, uid string) string {
 	h, err := mark.ReadHolder(dir)
-	for i := 0; i < 5 && errors.Is(err, os.ErrNotExist); i++ {
-		time.Sleep(20 * time.Millisecond) // a run at once: its marker follows its Mkdir
+	for i := 0; i < 5 && (errors.Is(err, os.ErrNotExist) || errors.Is(err, mark.ErrPartial)); i++ {
+		// A run at once: its marker follows its Mkdir (and an older
+		// podstep wrote it in place, so it may be read half written).
+		time.Sleep(20 * time.Millisecond)
 		h, err = mark.ReadHolder(dir)
 	}
 	switch {
+	case errors.Is(err, mark.ErrPartial):
+		return fmt.Sprintf("%s is being made by another podstep run of this pod (uid %s): its %s marker is not complete yet; wait for that run to end or stop it, give this pod another name or uid, or use another --root-dir", dir, uid, mark.File)
 	case err != nil:
 		return fmt.Sprintf("%s already exists, and podstep did not record making it (%v): remove it yourself, or give this pod another name or uid", dir, err)
 	case h.Alive() && h.PID == os.Getpid():

@@ -34,18 +34,21 @@ func TestPodDirHeldBy(t *testing.T) {
 	liveHolder := mark.Holder{PID: live.Process.Pid, Cmd: "podstep run -f testdata/pods/init.yaml", Since: since}
 	for _, tc := range []struct {
 		name   string
-		holder *mark.Holder // nil: no marker at all
+		holder *mark.Holder // nil: no marker at all (unless raw)
+		raw    string       // a marker's raw content (a half-written one)
 		want   []string
 		not    string
 	}{
-		{"a run going on", &liveHolder, []string{"in use by another podstep run", "PID " + strconv.Itoa(live.Process.Pid),
+		{"a run going on", &liveHolder, "", []string{"in use by another podstep run", "PID " + strconv.Itoa(live.Process.Pid),
 			"(podstep run -f testdata/pods/init.yaml)", "since 2026-11-25 23:08:01 UTC"}, "earlier"},
 		{"a run that ended", &mark.Holder{PID: dead.Process.Pid, Cmd: "podstep run --keep --sim -f x.yaml", Since: since, Simulated: true},
-			[]string{"left by podstep PID " + strconv.Itoa(dead.Process.Pid), "has ended", "podstep cleanup"}, "in use"},
+			"", []string{"left by podstep PID " + strconv.Itoa(dead.Process.Pid), "has ended", "podstep cleanup"}, "in use"},
 		{"a PID reused by another process", &mark.Holder{PID: live.Process.Pid, Start: 1, Cmd: "podstep run"},
-			[]string{"has ended"}, "in use"},
-		{"a marker without a holder", &mark.Holder{}, []string{"kept by an earlier podstep run (or left behind)"}, ""},
-		{"no marker", nil, []string{"podstep did not record making it"}, ""},
+			"", []string{"has ended"}, "in use"},
+		{"a marker without a holder", &mark.Holder{}, "", []string{"kept by an earlier podstep run (or left behind)"}, ""},
+		{"no marker", nil, "", []string{"podstep did not record making it"}, ""},
+		{"a marker cut short", nil, `{"uid":"x","dir":"/r`, []string{"is being made by another podstep run", "not complete yet"}, "did not record"},
+		{"an empty marker", nil, " ", []string{"is being made by another podstep run"}, "did not record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newSim(t)
@@ -57,6 +60,11 @@ func TestPodDirHeldBy(t *testing.T) {
 			}
 			if tc.holder != nil {
 				if err := mark.Dir(dir, string(b.Pod.UID), *tc.holder); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.raw != "" {
+				if err := os.WriteFile(filepath.Join(dir, mark.File), []byte(tc.raw), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
