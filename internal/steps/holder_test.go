@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/reason"
 )
@@ -140,5 +142,35 @@ func TestSandboxHeldBy(t *testing.T) {
 	}
 	if strings.Contains(msg, "earlier") {
 		t.Errorf("message %q says an earlier run", msg)
+	}
+}
+
+// TestSandboxMadeByAnotherClient: a sandbox with podstep's labels and this
+// run's root dir, made by another client (crictl runp with the configs of
+// `podstep plan --crictl`), is not "in use by another podstep run: PID N"
+// with N this very process (the marker read was this run's own pod dir's).
+func TestSandboxMadeByAnotherClient(t *testing.T) {
+	c := newSim(t)
+	o := testOptions(t)
+	b := load(t, repoFile("testdata/pods/init.yaml"))
+	_, err := c.RunPodSandbox(t.Context(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata:    &runtimeapi.PodSandboxMetadata{Name: b.Pod.Name, Namespace: b.Pod.Namespace, Uid: string(b.Pod.UID)},
+		Labels:      map[string]string{mark.ManagedLabel: "true", "io.kubernetes.pod.uid": string(b.Pod.UID)},
+		Annotations: map[string]string{mark.RootDirAnnotation: o.Config.RootDir},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := runAll(t, b, c, o)
+	f, failed := e.Failed()
+	if !failed || f.Result.Reason != reason.PodAlreadyExists {
+		t.Fatalf("run: failed=%v at %s %s, want PodAlreadyExists", failed, f.Name, f.Result.Reason)
+	}
+	msg := f.Result.Err.Error()
+	if strings.Contains(msg, "in use by another podstep run") || strings.Contains(msg, "PID "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("message %q names this process as another run", msg)
+	}
+	if !strings.Contains(msg, "made by another client") || !strings.Contains(msg, "podstep cleanup") {
+		t.Errorf("message %q does not say another client made it, and how to remove it", msg)
 	}
 }
