@@ -136,8 +136,8 @@ func (p *parser) decodeCandidate(c candidate) error {
 			return err
 		}
 		setPodDefaults(pod, c.raw)
-		if e := validatePod(pod); e != nil {
-			return p.errf(e.field, "%s", e.msg)
+		if errs := validatePod(pod); len(errs) > 0 {
+			return p.errList(errs, nil)
 		}
 		p.bundle.Pod = pod
 		return nil
@@ -201,12 +201,13 @@ func (p *parser) generate(c candidate, obj any) error {
 	// (the fieldRef apiVersion of JOB_COMPLETION_INDEX among others).
 	pod.UID = PodUID(append(append([]byte{}, c.raw...), pod.Name...))
 	setPodDefaults(pod, c.raw)
-	if e := validatePod(pod); e != nil {
-		field := e.field
-		if strings.HasPrefix(field, "spec.") || strings.HasPrefix(field, "metadata.") {
-			field = tpath + "." + field
-		}
-		return p.errf(field, "%s", e.msg)
+	if errs := validatePod(pod); len(errs) > 0 {
+		return p.errList(errs, func(field string) string {
+			if strings.HasPrefix(field, "spec.") || strings.HasPrefix(field, "metadata.") {
+				return tpath + "." + field
+			}
+			return field
+		})
 	}
 	p.bundle.Pod = pod
 	p.bundle.Workload = g
