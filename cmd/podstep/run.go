@@ -83,7 +83,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 		NoColor: noColor,
 		TUI: func(ctx context.Context, eng *steps.Engine, rt render.Runtime) (session.TUIResult, error) {
 			res, err := tui.Run(ctx, eng, tui.Options{
-				Runtime: rt, Breaks: o.BreakStages(), Keep: o.Keep, NoColor: g.noColor,
+				Runtime: rt, Breaks: o.BreakStages(), BreakSteps: o.BreakSteps(), Keep: o.Keep, NoColor: g.noColor,
 				In: stdin, Out: stdout, Cluster: o.ClusterSource(eng),
 				Predict: o.Predict, Scenario: session.ScenarioOf(o.Scenario),
 			})

@@ -2,6 +2,7 @@ package session
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,18 +66,29 @@ func distance(a, b string) int {
 }
 
 // BreakCompletion completes --break's value, a comma-separated list of
-// stages: the stages (teardown too) the last element could be, each after
-// the elements already given.
+// stages and step names: the stages (teardown too) and step kinds the
+// last element could be, each after the elements already given; after a
+// per-container kind, KIND/ (its container, or * for every one).
 func BreakCompletion(toComplete string) []string {
 	done, last := "", toComplete
 	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
 		done, last = toComplete[:i+1], toComplete[i+1:]
 	}
 	var out []string
-	for _, st := range append(steps.Stages, steps.StageTeardown) {
-		if strings.HasPrefix(string(st), last) && !strings.Contains(","+done, ","+string(st)+",") {
-			out = append(out, done+string(st))
+	add := func(v string) {
+		if strings.HasPrefix(v, last) && !strings.Contains(","+done, ","+v+",") && !slices.Contains(out, done+v) {
+			out = append(out, done+v)
 		}
+	}
+	for _, st := range append(steps.Stages, steps.StageTeardown) {
+		add(string(st))
+	}
+	for _, k := range steps.Kinds() {
+		if k.PerContainer() {
+			add(k.String() + "/*")
+			continue
+		}
+		add(k.String())
 	}
 	return out
 }

@@ -52,6 +52,51 @@ func TestContinueStopsAtBreakpoint(t *testing.T) {
 	}
 }
 
+// TestBreakSteps: --break takes step names, the container part a glob
+// (start/web, create/*), as b breaks on a step; one matching no step of
+// the pod is said on the status line.
+func TestBreakSteps(t *testing.T) {
+	for _, tc := range []struct {
+		breaks []string
+		stops  []string // the steps continue stops before, in order
+		flash  string
+	}{
+		{[]string{"start/*"}, []string{"start/first", "start/second"}, ""},
+		{[]string{"create/second"}, []string{"create/second"}, ""},
+		{[]string{"pull"}, []string{"pull/first", "pull/second"}, ""},
+		{[]string{"start/nosuch"}, nil, "--break start/nosuch: no step of this pod has that name"},
+	} {
+		t.Run(strings.Join(tc.breaks, ","), func(t *testing.T) {
+			h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{BreakSteps: tc.breaks})
+			if tc.flash != "" && !strings.Contains(h.frame(), tc.flash) {
+				t.Errorf("frame does not say %q:\n%s", tc.flash, h.frame())
+			}
+			var stops []string
+			for h.press("c"); !h.eng.Finished(); h.press("c") {
+				s, _ := h.eng.NextStep()
+				stops = append(stops, s.Name)
+			}
+			if strings.Join(stops, " ") != strings.Join(tc.stops, " ") {
+				t.Errorf("continue stopped before %v, want %v", stops, tc.stops)
+			}
+		})
+	}
+}
+
+// TestUnknownKey: a key that does nothing says so, and where help is.
+func TestUnknownKey(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+	h.resize(80, 24)
+	h.press("x")
+	if f := h.frame(); !strings.Contains(f, "x does nothing here: ? for help") {
+		t.Errorf("frame after x:\n%s", f)
+	}
+	h.press("j")
+	if f := h.frame(); strings.Contains(f, "does nothing here") {
+		t.Errorf("a known key left the message:\n%s", f)
+	}
+}
+
 func TestBreakToggles(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
 	// The cursor starts on step 1; up puts it on the "admit" header.

@@ -26,6 +26,9 @@ type Options struct {
 	Runtime render.Runtime
 	// Breaks are stages to stop before (--break).
 	Breaks []steps.Stage
+	// BreakSteps are step names to stop before (--break start/app), the
+	// container part a glob (create/*): steps.MatchName.
+	BreakSteps []string
 	// Keep makes "keep the pod" the default answer when quitting (--keep).
 	Keep bool
 	// NoColor drops colours (--no-color); NO_COLOR in the environment does too.
