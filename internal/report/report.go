@@ -189,8 +189,12 @@ func (p *Printer) stepText(s StepJSON) {
 	}
 	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Summary, callStr, dim.Sprint(render.Ms(s.DurationMs)))
 	for _, w := range s.Warnings {
-		if !p.short && recorded(w, s.Events) {
-			continue // printed below, as the event
+		if recorded(w, s.Events) && (!p.short || s.State != steps.Failed) {
+			// Printed below, as the event; -q prints no events, and of a
+			// step that went through (MissingClusterDNS on every pod of a
+			// node without cluster DNS) not their warning either: only a
+			// failed step's, which says why.
+			continue
 		}
 		fmt.Fprintf(p.w, "       %s %s\n", warnCol.Sprint("warning:"), w)
 	}
