@@ -90,3 +90,37 @@ func TestRoughEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestNotReadyWord: a pod whose readiness probe has not passed ends with a
+// word that says so and that --wait-ready waits for it, in text and JSON
+// (it ended READY 0/1 STATUS Running, exit 0, silently); with --wait-ready
+// the probe passes and nothing is said.
+func TestNotReadyWord(t *testing.T) {
+	pod := "testdata/readiness.yaml"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+		not  string
+	}{
+		{"text", []string{"-q"}, []string{"not ready: READY 0/1: the readiness probe of container web has not passed yet", "--wait-ready"}, ""},
+		{"json", []string{"-o", "json"}, []string{`"not_ready":{"containers":["web"],"waited":false,"message":"the readiness probe of container web has not passed yet`}, ""},
+		{"--wait-ready", []string{"-q", "--wait-ready"}, nil, "not ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, logs := dirs(t)
+			code, out, errOut := run(t, append([]string{"run", "--auto", "--sim", "--no-color", "--grace-period", "0", "-f", pod, "--root-dir", root, "--log-dir", logs}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if tc.not != "" && strings.Contains(out, tc.not) {
+				t.Errorf("output says %q:\n%s", tc.not, out)
+			}
+		})
+	}
+}

@@ -44,6 +44,34 @@ type Summary struct {
 	// RestsOn is what the run's verdict rests on, on the simulated runtime
 	// (steps.RestsOn: every step's Result.RestsOn, "CONTAINER: what").
 	RestsOn []string `json:"rests_on,omitempty"`
+	// NotReady says which running containers have a readiness probe that
+	// has not passed yet (READY 0/1 while STATUS is Running): nil when
+	// none.
+	NotReady *NotReady `json:"not_ready,omitempty"`
+}
+
+// NotReady is the running containers whose readiness probe has not passed
+// yet, at the end of a run: the pod is not Ready, and a Service would send
+// it no traffic.
+type NotReady struct {
+	Containers []string `json:"containers"`
+	// Waited: the run waited for readiness (--wait-ready) and the probe
+	// still had not passed; else podstep ran no readiness probe.
+	Waited  bool   `json:"waited"`
+	Message string `json:"message"`
+}
+
+// NotReadyMessage is the word on containers whose readiness probe has not
+// passed (NotReady.Message).
+func NotReadyMessage(containers []string, waited bool) string {
+	which := "the readiness probe of container " + containers[0]
+	if len(containers) > 1 {
+		which = "the readiness probes of containers " + strings.Join(containers, ", ")
+	}
+	if waited {
+		return which + " had not passed when the ready stage ended: the pod is not Ready (see the ready step; --ready-timeout waits longer)"
+	}
+	return which + " has not passed yet: the pod is not Ready, so a Service sends it no traffic; podstep runs no readiness probe unless --wait-ready, which runs the probes and waits until the pod is Ready"
 }
 
 // Failure names where and why the pod failed.
@@ -334,6 +362,9 @@ func (p *Printer) Finish(s Summary) {
 		for _, r := range s.RestsOn {
 			fmt.Fprintf(p.w, "  %s\n", r)
 		}
+	}
+	if s.NotReady != nil {
+		fmt.Fprintf(p.w, "%s READY %s: %s\n", warnCol.Sprint("not ready:"), s.Ready, s.NotReady.Message)
 	}
 	if s.Cluster != nil {
 		WriteClusterText(p.w, s.Cluster)
