@@ -97,7 +97,7 @@ func TestPredict(t *testing.T) {
 					t.Errorf("lacks %q:\n%s", w, out.String())
 				}
 			}
-			if !strings.Contains(out.String(), "✓ right: OutOfcpu") && !strings.Contains(out.String(), "✗ wrong: it was OutOfcpu") {
+			if !strings.Contains(out.String(), "✓ right: the step failed: OutOfcpu") && !strings.Contains(out.String(), "✗ wrong: the step failed: OutOfcpu") {
 				t.Errorf("no verdict:\n%s", out.String())
 			}
 		})
