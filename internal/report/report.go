@@ -11,6 +11,7 @@ import (
 	"github.com/fatih/color"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
@@ -40,7 +41,7 @@ type Summary struct {
 	Watched bool `json:"watched,omitempty"`
 	// Cluster is what the API server says about the pod podstep replayed
 	// (podstep run --pod); nil otherwise.
-	Cluster *ClusterView `json:"cluster,omitempty"`
+	Cluster *cluster.PodView `json:"cluster,omitempty"`
 	// RestsOn is what the run's verdict rests on, on the simulated runtime
 	// (steps.RestsOn: every step's Result.RestsOn, "CONTAINER: what").
 	RestsOn []string `json:"rests_on,omitempty"`
