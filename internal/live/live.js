@@ -35,11 +35,13 @@
   function drawSteps() {
     const ol = $("steps");
     clear(ol);
+    // The steps that ran to their end (done or failed), as the TUI's plan
+    // pane counts them (steps.Ended in Go): one counter for both.
     let n = 0;
     for (const p of plan) {
       const s = done[p.id] || p;
       ol.appendChild(stepRow(s, p));
-      if (done[p.id]) n++;
+      if (s.state === "done" || s.state === "failed") n++;
     }
     $("count").textContent = n + " / " + plan.length;
     const cur = ol.querySelector("li.running") || ol.querySelector("li.pending");

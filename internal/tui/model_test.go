@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -321,5 +322,22 @@ func TestRetryHintAgrees(t *testing.T) {
 	h.press("r")
 	if strings.Contains(h.m.flash, "no failed step") {
 		t.Errorf("r after the hint: %q", h.m.flash)
+	}
+}
+
+// TestPlanCounterIsEnded: the plan pane counts the steps that ended, a
+// failed one too, as the live page does (steps.Ended): the TUI said
+// "plan 22/31" while the page said "Steps 27 / 31".
+func TestPlanCounterIsEnded(t *testing.T) {
+	h := newHarness(t, loadBundle(t, "testdata/fail.yaml"), Options{})
+	h.resize(120, 40)
+	h.press("c")
+	all := h.eng.Steps()
+	if _, failed := h.eng.Failed(); !failed {
+		t.Fatal("the pod did not fail")
+	}
+	want := fmt.Sprintf("plan %d/%d", steps.Ended(all), len(all))
+	if f := h.frame(); !strings.Contains(f, want) {
+		t.Errorf("no %q in the plan pane:\n%s", want, f)
 	}
 }
