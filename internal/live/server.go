@@ -117,6 +117,15 @@ func (o *Flags) Start(stderr io.Writer) (*Server, error) {
 	return s, nil
 }
 
+// URL is where the page is served ("" when the server does not listen):
+// the TUI shows it on its status line.
+func (s *Server) URL() string {
+	if s == nil || s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String() + "/"
+}
+
 // New returns a server (not listening: Handler serves it, as tests do).
 func New() *Server {
 	s := &Server{Hub: NewHub()}

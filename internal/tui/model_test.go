@@ -341,3 +341,23 @@ func TestPlanCounterIsEnded(t *testing.T) {
 		t.Errorf("no %q in the plan pane:\n%s", want, f)
 	}
 }
+
+// TestServeURLOnStatusLine: with --serve the live page's address is on
+// the status line (it was printed before the TUI opened, then hidden).
+func TestServeURLOnStatusLine(t *testing.T) {
+	const url = "http://127.0.0.1:8080/"
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{ServeURL: url})
+	h.resize(120, 40)
+	if f := h.frame(); !strings.Contains(f, "live page "+url) {
+		t.Errorf("no live page address in\n%s", f)
+	}
+	h.press("c")
+	if f := h.frame(); !strings.Contains(f, "live page "+url) {
+		t.Errorf("no live page address at the end in\n%s", f)
+	}
+	h = newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+	h.resize(120, 40)
+	if f := h.frame(); strings.Contains(f, "live page") {
+		t.Errorf("a live page without --serve in\n%s", f)
+	}
+}

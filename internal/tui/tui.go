@@ -51,6 +51,9 @@ type Options struct {
 	// its outcome to the choices and its lesson to the verdict.
 	Predict  bool
 	Scenario *scenario.Scenario
+	// ServeURL is the live page's address (--serve), shown on the status
+	// line while nothing else is ("" without --serve).
+	ServeURL string
 }
 
 // Result is how the TUI ended.

@@ -178,19 +178,23 @@ func (m *model) statusView(w int) string {
 		}
 		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits"+score)
 	}
+	page := ""
+	if m.opts.ServeURL != "" {
+		page = " · live page " + line(m.opts.ServeURL)
+	}
 	if s, ok := m.stepByID(m.nextID); ok {
 		if m.pred.open() {
 			return st.Prompt.Render("? step "+fmt.Sprint(s.ID)+" "+s.Name+": ") + st.Dim.Render("answer 1-4 or a-d (s skips), then space runs it")
 		}
 		if m.pred.on {
-			return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it")
+			return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it"+page)
 		}
-		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues")
+		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues"+page)
 	}
 	if sc := m.pred.score.String(); sc != "" {
-		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits")
+		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits"+page)
 	}
-	return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits")
+	return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits"+page)
 }
 
 func (m *model) stepByID(id int) (s steps.Step, ok bool) {
