@@ -55,8 +55,17 @@ func (p *parser) list(js []byte) error {
 	for i, it := range l.Items {
 		p.name = ""
 		if err := p.document(it, it); err != nil {
-			if e, ok := err.(*Error); ok && e.Field != "" && !strings.HasPrefix(e.Field, "items[") {
-				e.Field = fmt.Sprintf("items[%d].%s", i, e.Field)
+			if e, ok := err.(*Error); ok {
+				in := func(f string) string {
+					if f == "" || strings.HasPrefix(f, "items[") {
+						return f
+					}
+					return fmt.Sprintf("items[%d].%s", i, f)
+				}
+				e.Field = in(e.Field)
+				for j := range e.Also {
+					e.Also[j].Field = in(e.Also[j].Field)
+				}
 			}
 			return err
 		}
