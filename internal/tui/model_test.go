@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/podstep/podstep/internal/scenario"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -359,5 +360,23 @@ func TestServeURLOnStatusLine(t *testing.T) {
 	h.resize(120, 40)
 	if f := h.frame(); strings.Contains(f, "live page") {
 		t.Errorf("a live page without --serve in\n%s", f)
+	}
+}
+
+// TestScenarioNamed: a built-in scenario's run names it in the header,
+// and where its lesson is once it failed, outside predict mode too.
+func TestScenarioNamed(t *testing.T) {
+	sc, err := scenario.Get("poststart-fails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, loadBundle(t, scenarioFile("poststart-fails")), Options{Scenario: &sc})
+	h.resize(120, 40)
+	if f := h.frame(); !strings.Contains(f, "scenario poststart-fails") {
+		t.Errorf("the header does not name the scenario:\n%s", f)
+	}
+	h.press("c")
+	if f := h.frame(); !strings.Contains(f, "the lesson: podstep scenarios show poststart-fails") {
+		t.Errorf("no word of the lesson after the failure:\n%s", f)
 	}
 }

@@ -136,6 +136,9 @@ func (m *model) headerView(w int) string {
 	}
 	p := m.eng.Pod()
 	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
+	if sc := m.opts.Scenario; sc != nil {
+		left += " scenario " + m.st.Bold.Render(line(sc.Name))
+	}
 	rt := "runtime " + line(m.opts.Runtime.Endpoint)
 	if m.opts.Runtime.Simulated {
 		rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" (no containers really run) "+line(m.opts.Runtime.Endpoint))
@@ -176,7 +179,11 @@ func (m *model) statusView(w int) string {
 		if sc := m.pred.score.String(); sc != "" {
 			score = " · " + sc
 		}
-		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits"+score)
+		lesson := ""
+		if sc := m.opts.Scenario; sc != nil && !m.pred.on {
+			lesson = " · the lesson: podstep scenarios show " + line(sc.Name)
+		}
+		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits"+score+lesson)
 	}
 	page := ""
 	if m.opts.ServeURL != "" {
