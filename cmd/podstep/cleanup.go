@@ -22,7 +22,8 @@ With no runtime answering it still does the latter.
 
 With --sim it only removes what your runs on the simulated runtime left in their dirs
 (` + session.SimDirPrefix + `*, in $TMPDIR when set, else in $XDG_RUNTIME_DIR or /dev/shm when a
-tmpfs, and in the temp dir): the runtime itself ended with each run. A dir there with
+tmpfs, and in the temp dir) and, when given, under --root-dir and --log-dir (the pods a
+run with those flags kept there): the runtime itself ended with each run. A dir there with
 nothing but a socket no one listens on (a killed bench simulator's) goes too.
 
 A directory is removed only once the runtime removed the sandbox (its containers may
@@ -34,7 +35,8 @@ no link; a --root-dir or --log-dir another user could change (owned by another u
 writable by group or others) is refused with exit 2 before anything is removed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return session.Cleanup(cmd.Context(), session.CleanupOptions{Endpoints: g.ep, RootDir: g.rootDir, LogDir: g.logDir, Grace: grace}, cmd.OutOrStdout())
+			return session.Cleanup(cmd.Context(), session.CleanupOptions{Endpoints: g.ep, RootDir: g.rootDir, LogDir: g.logDir,
+				RootDirGiven: g.rootSet, LogDirGiven: g.logSet, Grace: grace}, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().Int64Var(&grace, "grace-period", 2, "seconds StopContainer waits before SIGKILL")

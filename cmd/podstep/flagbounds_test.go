@@ -44,6 +44,11 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"proxy", "--auto", "--listen", "unix:///nonexistent/p.sock", "--request-timeout", "0s"}, "--request-timeout 0s"},
 		{[]string{"proxy", "--auto", "--listen", "unix:///nonexistent/p.sock", "--max-pods", "0"}, "--max-pods 0: expected 1 to 100000"},
 		{[]string{"cleanup", "--grace-period", "-3"}, "--grace-period -3"},
+		// a value that does not parse says what is expected, not the parser's text
+		{[]string{"run", "--auto", "-f", pod, "--timeout", "5"}, `--timeout "5": a duration needs a unit; expected a duration from 1ms to 24h, such as 5s`},
+		{[]string{"run", "--auto", "-f", pod, "--timeout", "soon"}, `--timeout "soon": not a duration; expected a duration from 1ms to 24h, written with a unit, such as 30s`},
+		{[]string{"run", "--auto", "-f", pod, "--backoff-scale", "fast"}, `--backoff-scale "fast": not a number; expected a factor in (0, 1], e.g. 0.01`},
+		{[]string{"run", "--auto", "-f", pod, "--max-restarts", "x"}, `--max-restarts "x": not a whole number; expected -1 (no limit) or a count from 0 to 1000000`},
 		// the edges pass the bounds
 		{[]string{"run", "--auto", "-f", pod, "--grace-period", "-1", "--backoff-scale", "1", "--max-restarts", "-1", "--settle", "0s", "--timeout", "24h"}, ""},
 		{[]string{"bench", "-f", pod, "-n", "100000", "--warmup", "0", "--poll-interval", "1ms"}, ""},

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"strings"
 
 	"github.com/fatih/color"
 	"github.com/spf13/cobra"
@@ -98,6 +99,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.Bool("force", false, "write an output file (--record, --html, --crictl) even where its path is a symbolic link, FIFO or device")
 
 	root.AddCommand(scenarioFlag(newRunCmd(g)), scenarioFlag(newPlanCmd(g)), newScenariosCmd(), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), scenarioFlag(newBenchCmd(g)), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g))
+	completeOutputs(root)
 	for _, c := range root.Commands() {
 		if c.Flags().Lookup("break") != nil { // the shell completes --break's stages
 			_ = c.RegisterFlagCompletionFunc("break", func(_ *cobra.Command, _ []string, s string) ([]string, cobra.ShellCompDirective) {
@@ -118,4 +120,37 @@ func (g *globalOptions) dirsInto(o *session.Options) {
 func forceFlag(cmd *cobra.Command) bool {
 	f, _ := cmd.Flags().GetBool("force")
 	return f
+}
+
+// outputValues are the -o values of each command (by its path after
+// "podstep "), for the shell's completion: each command checks its own.
+var outputValues = map[string][]string{
+	"run":            {"text", "short", "json"},
+	"replay":         {"text", "short", "json"},
+	"proxy":          {"text", "short", "json"},
+	"plan":           {"yaml", "json"},
+	"diff":           {"text", "json"},
+	"bench":          {"text", "json"},
+	"fleet":          {"text", "json"},
+	"scenarios":      {"text", "json"},
+	"scenarios show": {"text", "json", "yaml"},
+}
+
+// completeOutputs has the shell complete -o/--output on every command that
+// has it with the command's values (outputValues).
+func completeOutputs(c *cobra.Command) {
+	if f := c.LocalFlags().Lookup("output"); f != nil {
+		_ = c.RegisterFlagCompletionFunc("output", func(cmd *cobra.Command, _ []string, s string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var out []cobra.Completion
+			for _, v := range outputValues[strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")] {
+				if strings.HasPrefix(v, s) {
+					out = append(out, v)
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		})
+	}
+	for _, sub := range c.Commands() {
+		completeOutputs(sub)
+	}
 }

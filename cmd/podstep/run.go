@@ -84,16 +84,21 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	if ep.ImageConfig, err = o.image.Fetcher(cmd.Flags().Changed("image-config")); err != nil {
 		return session.Usagef("%v", err)
 	}
+	var page *live.Server // --serve's, once started: the TUI shows its URL
 	return o.Run(cmd.Context(), session.RunEnv{
 		Endpoints: ep, Version: version, Stdin: stdin, Stdout: stdout, Stderr: cmd.ErrOrStderr(),
 		Terminal: isTerminal(stdout), StdinTerminal: isTerminalIn(stdin), Force: forceFlag(cmd), Flags: cmd.Flags(),
-		Page:    func(w io.Writer) (session.Teed, error) { return o.serve.Start(w) },
+		Page: func(w io.Writer) (session.Teed, error) {
+			s, err := o.serve.Start(w)
+			page = s
+			return s, err
+		},
 		NoColor: noColor,
 		TUI: func(ctx context.Context, eng *steps.Engine, rt render.Runtime) (session.TUIResult, error) {
 			res, err := tui.Run(ctx, eng, tui.Options{
-				Runtime: rt, Breaks: o.BreakStages(), Keep: o.Keep, NoColor: g.noColor,
+				Runtime: rt, Breaks: o.BreakStages(), BreakSteps: o.BreakSteps(), Keep: o.Keep, NoColor: g.noColor,
 				In: stdin, Out: stdout, Cluster: o.ClusterSource(eng),
-				Predict: o.Predict, Scenario: session.ScenarioOf(o.Scenario),
+				Predict: o.Predict, Scenario: session.ScenarioOf(o.Scenario), ServeURL: page.URL(),
 			})
 			return session.TUIResult{Teardown: res.Teardown, Interrupted: res.Interrupted, Score: res.Score}, err
 		},

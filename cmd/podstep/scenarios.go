@@ -10,7 +10,10 @@ import (
 )
 
 func newScenariosCmd() *cobra.Command {
-	var output string
+	var (
+		output string
+		wide   bool
+	)
 	cmd := &cobra.Command{
 		Use:   "scenarios [show NAME]",
 		Short: "List the built-in scenarios (classic pod failures with a lesson each), or show one",
@@ -19,8 +22,10 @@ func newScenariosCmd() *cobra.Command {
 kubelet function that decides it, what kubectl describe pod would show, and the fix.
 They are part of podstep: podstep run --scenario NAME runs one, plan --scenario NAME
 plans it. docs/workshop.md shows how to teach with them.`,
-		Example: `  podstep scenarios                      # the list, one line each
+		Example: `  podstep scenarios                      # the list, one line each (80 columns)
+  podstep scenarios --wide               # with what each ends with (the quiz's answer)
   podstep scenarios show crashloop       # the lesson, what to watch for, the manifest
+  podstep scenarios show crashloop -o yaml > pod.yaml   # the manifest alone
   podstep run --scenario crashloop --backoff-scale 0.1
   podstep run --auto --predict --scenario out-of-cpu`,
 		Args: cobra.NoArgs,
@@ -32,7 +37,7 @@ plans it. docs/workshop.md shows how to teach with them.`,
 			if err != nil {
 				return err
 			}
-			return scenario.WriteList(cmd.OutOrStdout(), all, output)
+			return scenario.WriteList(cmd.OutOrStdout(), all, output, wide)
 		},
 	}
 	show := &cobra.Command{
@@ -41,7 +46,7 @@ plans it. docs/workshop.md shows how to teach with them.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeScenario,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := session.CheckOutput(output, "text", "json"); err != nil {
+			if err := session.CheckOutput(output, "text", "json", "yaml"); err != nil {
 				return err
 			}
 			s, err := scenario.Get(args[0])
@@ -51,7 +56,8 @@ plans it. docs/workshop.md shows how to teach with them.`,
 			return scenario.WriteShow(cmd.OutOrStdout(), s, output)
 		},
 	}
-	cmd.PersistentFlags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.PersistentFlags().StringVarP(&output, "output", "o", "text", "text or json; show: yaml too (the manifest alone)")
+	cmd.Flags().BoolVar(&wide, "wide", false, "add each scenario's outcome (the answer predict mode asks for)")
 	cmd.AddCommand(show)
 	return cmd
 }

@@ -18,7 +18,9 @@ func TestScenariosCommand(t *testing.T) {
 		out  []string // substrings of stdout
 		err  string   // substring of stderr
 	}{
-		{"list", []string{"scenarios"}, 0, []string{"crashloop", "CrashLoopBackOff at containers/backoff/app", "31 scenarios"}, ""},
+		{"list", []string{"scenarios"}, 0, []string{"crashloop", "31 scenarios"}, ""},
+		{"list --wide", []string{"scenarios", "--wide"}, 0, []string{"OUTCOME", "CrashLoopBackOff at containers/backoff/app"}, ""},
+		{"show -o yaml", []string{"scenarios", "show", "crashloop", "-o", "yaml"}, 0, []string{"apiVersion: v1\n", "kind: Pod"}, ""},
 		{"show", []string{"scenarios", "show", "out-of-cpu"}, 0, []string{"generalFilter (pkg/kubelet/lifecycle/predicate.go)", "Warning  OutOfcpu", "Fix:", "kind: Pod", "podstep run --scenario out-of-cpu"}, ""},
 		{"unknown", []string{"scenarios", "show", "crash"}, ExitUsage, nil, `no scenario "crash" (did you mean crashloop, init-crashloop?)`},
 		{"bad output", []string{"scenarios", "-o", "yaml"}, ExitUsage, nil, "yaml"},
@@ -97,7 +99,7 @@ func TestPredict(t *testing.T) {
 					t.Errorf("lacks %q:\n%s", w, out.String())
 				}
 			}
-			if !strings.Contains(out.String(), "✓ right: OutOfcpu") && !strings.Contains(out.String(), "✗ wrong: it was OutOfcpu") {
+			if !strings.Contains(out.String(), "✓ right: the step failed: OutOfcpu") && !strings.Contains(out.String(), "✗ wrong: the step failed: OutOfcpu") {
 				t.Errorf("no verdict:\n%s", out.String())
 			}
 		})

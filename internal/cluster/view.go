@@ -10,15 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/podstep/podstep/internal/report"
 )
 
 // View reads what the cluster says about pod ns/name now: the pod (get
 // pods) and its Events, listed with fieldSelector involvedObject.uid (list
 // events), oldest first. The error is an *AccessError or *UnreachableError
 // (the view is then nil); redact masks every text (the engine's redactor).
-func (c *Client) View(ctx context.Context, ns, name string, replayUID types.UID, redact func(string) string) (*report.ClusterView, error) {
+func (c *Client) View(ctx context.Context, ns, name string, replayUID types.UID, redact func(string) string) (*PodView, error) {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
@@ -29,11 +27,11 @@ func (c *Client) View(ctx context.Context, ns, name string, replayUID types.UID,
 	if err != nil {
 		return nil, c.classify(err, "get", "pods", ns, name)
 	}
-	v := &report.ClusterView{
+	v := &PodView{
 		Server: c.Server, Pod: ns + "/" + name, UID: string(pod.UID), ReplayUID: string(replayUID),
 		ResourceVersion: pod.ResourceVersion, Node: pod.Spec.NodeName,
 		Phase: string(pod.Status.Phase), Reason: t(pod.Status.Reason), Message: t(pod.Status.Message),
-		Events: []report.ClusterEvent{},
+		Events: []Event{},
 	}
 	add := func(specs []corev1.Container, statuses []corev1.ContainerStatus, init bool) {
 		by := map[string]corev1.ContainerStatus{}
@@ -41,7 +39,7 @@ func (c *Client) View(ctx context.Context, ns, name string, replayUID types.UID,
 			by[s.Name] = s
 		}
 		for _, sc := range specs {
-			cc := report.ClusterContainer{Name: sc.Name, Init: init}
+			cc := ContainerStatus{Name: sc.Name, Init: init}
 			if s, ok := by[sc.Name]; ok {
 				cc.Ready, cc.Restarts = s.Ready, s.RestartCount
 				switch {
@@ -86,7 +84,7 @@ func (c *Client) View(ctx context.Context, ns, name string, replayUID types.UID,
 		if tm := eventTime(e); !tm.IsZero() {
 			last = tm.UTC().Format(time.RFC3339)
 		}
-		v.Events = append(v.Events, report.ClusterEvent{Type: t(e.Type), Reason: t(e.Reason), Message: t(e.Message), Source: t(src), Count: count, Last: last})
+		v.Events = append(v.Events, Event{Type: t(e.Type), Reason: t(e.Reason), Message: t(e.Message), Source: t(src), Count: count, Last: last})
 	}
 	return v, nil
 }

@@ -27,7 +27,8 @@
 
   function reset() {
     plan = []; done = {}; bars = []; events = []; finished = false;
-    ["steps", "events", "timeline", "containers", "podfacts"].forEach((id) => clear($(id)));
+    ["steps", "events", "timeline", "containers", "podfacts", "scenario"].forEach((id) => clear($(id)));
+    $("scenario").hidden = true;
     $("display").textContent = "—"; $("outcome").textContent = ""; $("outcome").className = "badge";
     $("failure").hidden = true; $("lost").hidden = true; $("now").textContent = "";
   }
@@ -35,11 +36,13 @@
   function drawSteps() {
     const ol = $("steps");
     clear(ol);
+    // The steps that ran to their end (done or failed), as the TUI's plan
+    // pane counts them (steps.Ended in Go): one counter for both.
     let n = 0;
     for (const p of plan) {
       const s = done[p.id] || p;
       ol.appendChild(stepRow(s, p));
-      if (done[p.id]) n++;
+      if (s.state === "done" || s.state === "failed") n++;
     }
     $("count").textContent = n + " / " + plan.length;
     const cur = ol.querySelector("li.running") || ol.querySelector("li.pending");
@@ -164,6 +167,16 @@
     $("runtime").textContent = "runtime " + (rt.endpoint || "") + (rt.simulated ? " (SIMULATED)" : "") + (rt.why ? " — " + rt.why : "");
     document.title = "podstep live: " + (s.pod || "");
   }
+  // The built-in scenario the run is, and its lesson (not in predict
+  // mode: the server leaves it out there).
+  function onScenario(s) {
+    const p = $("scenario"); clear(p);
+    p.appendChild(el("strong", "", "scenario " + s.name + ": "));
+    p.appendChild(el("span", "", s.story || ""));
+    if (s.lesson) p.appendChild(el("span", "lesson", " Lesson: " + s.lesson));
+    if (s.fix) p.appendChild(el("span", "fix", " Fix: " + s.fix));
+    p.hidden = false;
+  }
   function onSummary(s) {
     finished = true;
     const o = $("outcome");
@@ -183,6 +196,7 @@
     try { m = JSON.parse(e.data); } catch (_) { return; }
     switch (m.type) {
       case "start": onStart(m); break;
+      case "scenario": onScenario(m); break;
       case "plan": onPlan(m); break;
       case "step-started": onStarted(m); break;
       case "step": onStep(m); break;

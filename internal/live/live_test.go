@@ -393,3 +393,43 @@ func TestAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarioLine: a run of a built-in scenario gives the page a
+// "scenario" line naming it and its lesson (the page named neither); in
+// predict mode without the lesson (the quiz's answers); a run of a file,
+// none.
+func TestScenarioLine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags map[string]string
+		want  []string
+		not   []string
+	}{
+		{"scenario", map[string]string{"scenario": "crashloop", "predict": "false"}, []string{`"type":"scenario"`, `"name":"crashloop"`, `"lesson":"`, `"fix":"`}, nil},
+		{"predict", map[string]string{"scenario": "crashloop", "predict": "true"}, []string{`"type":"scenario"`, `"story":"`}, []string{`"lesson"`, `"fix"`}},
+		{"a file", map[string]string{"scenario": ""}, nil, []string{`"type":"scenario"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New()
+			ts := httptest.NewServer(s.Handler())
+			defer ts.Close()
+			c := open(t, ts.URL)
+			eng := stepstest.New(t, "../../testdata/pods/hello.yaml", nil).Engine
+			if err := s.Start(record.Header{Podstep: "test", Flags: tc.flags}, eng, render.Runtime{Simulated: true}, "default/crashloop"); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			got := readAll(t, c)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("stream lacks %s:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(got, w) {
+					t.Errorf("stream has %s:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -19,6 +20,7 @@ import (
 	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/scenario"
 	"github.com/podstep/podstep/internal/session"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -117,6 +119,15 @@ func (o *Flags) Start(stderr io.Writer) (*Server, error) {
 	return s, nil
 }
 
+// URL is where the page is served ("" when the server does not listen):
+// the TUI shows it on its status line.
+func (s *Server) URL() string {
+	if s == nil || s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String() + "/"
+}
+
 // New returns a server (not listening: Handler serves it, as tests do).
 func New() *Server {
 	s := &Server{Hub: NewHub()}
@@ -200,7 +211,45 @@ func (s *Server) Start(h record.Header, src record.Source, rt render.Runtime, po
 			rec.Observe(ev)
 		}
 	}()
-	return rec.Start(h, noLogs{src}, rt, pod)
+	if err := rec.Start(h, noLogs{src}, rt, pod); err != nil {
+		return err
+	}
+	s.nameScenario(h)
+	return nil
+}
+
+// Scenario is the page's "scenario" line: the built-in scenario the run
+// is (its --scenario flag), for the page to name it and its lesson
+// beside the pod. In predict mode (--predict) the lesson is left out: it
+// would give the answers away. Only the page gets this line, not a
+// recording.
+type Scenario struct {
+	Type   string `json:"type"` // "scenario"
+	Name   string `json:"name"`
+	Story  string `json:"story"`
+	Lesson string `json:"lesson,omitempty"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// nameScenario sends the page the scenario the recorded run is, if any.
+func (s *Server) nameScenario(h record.Header) {
+	name := h.Flags["scenario"]
+	if name == "" {
+		return
+	}
+	sc, err := scenario.Get(name)
+	if err != nil {
+		return
+	}
+	line := Scenario{Type: "scenario", Name: sc.Name, Story: sc.Lesson.Story}
+	if h.Flags["predict"] != "true" {
+		line.Lesson, line.Fix = sc.Lesson.Wrong, sc.Lesson.Fix
+	}
+	data, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	_, _ = s.Hub.Write(append(data, '\n'))
 }
 
 // Switch makes the page show another run from its start (proxy --serve:

@@ -2,11 +2,13 @@ package manifest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -77,6 +79,53 @@ type parser struct {
 // errf returns an *Error about the current document.
 func (p *parser) errf(field, format string, args ...any) *Error {
 	return &Error{File: p.file, Doc: p.doc, Kind: p.kind, Name: p.name, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// errList is the field errors of the document's object as one Error: the
+// first by field path in Field and Msg, the others in Also (sorted by
+// path, duplicates dropped). path maps each field path (nil: as is).
+func (p *parser) errList(list []fieldErr, path func(string) string) *Error {
+	if len(list) == 0 {
+		return nil
+	}
+	if path != nil {
+		for i := range list {
+			list[i].field = path(list[i].field)
+		}
+	}
+	slices.SortStableFunc(list, func(a, b fieldErr) int { return compareFieldPaths(a.field, b.field) })
+	list = slices.CompactFunc(list, func(a, b fieldErr) bool { return a == b })
+	e := p.errf(list[0].field, "%s", list[0].msg)
+	for _, f := range list[1:] {
+		e.Also = append(e.Also, FieldError{Field: f.field, Msg: f.msg})
+	}
+	return e
+}
+
+// compareFieldPaths orders field paths as a reader expects: element by
+// element, list indexes as numbers (containers[2] before containers[10]).
+func compareFieldPaths(a, b string) int {
+	for a != "" && b != "" {
+		ia, ib := strings.IndexByte(a, '['), strings.IndexByte(b, '[')
+		if ia < 0 || ib < 0 || a[:ia] != b[:ib] {
+			break
+		}
+		ja, jb := strings.IndexByte(a[ia:], ']'), strings.IndexByte(b[ib:], ']')
+		if ja < 0 || jb < 0 {
+			break
+		}
+		na, ea := strconv.Atoi(a[ia+1 : ia+ja])
+		nb, eb := strconv.Atoi(b[ib+1 : ib+jb])
+		if ea != nil || eb != nil {
+			if c := strings.Compare(a[:ia+ja+1], b[:ib+jb+1]); c != 0 {
+				return c
+			}
+		} else if na != nb {
+			return cmp.Compare(na, nb)
+		}
+		a, b = a[ia+ja+1:], b[ib+jb+1:]
+	}
+	return strings.Compare(a, b)
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
@@ -253,8 +302,8 @@ func (p *parser) checkDuplicate(kind, key string) error {
 // decode strictly decodes the JSON document js into obj, after checking its
 // quantities (see checkQuantities).
 func (p *parser) decode(js []byte, obj any) error {
-	if field, msg := checkQuantities(js, reflect.TypeOf(obj), ""); msg != "" {
-		return p.errf(strings.TrimPrefix(field, "."), "%s", msg)
+	if errs := checkQuantities(js, reflect.TypeOf(obj), ""); len(errs) > 0 {
+		return p.errList(errs, func(f string) string { return strings.TrimPrefix(f, ".") })
 	}
 	strict, err := sigsjson.UnmarshalStrict(js, obj)
 	if err != nil {
@@ -268,18 +317,23 @@ func (p *parser) decode(js []byte, obj any) error {
 	if len(strict) == 0 {
 		return nil
 	}
-	serr := strict[0]
-	var fe sigsjson.FieldError
-	path := ""
-	if errors.As(serr, &fe) {
-		path = fe.FieldPath()
+	// Every unknown or duplicate field at once, as the API server's
+	// strict field validation reports them.
+	var list []fieldErr
+	for _, serr := range strict {
+		var fe sigsjson.FieldError
+		path := ""
+		if errors.As(serr, &fe) {
+			path = fe.FieldPath()
+		}
+		switch {
+		case strings.HasPrefix(serr.Error(), "unknown field"):
+			list = append(list, fieldErr{field: path, msg: p.unknownFieldMessage(reflect.TypeOf(obj), path)})
+		case strings.HasPrefix(serr.Error(), "duplicate field"):
+			list = append(list, fieldErr{field: path, msg: "duplicate field; expected each key to appear only once in a mapping"})
+		default:
+			list = append(list, fieldErr{msg: serr.Error()})
+		}
 	}
-	switch {
-	case strings.HasPrefix(serr.Error(), "unknown field"):
-		return p.errf(path, "%s", p.unknownFieldMessage(reflect.TypeOf(obj), path))
-	case strings.HasPrefix(serr.Error(), "duplicate field"):
-		return p.errf(path, "duplicate field; expected each key to appear only once in a mapping")
-	default:
-		return p.errf("", "%v", serr)
-	}
+	return p.errList(list, nil)
 }

@@ -73,6 +73,14 @@ func closest(name string, candidates []string) string {
 			best, bestD = c, d
 		}
 	}
+	if best == "" {
+		// A known name with more after it: "emptyDirectory" is emptyDir.
+		for _, c := range candidates {
+			if len(c) >= 4 && len(c) > len(best) && strings.HasPrefix(strings.ToLower(name), strings.ToLower(c)) {
+				best = c
+			}
+		}
+	}
 	return best
 }
 

@@ -49,15 +49,28 @@ func checkResult(t *testing.T, b *Bundle, err error) {
 			t.Fatalf("error %T (%v), want *manifest.Error", err, err)
 		}
 		msg := err.Error()
+		// One line per field error: the first names the object (and the
+		// error, when it is the only one); each other line is one of the
+		// object's field errors, indented: a newline from the input never
+		// starts a line of its own.
+		lines := strings.Split(msg, "\n")
 		switch {
 		case me.Msg == "":
 			t.Fatalf("empty message: %q", msg)
-		case len(msg) > maxErrorLen:
-			t.Fatalf("error of %d bytes, want at most %d: %.300q...", len(msg), maxErrorLen, msg)
-		case strings.ContainsAny(msg, "\n\r"):
-			t.Fatalf("error on more than one line: %q", msg)
+		case len(lines) != 1 && len(lines) != min(len(me.Also)+1, maxShown+1)+1:
+			t.Fatalf("error of %d lines for %d field errors: %q", len(lines), len(me.Also)+1, msg)
+		case strings.ContainsRune(msg, '\r'):
+			t.Fatalf("error with a carriage return: %q", msg)
 		case !utf8.ValidString(msg):
 			t.Fatalf("error is not UTF-8: %q", msg)
+		}
+		for i, l := range lines {
+			switch {
+			case len(l) > maxErrorLen:
+				t.Fatalf("error line of %d bytes, want at most %d: %.300q...", len(l), maxErrorLen, l)
+			case i > 0 && (!strings.HasPrefix(l, "  ") || strings.HasPrefix(l, "   ")):
+				t.Fatalf("error line %d is not one field error: %q", i, msg)
+			}
 		}
 		return
 	}

@@ -120,7 +120,20 @@ type Error struct {
 	Field string
 	// Msg says what is wrong and what is expected.
 	Msg string
+	// Also are the object's other field errors, after Field's in the
+	// order of their paths: as the API server, podstep reports every field
+	// error of an object at once (its field.ErrorList aggregate), so that
+	// one run shows all there is to fix.
+	Also []FieldError
 }
+
+// FieldError is one field error of an object besides the first (Error.Also).
+type FieldError struct {
+	Field, Msg string
+}
+
+// maxShown is the most field errors an Error prints; the rest are counted.
+const maxShown = 20
 
 // Error formats the error as
 //
@@ -143,12 +156,30 @@ func (e *Error) Error() string {
 		}
 		sb.WriteString(": ")
 	}
-	if e.Field != "" {
-		sb.WriteString(shortText(e.Field))
+	if len(e.Also) > 0 {
+		fmt.Fprintf(&sb, "%d field errors:", 1+len(e.Also))
+		all := append([]FieldError{{Field: e.Field, Msg: e.Msg}}, e.Also...)
+		for i, f := range all {
+			if i == maxShown {
+				fmt.Fprintf(&sb, "\n  … and %d more", len(all)-maxShown)
+				break
+			}
+			sb.WriteString("\n  ")
+			writeField(&sb, f.Field, f.Msg)
+		}
+		return sb.String()
+	}
+	writeField(&sb, e.Field, e.Msg)
+	return sb.String()
+}
+
+// writeField writes "FIELD: MSG" (MSG alone without a field).
+func writeField(sb *strings.Builder, field, msg string) {
+	if field != "" {
+		sb.WriteString(shortText(field))
 		sb.WriteString(": ")
 	}
-	sb.WriteString(e.Msg)
-	return sb.String()
+	sb.WriteString(msg)
 }
 
 // Parse decodes, defaults and validates the manifest data; file is the name

@@ -96,11 +96,11 @@ func hasQuantityLocked(t reflect.Type, visiting map[reflect.Type]bool) bool {
 // value that will decode into a resource.Quantity, before it is decoded:
 // its text with quantityTextProblem, then its value with quantityValueProblem.
 // name is the map key of the value (the resource name in a ResourceList).
-// It returns the field path (as locate writes it) and the problem, or ""
-// and "". Syntax errors are left to the decoder.
-func checkQuantities(raw []byte, t reflect.Type, name string) (string, string) {
+// It returns every problem, each with its field path (as locate writes
+// it), in the order of the fields. Syntax errors are left to the decoder.
+func checkQuantities(raw []byte, t reflect.Type, name string) []fieldErr {
 	if !hasQuantity(t) {
-		return "", ""
+		return nil
 	}
 	bt := derefType(t)
 	if bt == quantityType {
@@ -108,7 +108,7 @@ func checkQuantities(raw []byte, t reflect.Type, name string) (string, string) {
 		raw = bytes.TrimSpace(raw)
 		if len(raw) > 0 && raw[0] == '"' {
 			if json.Unmarshal(raw, &s) != nil {
-				return "", ""
+				return nil
 			}
 		} else {
 			s = string(raw) // a number
@@ -120,51 +120,53 @@ func checkQuantities(raw []byte, t reflect.Type, name string) (string, string) {
 		if msg == "" {
 			q, err := resource.ParseQuantity(s)
 			if err != nil {
-				return "", "" // the decoder explains it
+				// As the decoder explains it, but with the other
+				// quantities' errors (the decoder stops at the first).
+				return []fieldErr{{msg: decodeMessage(quantityType, raw, err)}}
 			}
 			msg = quantityValueProblem(corev1.ResourceName(name), q)
 		}
 		if msg != "" {
-			return "", fmt.Sprintf("invalid quantity %q: %s", shorten(s, 24), msg)
+			return []fieldErr{{msg: fmt.Sprintf("invalid quantity %q: %s", shorten(s, 24), msg)}}
 		}
-		return "", ""
+		return nil
+	}
+	var out []fieldErr
+	under := func(prefix string, errs []fieldErr) {
+		for _, e := range errs {
+			out = append(out, fieldErr{field: prefix + e.field, msg: e.msg})
+		}
 	}
 	switch bt.Kind() {
 	case reflect.Struct:
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil {
-			return "", ""
+			return nil
 		}
 		fields := jsonFields(bt)
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if ft, ok := fields[k]; ok {
-				if p, msg := checkQuantities(m[k], ft, ""); msg != "" {
-					return "." + k + p, msg
-				}
+				under("."+k, checkQuantities(m[k], ft, ""))
 			}
 		}
 	case reflect.Slice:
 		var a []json.RawMessage
 		if json.Unmarshal(raw, &a) != nil {
-			return "", ""
+			return nil
 		}
 		for i, e := range a {
-			if p, msg := checkQuantities(e, bt.Elem(), ""); msg != "" {
-				return "[" + strconv.Itoa(i) + "]" + p, msg
-			}
+			under("["+strconv.Itoa(i)+"]", checkQuantities(e, bt.Elem(), ""))
 		}
 	case reflect.Map:
 		var m map[string]json.RawMessage
 		if json.Unmarshal(raw, &m) != nil {
-			return "", ""
+			return nil
 		}
 		for _, k := range slices.Sorted(maps.Keys(m)) {
-			if p, msg := checkQuantities(m[k], bt.Elem(), k); msg != "" {
-				return "[" + k + "]" + p, msg
-			}
+			under("["+k+"]", checkQuantities(m[k], bt.Elem(), k))
 		}
 	}
-	return "", ""
+	return out
 }
 
 var (

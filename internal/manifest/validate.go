@@ -57,85 +57,102 @@ func oneOf[S ~string](field string, v S, allowed ...S) *fieldErr {
 }
 
 func validateMeta(m *metav1.ObjectMeta, namespaced bool, example string) *fieldErr {
-	switch {
-	case m.Name == "":
-		return fe("metadata.name", "required value; expected a name such as %q", example)
-	case len(validation.IsDNS1123Subdomain(m.Name)) > 0:
-		return fe("metadata.name", "invalid value %q; %s", m.Name, expectSubdomain)
-	}
-	if namespaced {
-		if len(validation.IsDNS1123Label(m.Namespace)) > 0 {
-			return fe("metadata.namespace", "invalid value %q; %s", m.Namespace, expectLabel)
-		}
-	} else if m.Namespace != "" {
-		return fe("metadata.namespace", "not allowed: this kind is not namespaced; expected no namespace")
-	}
-	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
-		if len(content.IsLabelKey(k)) > 0 {
-			return fe("metadata.labels", "invalid key %q; %s", k, expectLabelKey)
-		}
-		if v := m.Labels[k]; len(content.IsLabelValue(v)) > 0 {
-			return fe("metadata.labels["+k+"]", "invalid value %q; %s", v, expectLabelValue)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(m.Annotations)) {
-		if len(content.IsLabelKey(k)) > 0 {
-			return fe("metadata.annotations", "invalid key %q; %s", k, expectLabelKey)
-		}
+	if errs := validateMetaAll(m, namespaced, example); len(errs) > 0 {
+		return &errs[0]
 	}
 	return nil
 }
 
-func validatePod(pod *corev1.Pod) *fieldErr {
-	if e := validateMeta(&pod.ObjectMeta, true, "web"); e != nil {
-		return e
+// validateMetaAll returns every field error of m: its name, namespace,
+// labels and annotations.
+func validateMetaAll(m *metav1.ObjectMeta, namespaced bool, example string) []fieldErr {
+	var errs fieldErrs
+	switch {
+	case m.Name == "":
+		errs.add(fe("metadata.name", "required value; expected a name such as %q", example))
+	case len(validation.IsDNS1123Subdomain(m.Name)) > 0:
+		errs.add(fe("metadata.name", "invalid value %q; %s", m.Name, expectSubdomain))
 	}
-	if e := validateUID(pod.UID); e != nil {
-		return e
+	if namespaced {
+		if len(validation.IsDNS1123Label(m.Namespace)) > 0 {
+			errs.add(fe("metadata.namespace", "invalid value %q; %s", m.Namespace, expectLabel))
+		}
+	} else if m.Namespace != "" {
+		errs.add(fe("metadata.namespace", "not allowed: this kind is not namespaced; expected no namespace"))
 	}
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
+		if len(content.IsLabelKey(k)) > 0 {
+			errs.add(fe("metadata.labels", "invalid key %q; %s", k, expectLabelKey))
+		} else if v := m.Labels[k]; len(content.IsLabelValue(v)) > 0 {
+			errs.add(fe("metadata.labels["+k+"]", "invalid value %q; %s", v, expectLabelValue))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Annotations)) {
+		if len(content.IsLabelKey(k)) > 0 {
+			errs.add(fe("metadata.annotations", "invalid key %q; %s", k, expectLabelKey))
+		}
+	}
+	return errs
+}
+
+// fieldErrs collects an object's field errors (validatePod): each check
+// adds its first error, and the checks go on.
+type fieldErrs []fieldErr
+
+// add adds e, when there is one.
+func (l *fieldErrs) add(e *fieldErr) {
+	if e != nil {
+		*l = append(*l, *e)
+	}
+}
+
+// validatePod returns every field error of pod, as the API server's
+// ValidatePodCreate returns a field.ErrorList: each part of the pod (its
+// metadata, each volume, each container and each of its lists, the rest
+// of the spec) is checked, whatever the others hold.
+func validatePod(pod *corev1.Pod) []fieldErr {
+	var errs fieldErrs
+	errs = append(errs, validateMetaAll(&pod.ObjectMeta, true, "web")...)
+	errs.add(validateUID(pod.UID))
 	s := &pod.Spec
 	if len(s.Containers) == 0 {
-		return fe("spec.containers", "required value; expected at least one container")
+		errs.add(fe("spec.containers", "required value; expected at least one container"))
 	}
-	if e := oneOf("spec.restartPolicy", s.RestartPolicy, corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever); e != nil {
-		return e
-	}
-	if e := oneOf("spec.dnsPolicy", s.DNSPolicy, corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone); e != nil {
-		return e
-	}
+	errs.add(oneOf("spec.restartPolicy", s.RestartPolicy, corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever))
+	errs.add(oneOf("spec.dnsPolicy", s.DNSPolicy, corev1.DNSClusterFirst, corev1.DNSClusterFirstWithHostNet, corev1.DNSDefault, corev1.DNSNone))
 	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		return fe("spec.terminationGracePeriodSeconds", "invalid value %d; expected 0 or more seconds", *g)
+		errs.add(fe("spec.terminationGracePeriodSeconds", "invalid value %d; expected 0 or more seconds", *g))
 	}
 	if a := s.ActiveDeadlineSeconds; a != nil && *a <= 0 {
-		return fe("spec.activeDeadlineSeconds", "invalid value %d; expected a number of seconds greater than 0", *a)
+		errs.add(fe("spec.activeDeadlineSeconds", "invalid value %d; expected a number of seconds greater than 0", *a))
 	}
 	if sc := s.SecurityContext; sc != nil {
-		if e := validateIDs("spec.securityContext", sc.RunAsUser, sc.RunAsGroup); e != nil {
-			return e
-		}
+		errs.add(validateIDs("spec.securityContext", sc.RunAsUser, sc.RunAsGroup))
 	}
+	partErrs := len(errs)
 	volumes := map[string]int{}
 	for i := range s.Volumes {
-		if e := validateVolume(&s.Volumes[i], fmt.Sprintf("spec.volumes[%d]", i), volumes); e != nil {
-			return e
+		errs.add(validateVolume(&s.Volumes[i], fmt.Sprintf("spec.volumes[%d]", i), volumes))
+		if _, dup := volumes[s.Volumes[i].Name]; !dup {
+			volumes[s.Volumes[i].Name] = i
 		}
-		volumes[s.Volumes[i].Name] = i
 	}
 	names := map[string]string{}
 	for i := range s.InitContainers {
-		if e := validateContainer(&s.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true, s.HostNetwork, volumes, names); e != nil {
-			return e
-		}
+		errs = append(errs, validateContainer(&s.InitContainers[i], fmt.Sprintf("spec.initContainers[%d]", i), true, s.HostNetwork, volumes, names)...)
 	}
 	for i := range s.Containers {
-		if e := validateContainer(&s.Containers[i], fmt.Sprintf("spec.containers[%d]", i), false, s.HostNetwork, volumes, names); e != nil {
-			return e
-		}
+		errs = append(errs, validateContainer(&s.Containers[i], fmt.Sprintf("spec.containers[%d]", i), false, s.HostNetwork, volumes, names)...)
 	}
-	if e := validateHostPorts(s); e != nil {
-		return e
+	if len(errs) > partErrs {
+		// The checks below read the spec as a whole (host ports, probes
+		// and hooks against the containers' ports): on a spec whose parts
+		// are wrong they would add errors of the same cause.
+		return errs
 	}
-	return validatePodSpecExtras(s)
+	errs.add(validateHostPorts(s))
+	errs.add(validatePodSpecExtras(s))
+	return errs
 }
 
 func validateIDs(field string, user, group *int64) *fieldErr {
@@ -181,29 +198,28 @@ func validateVolume(v *corev1.Volume, f string, seen map[string]int) *fieldErr {
 // validateContainer validates container c at path f. volumes maps volume
 // names to their index; names maps the container names seen so far to their
 // paths.
-func validateContainer(c *corev1.Container, f string, isInit, hostNetwork bool, volumes map[string]int, names map[string]string) *fieldErr {
+func validateContainer(c *corev1.Container, f string, isInit, hostNetwork bool, volumes map[string]int, names map[string]string) []fieldErr {
+	var errs fieldErrs
 	switch {
 	case c.Name == "":
-		return fe(f+".name", `required value; expected a container name such as "app"`)
+		errs.add(fe(f+".name", `required value; expected a container name such as "app"`))
 	case len(validation.IsDNS1123Label(c.Name)) > 0:
-		return fe(f+".name", "invalid value %q; %s", c.Name, expectLabel)
+		errs.add(fe(f+".name", "invalid value %q; %s", c.Name, expectLabel))
+	default:
+		if other, ok := names[c.Name]; ok {
+			errs.add(fe(f+".name", "duplicate name %q (also %s); expected container names to be unique across initContainers and containers", c.Name, other))
+		} else {
+			names[c.Name] = f
+		}
 	}
-	if other, ok := names[c.Name]; ok {
-		return fe(f+".name", "duplicate name %q (also %s); expected container names to be unique across initContainers and containers", c.Name, other)
-	}
-	names[c.Name] = f
 	switch {
 	case c.Image == "":
-		return fe(f+".image", `required value; expected a container image reference such as "busybox:1.35"`)
+		errs.add(fe(f+".image", `required value; expected a container image reference such as "busybox:1.35"`))
 	case strings.TrimSpace(c.Image) != c.Image:
-		return fe(f+".image", "invalid value %q: leading or trailing whitespace; expected a container image reference such as \"busybox:1.35\"", c.Image)
+		errs.add(fe(f+".image", "invalid value %q: leading or trailing whitespace; expected a container image reference such as \"busybox:1.35\"", c.Image))
 	}
-	if e := oneOf(f+".imagePullPolicy", c.ImagePullPolicy, corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever); e != nil {
-		return e
-	}
-	if e := oneOf(f+".terminationMessagePolicy", c.TerminationMessagePolicy, corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError); e != nil {
-		return e
-	}
+	errs.add(oneOf(f+".imagePullPolicy", c.ImagePullPolicy, corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever))
+	errs.add(oneOf(f+".terminationMessagePolicy", c.TerminationMessagePolicy, corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError))
 	// restartPolicy and restartPolicyRules (KEP-5307): validateRestartRules.
 	if isInit && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
 		for _, x := range []struct {
@@ -211,28 +227,18 @@ func validateContainer(c *corev1.Container, f string, isInit, hostNetwork bool, 
 			set  bool
 		}{{"lifecycle", c.Lifecycle != nil}, {"livenessProbe", c.LivenessProbe != nil}, {"readinessProbe", c.ReadinessProbe != nil}, {"startupProbe", c.StartupProbe != nil}} {
 			if x.set {
-				return fe(f+"."+x.name, "not allowed on an init container; expected no value, or restartPolicy: Always to make it a sidecar container")
+				errs.add(fe(f+"."+x.name, "not allowed on an init container; expected no value, or restartPolicy: Always to make it a sidecar container"))
 			}
 		}
 	}
-	if e := validatePorts(c, f, hostNetwork); e != nil {
-		return e
-	}
-	if e := validateEnv(c, f); e != nil {
-		return e
-	}
-	if e := validateMounts(c, f, volumes); e != nil {
-		return e
-	}
-	if e := validateResources(&c.Resources, f+".resources"); e != nil {
-		return e
-	}
+	errs.add(validatePorts(c, f, hostNetwork))
+	errs.add(validateEnv(c, f))
+	errs.add(validateMounts(c, f, volumes))
+	errs = append(errs, validateResourcesAll(&c.Resources, f+".resources")...)
 	if sc := c.SecurityContext; sc != nil {
-		if e := validateIDs(f+".securityContext", sc.RunAsUser, sc.RunAsGroup); e != nil {
-			return e
-		}
+		errs.add(validateIDs(f+".securityContext", sc.RunAsUser, sc.RunAsGroup))
 	}
-	return nil
+	return errs
 }
 
 func validatePorts(c *corev1.Container, f string, hostNetwork bool) *fieldErr {
@@ -426,27 +432,42 @@ func volumeList(volumes map[string]int) string {
 }
 
 func validateResources(r *corev1.ResourceRequirements, f string) *fieldErr {
+	if errs := validateResourcesAll(r, f); len(errs) > 0 {
+		return &errs[0]
+	}
+	return nil
+}
+
+// validateResourcesAll returns every field error of r (at path f): each
+// resource name and quantity, and each request above its limit.
+func validateResourcesAll(r *corev1.ResourceRequirements, f string) []fieldErr {
+	var errs fieldErrs
 	for _, list := range []struct {
 		name string
 		rl   corev1.ResourceList
 	}{{"limits", r.Limits}, {"requests", r.Requests}} {
 		for _, k := range slices.Sorted(maps.Keys(list.rl)) {
-			if msg := containerResourceName(string(k)); msg != "" {
-				return fe(fmt.Sprintf("%s.%s[%s]", f, list.name, k), "%s", msg)
+			if lim, ok := r.Limits[k]; ok && list.name == "requests" && lim.Cmp(list.rl[k]) == 0 && slices.ContainsFunc(errs, func(e fieldErr) bool { return e.field == fmt.Sprintf("%s.limits[%s]", f, k) }) {
+				continue // the request defaulted from the limit: one error says it
 			}
-			if q := list.rl[k]; q.Sign() < 0 {
-				return fe(fmt.Sprintf("%s.%s[%s]", f, list.name, k), "invalid value %s; expected a quantity of 0 or more", q.String())
+			if msg := containerResourceName(string(k)); msg != "" {
+				errs.add(fe(fmt.Sprintf("%s.%s[%s]", f, list.name, k), "%s", msg))
+			} else if q := list.rl[k]; q.Sign() < 0 {
+				errs.add(fe(fmt.Sprintf("%s.%s[%s]", f, list.name, k), "invalid value %s; expected a quantity of 0 or more", q.String()))
 			}
 		}
+	}
+	if len(errs) > 0 {
+		return errs
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Requests)) {
 		req := r.Requests[k]
 		lim, ok := r.Limits[k]
 		if ok && req.Cmp(lim) > 0 {
-			return fe(fmt.Sprintf("%s.requests[%s]", f, k), "request %s is greater than the limit %s; expected requests less than or equal to limits", req.String(), lim.String())
+			errs.add(fe(fmt.Sprintf("%s.requests[%s]", f, k), "request %s is greater than the limit %s; expected requests less than or equal to limits", req.String(), lim.String()))
 		}
 	}
-	return nil
+	return errs
 }
 
 // containerResourceName mirrors the API server's

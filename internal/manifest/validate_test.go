@@ -121,3 +121,19 @@ func TestValidationRules(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareFieldPaths: the field errors of an object are listed in the
+// order of their paths, list indexes as numbers.
+func TestCompareFieldPaths(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"metadata.name", "spec.containers[0].name"},
+		{"spec.containers[2].name", "spec.containers[10].name"},
+		{"spec.containers[0].ports[2].protocol", "spec.containers[0].ports[10].name"},
+		{"spec.containers[1].resources.limits[cpu]", "spec.containers[1].resources.limits[memory]"},
+		{"spec.containers[9]", "spec.initContainers[0]"},
+	} {
+		if compareFieldPaths(tc.a, tc.b) >= 0 || compareFieldPaths(tc.b, tc.a) <= 0 {
+			t.Errorf("%s is not before %s", tc.a, tc.b)
+		}
+	}
+}

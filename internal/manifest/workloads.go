@@ -55,8 +55,17 @@ func (p *parser) list(js []byte) error {
 	for i, it := range l.Items {
 		p.name = ""
 		if err := p.document(it, it); err != nil {
-			if e, ok := err.(*Error); ok && e.Field != "" && !strings.HasPrefix(e.Field, "items[") {
-				e.Field = fmt.Sprintf("items[%d].%s", i, e.Field)
+			if e, ok := err.(*Error); ok {
+				in := func(f string) string {
+					if f == "" || strings.HasPrefix(f, "items[") {
+						return f
+					}
+					return fmt.Sprintf("items[%d].%s", i, f)
+				}
+				e.Field = in(e.Field)
+				for j := range e.Also {
+					e.Also[j].Field = in(e.Also[j].Field)
+				}
 			}
 			return err
 		}
@@ -136,8 +145,8 @@ func (p *parser) decodeCandidate(c candidate) error {
 			return err
 		}
 		setPodDefaults(pod, c.raw)
-		if e := validatePod(pod); e != nil {
-			return p.errf(e.field, "%s", e.msg)
+		if errs := validatePod(pod); len(errs) > 0 {
+			return p.errList(errs, nil)
 		}
 		p.bundle.Pod = pod
 		return nil
@@ -201,12 +210,13 @@ func (p *parser) generate(c candidate, obj any) error {
 	// (the fieldRef apiVersion of JOB_COMPLETION_INDEX among others).
 	pod.UID = PodUID(append(append([]byte{}, c.raw...), pod.Name...))
 	setPodDefaults(pod, c.raw)
-	if e := validatePod(pod); e != nil {
-		field := e.field
-		if strings.HasPrefix(field, "spec.") || strings.HasPrefix(field, "metadata.") {
-			field = tpath + "." + field
-		}
-		return p.errf(field, "%s", e.msg)
+	if errs := validatePod(pod); len(errs) > 0 {
+		return p.errList(errs, func(field string) string {
+			if strings.HasPrefix(field, "spec.") || strings.HasPrefix(field, "metadata.") {
+				return tpath + "." + field
+			}
+			return field
+		})
 	}
 	p.bundle.Pod = pod
 	p.bundle.Workload = g

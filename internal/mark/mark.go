@@ -56,7 +56,33 @@ func Dir(dir, uid string, h Holder) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, File), append(data, '\n'), 0o644)
+	return writeWhole(dir, append(data, '\n'))
+}
+
+// writeWhole writes the marker of dir whole: into a temporary file beside
+// it, renamed into place, so that a reader (a second run of the pod, a
+// cleanup) sees no marker or all of it, never a part.
+func writeWhole(dir string, data []byte) error {
+	f, err := os.CreateTemp(dir, File+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s marker: %w", File, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, File))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s marker in %s: %w", File, dir, err)
+	}
+	return nil
 }
 
 // Check returns nil when dir may be removed as the directory podstep
@@ -106,6 +132,24 @@ func (e *noMarker) Error() string {
 }
 func (e *noMarker) Is(target error) bool { return target == fs.ErrNotExist }
 
+// ErrPartial is a marker that is there but does not parse: cut short (an
+// older podstep wrote it in place, or a run is writing it) or not
+// podstep's JSON. A second run reads it as a pod dir being made by another
+// run, not as a dir podstep did not make.
+var ErrPartial = errors.New("its marker is incomplete (being written)")
+
+// partialMarker is a marker that does not parse (errors.Is ErrPartial).
+type partialMarker struct {
+	path string
+	err  error
+}
+
+func (e *partialMarker) Error() string {
+	return fmt.Sprintf("%s: %v: %v", e.path, ErrPartial, e.err)
+}
+func (e *partialMarker) Is(target error) bool { return target == ErrPartial }
+func (e *partialMarker) Unwrap() error        { return e.err }
+
 // readAt reads the marker in the open directory d (a regular file, no
 // link, at most MaxSize bytes).
 func readAt(d *rmtree.Dir) (madeRecord, error) {
@@ -118,7 +162,7 @@ func readAt(d *rmtree.Dir) (madeRecord, error) {
 		return rec, err
 	}
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return rec, fmt.Errorf("%s: %w", filepath.Join(d.Path, File), err)
+		return rec, &partialMarker{path: filepath.Join(d.Path, File), err: err}
 	}
 	return rec, nil
 }

@@ -150,3 +150,61 @@ func TestReadHolderCapped(t *testing.T) {
 		t.Errorf("4 GiB marker: %v, want a too-large error", err)
 	}
 }
+
+// TestMarkerWrittenWhole: a reader of a marker being (re)written never
+// sees a part of it: it reads no marker or a whole one. Written in place,
+// a reader could read it empty or cut short ("unexpected end of JSON
+// input"), and a second run said podstep did not record making a dir a
+// live run held.
+func TestMarkerWrittenWhole(t *testing.T) {
+	d := t.TempDir()
+	h := Self("unix:///run/containerd/containerd.sock", false)
+	h.Cmd = strings.Repeat("podstep run --auto -f pod.yaml ", 5)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 3000; i++ {
+			if err := Dir(d, "uid", h); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { <-done }() // the writer ends before the test does
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			names, _ := os.ReadDir(d)
+			if len(names) != 1 {
+				t.Errorf("dir holds %v, want the marker alone (no temporary file left)", names)
+			}
+			return
+		default:
+		}
+		got, err := ReadHolder(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("read %d: %v", reads, err)
+			return
+		}
+		if got.PID != h.PID {
+			t.Errorf("read %d: holder %+v, want %+v", reads, got, h)
+			return
+		}
+	}
+}
+
+// TestReadHolderPartial: a marker that is there but does not parse is
+// ErrPartial (being written), not "no marker".
+func TestReadHolderPartial(t *testing.T) {
+	for _, content := range []string{"", `{"uid":"a","dir":"/x`, "not json"} {
+		d := t.TempDir()
+		ok(t, os.WriteFile(filepath.Join(d, File), []byte(content), 0o644))
+		_, err := ReadHolder(d)
+		if !errors.Is(err, ErrPartial) || errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("marker %q: %v, want ErrPartial", content, err)
+		}
+	}
+}

@@ -34,7 +34,7 @@ func (t *Tracker) snapshot() Snapshot {
 	// changes.
 	s := Snapshot{Status: st, Events: t.events[:len(t.events):len(t.events)]}
 	var ready, total int
-	s.Display, ready, total, s.Restarts = printPod(t.pod, &st)
+	s.Display, ready, total, s.Restarts = t.printPod(&st)
 	s.Ready = fmt.Sprintf("%d/%d", ready, total)
 	return s
 }
@@ -358,6 +358,18 @@ func (t *Tracker) cond(typ corev1.PodConditionType, ok bool, reason, msg string)
 		t.transitions[typ] = prev
 	}
 	return corev1.PodCondition{Type: typ, Status: status, LastTransitionTime: prev.at, Reason: reason, Message: msg}
+}
+
+// printPod is the pod's columns as kubectl prints them (printPod below):
+// before the node admits the pod (NotAdmitted) the kubelet has written no
+// container status, and STATUS is the phase. t.mu is held.
+func (t *Tracker) printPod(st *corev1.PodStatus) (shown string, ready, total int, restarts int32) {
+	if t.unadmitted {
+		bare := *st
+		bare.InitContainerStatuses, bare.ContainerStatuses = nil, nil
+		return printPod(t.pod, &bare)
+	}
+	return printPod(t.pod, st)
 }
 
 // printPod computes the STATUS, READY and RESTARTS columns of

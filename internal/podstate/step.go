@@ -71,7 +71,7 @@ func (t *Tracker) columns() Snapshot {
 		st.Phase = t.phase(&st)
 		st.Conditions = t.conditions(&st, false)
 	}
-	shown, ready, total, restarts := printPod(t.pod, &st)
+	shown, ready, total, restarts := t.printPod(&st)
 	return Snapshot{Display: shown, Ready: strconv.Itoa(ready) + "/" + strconv.Itoa(total), Restarts: restarts,
 		Status: corev1.PodStatus{Phase: st.Phase, Reason: st.Reason, HostIP: st.HostIP, PodIP: st.PodIP, Conditions: st.Conditions}}
 }

@@ -54,6 +54,10 @@ type Tracker struct {
 	// rejected is set by Rejected: the status is rejectPod's, not one
 	// generateAPIPodStatus derives.
 	rejected bool
+	// unadmitted: the node has not admitted the pod yet (NotAdmitted):
+	// the kubelet has written no status for it, and kubectl's STATUS is
+	// the phase, Pending.
+	unadmitted bool
 	// gates are the kubelet's feature gates (SetGates); the zero value is
 	// v1.37's defaults.
 	gates gate.Gates
@@ -217,10 +221,25 @@ func (t *Tracker) Record(typ, reason, object, message string) {
 	t.events = append(t.events, Event{Time: t.now(), Type: typ, Reason: reason, Object: object, Message: message})
 }
 
+// NotAdmitted says the pod is not admitted yet (podstep's engine, which
+// admits it as its first step; a proxy sees pods the kubelet admitted):
+// until Admitted or Rejected, STATUS is Pending, as kubectl shows a pod
+// the kubelet has not synced: printPod (pkg/printers/internalversion/
+// printers.go) starts from the phase and takes a container's waiting
+// reason only from a container status, and the kubelet writes the
+// statuses (each container waiting ContainerCreating, or PodInitializing,
+// convertToAPIContainerStatuses) at its first SyncPod, after admission.
+func (t *Tracker) NotAdmitted() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unadmitted = true
+}
+
 // Admitted marks the pod accepted by the node (HostIP, StartTime).
 func (t *Tracker) Admitted(hostIP string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.unadmitted = false
 	now := metav1.NewTime(t.now())
 	t.status.StartTime = &now
 	t.status.HostIP = hostIP
@@ -236,7 +255,7 @@ func (t *Tracker) Admitted(hostIP string) {
 func (t *Tracker) Rejected(reason, message string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.rejected = true
+	t.rejected, t.unadmitted = true, false
 	// Every container's status goes: each is a change of the step.
 	for i := range t.status.InitContainerStatuses {
 		t.touch(initKey(i), &t.status.InitContainerStatuses[i])

@@ -2,6 +2,7 @@ package podstate
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -467,5 +468,53 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if n := len(tr.Snapshot().Events); n != 4*40 {
 		t.Errorf("%d events, want %d", n, 4*40)
+	}
+}
+
+// TestStatusBeforeAdmission: before the node admits the pod, kubectl's
+// STATUS is the phase, Pending (printPod takes a waiting reason only from
+// a container status, and the kubelet writes none before its first
+// SyncPod); after admission, ContainerCreating or Init:0/N. A tracker that
+// was not told the pod is unadmitted (a proxy's: the kubelet admitted it)
+// shows the containers' waiting reasons at once.
+func TestStatusBeforeAdmission(t *testing.T) {
+	ctr := corev1.Container{Name: "app", Image: "busybox"}
+	always := corev1.ContainerRestartPolicyAlways
+	for _, tc := range []struct {
+		name          string
+		spec          corev1.PodSpec
+		before, after string
+	}{
+		{"containers", corev1.PodSpec{Containers: []corev1.Container{ctr}}, "Pending", "ContainerCreating"},
+		{"init containers", corev1.PodSpec{InitContainers: []corev1.Container{{Name: "init", Image: "busybox"}}, Containers: []corev1.Container{ctr}}, "Pending", "Init:0/1"},
+		{"a sidecar", corev1.PodSpec{InitContainers: []corev1.Container{{Name: "side", Image: "busybox", RestartPolicy: &always}}, Containers: []corev1.Container{ctr}}, "Pending", "Init:0/1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: tc.spec}
+			tr := New(pod, nil)
+			if got := tr.Snapshot().Display; got != tc.after {
+				t.Errorf("a proxy's tracker: STATUS %s, want %s", got, tc.after)
+			}
+			tr = New(pod, nil)
+			tr.NotAdmitted()
+			tr.StepChanges(false)
+			if got := tr.Snapshot().Display; got != tc.before {
+				t.Errorf("before admission: STATUS %s, want %s", got, tc.before)
+			}
+			tr.Admitted("192.0.2.2")
+			changes, _, snap := tr.StepChanges(true)
+			if snap.Display != tc.after {
+				t.Errorf("after admission: STATUS %s, want %s", snap.Display, tc.after)
+			}
+			if got := FormatChanges(changes); !strings.Contains(got, "STATUS "+tc.before+" → "+tc.after) {
+				t.Errorf("admission's changes %q lack the STATUS change", got)
+			}
+		})
+	}
+	tr := New(&corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{ctr}}}, nil)
+	tr.NotAdmitted()
+	tr.Rejected("OutOfcpu", "Node didn't have enough resource: cpu")
+	if got := tr.Snapshot().Display; got != "OutOfcpu" {
+		t.Errorf("rejected: STATUS %s, want OutOfcpu", got)
 	}
 }

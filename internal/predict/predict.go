@@ -148,7 +148,9 @@ func (q *Quiz) Ask(s steps.Step, status string) {
 	for i, c := range qu.Choices {
 		fmt.Fprintf(q.o.Out, "    %c) %s\n", 'a'+i, c)
 	}
-	for tries := 0; tries < 3; tries++ {
+	// Until an answer, q, or the end of the answers: an entry that is no
+	// choice is asked again, never graded.
+	for {
 		fmt.Fprintf(q.o.Out, "  your answer (a-%c, q stops asking): ", 'a'+len(qu.Choices)-1)
 		line, err := q.in.ReadString('\n')
 		ans := strings.ToLower(strings.TrimSpace(line))
@@ -168,9 +170,16 @@ func (q *Quiz) Ask(s steps.Step, status string) {
 			qu.Picked = int(ans[0] - '1')
 			return
 		}
-		fmt.Fprintf(q.o.Out, "  %q is not a choice\n", ans)
+		fmt.Fprintf(q.o.Out, "  %s is not a choice: type one letter, a to %c (q stops asking)\n", quoteAnswer(ans), 'a'+len(qu.Choices)-1)
 	}
-	qu.Picked = -1
+}
+
+// quoteAnswer shows an answer that is no choice, quoted, cut to a line.
+func quoteAnswer(ans string) string {
+	if r := []rune(ans); len(r) > 20 {
+		ans = string(r[:20]) + "…"
+	}
+	return fmt.Sprintf("%q", ans)
 }
 
 // Observe grades the pending question when its step is done (subscribe it
@@ -181,6 +190,9 @@ func (q *Quiz) Observe(ev steps.Event) {
 		return
 	}
 	q.pending = nil
+	if qu.Picked < 0 {
+		return // not answered: not graded
+	}
 	v := Grade(qu, ev, q.o.Scenario)
 	q.Add(v)
 	for _, l := range v.Lines() {
@@ -192,8 +204,9 @@ func (q *Quiz) Observe(ev steps.Event) {
 // said it, with the step's explanation and, at the step a scenario is
 // about, its lesson.
 type Verdict struct {
+	Asks       string // what the question asked (AskCall, AskStatus, AskEnd)
 	Got        string // what it turned out to be
-	You        string // the answer given ("no answer": none)
+	You        string // the answer given ("" none)
 	Right      bool
 	Unknowable bool // Got was none of the choices
 	Explain    string
@@ -212,7 +225,7 @@ type Lesson struct {
 // Grade grades qu on its step's StepDone event ev; sc is the scenario the
 // pod is, or nil.
 func Grade(qu *Question, ev steps.Event, sc *scenario.Scenario) Verdict {
-	v := Verdict{Got: answer(qu.Asks, ev), You: "no answer", Explain: ev.Step.Explain, Mirrors: ev.Step.Mirrors}
+	v := Verdict{Asks: qu.Asks, Got: answer(qu.Asks, ev), Explain: ev.Step.Explain, Mirrors: ev.Step.Mirrors}
 	idx := -1
 	for i, c := range qu.Choices {
 		if c == v.Got {
@@ -231,17 +244,39 @@ func Grade(qu *Question, ev steps.Event, sc *scenario.Scenario) Verdict {
 	return v
 }
 
+// Outcome says in plain words what the step turned out to do, as the
+// question asked it: "the step succeeded", "the step failed: OutOfcpu",
+// "the first CRI call was RunPodSandbox", "STATUS became Running".
+func (v Verdict) Outcome() string {
+	switch v.Asks {
+	case AskCall:
+		if v.Got == NoCall {
+			return "the step sent no CRI call"
+		}
+		return "the first CRI call was " + v.Got
+	case AskStatus:
+		return "STATUS became " + v.Got
+	}
+	if v.Got == Succeeds {
+		return "the step succeeded"
+	}
+	return "the step failed: " + v.Got
+}
+
 // Lines is the verdict as --auto prints it, one line each, unindented:
 // right or wrong, why, the kubelet function, the lesson.
 func (v Verdict) Lines() []string {
 	var out []string
+	what := v.Outcome()
 	switch {
 	case v.Unknowable:
-		out = append(out, fmt.Sprintf("~ none of the choices: it was %s (the plan could not tell)", v.Got))
+		out = append(out, fmt.Sprintf("~ none of the choices: %s (the plan could not tell)", what))
 	case v.Right:
-		out = append(out, fmt.Sprintf("✓ right: %s", v.Got))
+		out = append(out, fmt.Sprintf("✓ right: %s", what))
+	case v.You == "":
+		out = append(out, fmt.Sprintf("✗ not answered: %s", what))
 	default:
-		out = append(out, fmt.Sprintf("✗ wrong: it was %s (you said %s)", v.Got, v.You))
+		out = append(out, fmt.Sprintf("✗ wrong: %s; your answer: %s", what, v.You))
 	}
 	if v.Explain != "" {
 		out = append(out, "why: "+v.Explain)

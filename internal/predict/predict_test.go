@@ -79,7 +79,7 @@ func TestPredictAdmit(t *testing.T) {
 	wrong := letter(t, out, Succeeds)
 
 	out, q := play(t, "out-of-cpu", right+"\n")
-	for _, want := range []string{"✓ right: OutOfcpu", "why: ", "kubelet: ", "lesson (out-of-cpu): ", "decided by generalFilter (pkg/kubelet/lifecycle/predicate.go)", "predict: 1 of 1 right"} {
+	for _, want := range []string{"✓ right: the step failed: OutOfcpu", "why: ", "kubelet: ", "lesson (out-of-cpu): ", "decided by generalFilter (pkg/kubelet/lifecycle/predicate.go)", "predict: 1 of 1 right"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lacks %q:\n%s", want, out)
 		}
@@ -88,7 +88,7 @@ func TestPredictAdmit(t *testing.T) {
 		t.Errorf("score %d/%d, want 1/1", q.Right, q.Asked)
 	}
 	out, q = play(t, "out-of-cpu", wrong+"\n")
-	if !strings.Contains(out, "✗ wrong: it was OutOfcpu (you said it succeeds)") || q.Right != 0 || q.Asked != 1 {
+	if !strings.Contains(out, "✗ wrong: the step failed: OutOfcpu; your answer: it succeeds") || q.Right != 0 || q.Asked != 1 {
 		t.Errorf("wrong answer: %d/%d\n%s", q.Right, q.Asked, out)
 	}
 }
@@ -127,10 +127,15 @@ func TestPredictWholeRun(t *testing.T) {
 	}
 }
 
-// TestPredictBadAnswer: an answer that is no choice is asked again.
+// TestPredictBadAnswer: an answer that is no choice is asked again, as
+// many times as it takes, and never graded: three bad entries were scored
+// as a wrong answer ("it was it succeeds (you said no answer)").
 func TestPredictBadAnswer(t *testing.T) {
-	out, _ := play(t, "out-of-cpu", "z\n7\n")
-	if strings.Count(out, "is not a choice") != 2 {
-		t.Errorf("want two refusals:\n%s", out)
+	out, q := play(t, "out-of-cpu", "z\n7\nzz\nyes\n")
+	if strings.Count(out, "is not a choice: type one letter, a to") != 4 {
+		t.Errorf("want four refusals:\n%s", out)
+	}
+	if q.Asked != 0 || strings.Contains(out, "wrong") || strings.Contains(out, "no answer") {
+		t.Errorf("bad entries were graded (%d asked):\n%s", q.Asked, out)
 	}
 }

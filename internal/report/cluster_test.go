@@ -3,34 +3,15 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/podstep/podstep/internal/cluster"
 )
 
-// TestContainerLine: one container status in one line, as the text report
-// and the TUI's cluster pane both say it.
-func TestContainerLine(t *testing.T) {
-	one := int32(1)
-	for _, tc := range []struct {
-		c    ClusterContainer
-		want string
-	}{
-		{ClusterContainer{Name: "app"}, "container app: <none>, ready false, restarts 0"},
-		{ClusterContainer{Name: "app", State: "running", Ready: true}, "container app: running, ready true, restarts 0"},
-		{ClusterContainer{Name: "setup", Init: true, State: "terminated", Reason: "Error", ExitCode: &one, Restarts: 3, Message: "boom"},
-			"init container setup: terminated (Error) exit code 1, ready false, restarts 3: boom"},
-		{ClusterContainer{Name: "app", State: "waiting", Reason: "CrashLoopBackOff", Restarts: 2, Message: "back-off 20s restarting failed container"},
-			"container app: waiting (CrashLoopBackOff), ready false, restarts 2: back-off 20s restarting failed container"},
-	} {
-		if got := ContainerLine(tc.c); got != tc.want {
-			t.Errorf("ContainerLine(%+v) = %q, want %q", tc.c, got, tc.want)
-		}
-	}
-}
-
 // TestClusterTextContainers: the text report's container lines are
-// ContainerLine's, indented.
+// ContainerStatus.Line's, indented.
 func TestClusterTextContainers(t *testing.T) {
-	v := &ClusterView{Server: "https://127.0.0.1:6443", Pod: "default/app", Phase: "Pending",
-		Containers: []ClusterContainer{{Name: "app", State: "waiting", Reason: "ContainerCreating"}}}
+	v := &cluster.PodView{Server: "https://127.0.0.1:6443", Pod: "default/app", Phase: "Pending",
+		Containers: []cluster.ContainerStatus{{Name: "app", State: "waiting", Reason: "ContainerCreating"}}}
 	var b strings.Builder
 	WriteClusterText(&b, v)
 	if want := "\n  container app: waiting (ContainerCreating), ready false, restarts 0\n"; !strings.Contains(b.String(), want) {

@@ -11,6 +11,7 @@ import (
 	"github.com/fatih/color"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
@@ -40,10 +41,38 @@ type Summary struct {
 	Watched bool `json:"watched,omitempty"`
 	// Cluster is what the API server says about the pod podstep replayed
 	// (podstep run --pod); nil otherwise.
-	Cluster *ClusterView `json:"cluster,omitempty"`
+	Cluster *cluster.PodView `json:"cluster,omitempty"`
 	// RestsOn is what the run's verdict rests on, on the simulated runtime
 	// (steps.RestsOn: every step's Result.RestsOn, "CONTAINER: what").
 	RestsOn []string `json:"rests_on,omitempty"`
+	// NotReady says which running containers have a readiness probe that
+	// has not passed yet (READY 0/1 while STATUS is Running): nil when
+	// none.
+	NotReady *NotReady `json:"not_ready,omitempty"`
+}
+
+// NotReady is the running containers whose readiness probe has not passed
+// yet, at the end of a run: the pod is not Ready, and a Service would send
+// it no traffic.
+type NotReady struct {
+	Containers []string `json:"containers"`
+	// Waited: the run waited for readiness (--wait-ready) and the probe
+	// still had not passed; else podstep ran no readiness probe.
+	Waited  bool   `json:"waited"`
+	Message string `json:"message"`
+}
+
+// NotReadyMessage is the word on containers whose readiness probe has not
+// passed (NotReady.Message).
+func NotReadyMessage(containers []string, waited bool) string {
+	which := "the readiness probe of container " + containers[0]
+	if len(containers) > 1 {
+		which = "the readiness probes of containers " + strings.Join(containers, ", ")
+	}
+	if waited {
+		return which + " had not passed when the ready stage ended: the pod is not Ready (see the ready step; --ready-timeout waits longer)"
+	}
+	return which + " has not passed yet: the pod is not Ready, so a Service sends it no traffic; podstep runs no readiness probe unless --wait-ready, which runs the probes and waits until the pod is Ready"
 }
 
 // Failure names where and why the pod failed.
@@ -189,8 +218,12 @@ func (p *Printer) stepText(s StepJSON) {
 	}
 	fmt.Fprintf(p.w, "%s %2d %s %s%s %s\n", mark, s.ID, stageCol.Sprintf("%-12s", s.Stage), s.Summary, callStr, dim.Sprint(render.Ms(s.DurationMs)))
 	for _, w := range s.Warnings {
-		if !p.short && recorded(w, s.Events) {
-			continue // printed below, as the event
+		if recorded(w, s.Events) && (!p.short || s.State != steps.Failed) {
+			// Printed below, as the event; -q prints no events, and of a
+			// step that went through (MissingClusterDNS on every pod of a
+			// node without cluster DNS) not their warning either: only a
+			// failed step's, which says why.
+			continue
 		}
 		fmt.Fprintf(p.w, "       %s %s\n", warnCol.Sprint("warning:"), w)
 	}
@@ -330,6 +363,9 @@ func (p *Printer) Finish(s Summary) {
 		for _, r := range s.RestsOn {
 			fmt.Fprintf(p.w, "  %s\n", r)
 		}
+	}
+	if s.NotReady != nil {
+		fmt.Fprintf(p.w, "%s READY %s: %s\n", warnCol.Sprint("not ready:"), s.Ready, s.NotReady.Message)
 	}
 	if s.Cluster != nil {
 		WriteClusterText(p.w, s.Cluster)

@@ -36,6 +36,19 @@ func hookFailed() steps.Event {
 	}}
 }
 
+// dnsWarned is a sandbox step done with the kubelet's MissingClusterDNS
+// warning event, and a warning of podstep's own.
+func dnsWarned() steps.Event {
+	evs := []podstate.Event{{Type: "Warning", Reason: "MissingClusterDNS", Object: "pod/hook", Message: "kubelet does not have ClusterDNS IP configured"}}
+	pod := &podstate.Snapshot{Display: "Pending", Ready: "0/1", Events: evs}
+	return steps.Event{Kind: steps.StepDone, Pod: pod, Step: steps.Step{
+		ID: 6, Stage: steps.StageSandbox, Name: "run-sandbox", State: steps.Done, Duration: 9200 * time.Microsecond, Pod: pod,
+		Result: steps.Result{Summary: "sandbox 95335e602f3f2 running",
+			Warnings: []string{"MissingClusterDNS: kubelet does not have ClusterDNS IP configured", "NotAnEvent: podstep's own"}},
+		Events: evs,
+	}}
+}
+
 // quiet is a step that changed nothing and recorded no event.
 func quiet() steps.Event {
 	pod := &podstate.Snapshot{Display: "Running", Ready: "1/1"}
@@ -66,6 +79,16 @@ func TestStepText(t *testing.T) {
        PostStartHookError: exited with 1
 `},
 		{"nothing changed", Text, quiet(), "✓  3 volumes      the pod has no volumes 0.0ms\n"},
+		// -q: a step that went through prints no event's warning (it
+		// printed MissingClusterDNS on every pod of a node without DNS);
+		// podstep's own warnings stay.
+		{"short, a warning event of a step done", Short, dnsWarned(), `✓  6 sandbox      sandbox 95335e602f3f2 running 9.2ms
+       warning: NotAnEvent: podstep's own
+`},
+		{"text, a warning event of a step done", Text, dnsWarned(), `✓  6 sandbox      sandbox 95335e602f3f2 running 9.2ms
+       warning: NotAnEvent: podstep's own
+       Warning   MissingClusterDNS   pod/hook   kubelet does not have ClusterDNS IP configured
+`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

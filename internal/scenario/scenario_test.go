@@ -142,11 +142,27 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list, show bytes.Buffer
-	if err := WriteList(&list, all, "text"); err != nil {
+	var list, wide, show bytes.Buffer
+	if err := WriteList(&list, all, "text", false); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/list.golden", list.String())
+	// The list fits 80 columns (a projector's terminal) and does not give
+	// away the outcomes a quiz asks for; --wide does.
+	for i, l := range strings.Split(list.String(), "\n") {
+		if n := len([]rune(l)); n > ListWidth {
+			t.Errorf("list line %d is %d columns: %q", i+1, n, l)
+		}
+	}
+	if strings.Contains(list.String(), "OUTCOME") || strings.Contains(list.String(), "CrashLoopBackOff at") {
+		t.Errorf("the list gives the outcomes away:\n%s", list.String())
+	}
+	if err := WriteList(&wide, all, "text", true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(wide.String(), "OUTCOME") || !strings.Contains(wide.String(), "CrashLoopBackOff at containers/backoff/app") {
+		t.Errorf("--wide lacks the outcomes:\n%s", wide.String())
+	}
 	s, _ := Get("crashloop")
 	if err := WriteShow(&show, s, "text"); err != nil {
 		t.Fatal(err)
@@ -154,7 +170,7 @@ func TestWrite(t *testing.T) {
 	golden.Check(t, "testdata/show-crashloop.golden", show.String())
 
 	var js bytes.Buffer
-	if err := WriteList(&js, all, "json"); err != nil {
+	if err := WriteList(&js, all, "json", false); err != nil {
 		t.Fatal(err)
 	}
 	var items []struct{ Name, Story string }
@@ -164,6 +180,10 @@ func TestWrite(t *testing.T) {
 	js.Reset()
 	if err := WriteShow(&js, s, "json"); err != nil {
 		t.Fatal(err)
+	}
+	var y bytes.Buffer
+	if err := WriteShow(&y, s, "yaml"); err != nil || y.String() != string(s.Manifest) {
+		t.Errorf("show -o yaml is not the manifest alone (%v):\n%s", err, y.String())
 	}
 	var one struct {
 		Name, Manifest string

@@ -24,8 +24,14 @@ func (s Scenario) RunCommand(extra ...string) string {
 	return strings.Join(append(args, s.Lesson.Flags...), " ")
 }
 
-// WriteList prints the catalogue: a table (text) or a JSON array.
-func WriteList(w io.Writer, all []Scenario, format string) error {
+// ListWidth is the width the list's text fits (a terminal, a projector's
+// 80 columns): each story is cut to it.
+const ListWidth = 80
+
+// WriteList prints the catalogue: a table (text) or a JSON array. The
+// table fits ListWidth columns and leaves out each scenario's outcome (the
+// answer a quiz asks for); wide adds it, uncut.
+func WriteList(w io.Writer, all []Scenario, format string, wide bool) error {
 	if format == "json" {
 		type item struct {
 			Name    string `json:"name"`
@@ -39,21 +45,52 @@ func WriteList(w io.Writer, all []Scenario, format string) error {
 		}
 		return writeJSON(w, items)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tOUTCOME\tSTORY")
-	for _, s := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Expect.Outcome(), s.Lesson.Story)
+	if wide {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tOUTCOME\tSTORY")
+		for _, s := range all {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Expect.Outcome(), s.Lesson.Story)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else {
+		nameW := len("NAME")
+		for _, s := range all {
+			nameW = max(nameW, len(s.Name))
+		}
+		storyW := max(20, ListWidth-nameW-2)
+		fmt.Fprintf(w, "%-*s  %s\n", nameW, "NAME", "STORY")
+		for _, s := range all {
+			fmt.Fprintf(w, "%-*s  %s\n", nameW, s.Name, cut(s.Lesson.Story, storyW))
+		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	_, err := fmt.Fprintf(w, "\n%d scenarios. podstep scenarios show NAME: the manifest and what to watch for; podstep run --scenario NAME runs one (add --predict to guess each step first).\n", len(all))
+	_, err := fmt.Fprintf(w, "\n%d scenarios (--wide: what each ends with).\npodstep scenarios show NAME: the manifest and what to watch for;\npodstep run --scenario NAME runs one (add --predict to guess each step first).\n", len(all))
 	return err
 }
 
+// cut shortens s to at most n runes, at a word, with "…".
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	t := string(r[:n-1])
+	if i := strings.LastIndexByte(t, ' '); i > n/2 {
+		t = t[:i]
+	}
+	return strings.TrimRight(t, " ,;:.") + "…"
+}
+
 // WriteShow prints one scenario: its lesson, how to run it and its
-// manifest (text), or all of it as one JSON object.
+// manifest (text), all of it as one JSON object, or its manifest alone
+// (yaml).
 func WriteShow(w io.Writer, s Scenario, format string) error {
+	if format == "yaml" {
+		// The manifest alone, to save or pipe (podstep run -f -).
+		_, err := w.Write(s.Manifest)
+		return err
+	}
 	if format == "json" {
 		return writeJSON(w, struct {
 			Scenario

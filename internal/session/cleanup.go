@@ -15,7 +15,10 @@ import (
 type CleanupOptions struct {
 	Endpoints
 	RootDir, LogDir string // --root-dir, --log-dir: where orphaned pod dirs are looked for
-	Grace           int64  // --grace-period
+	// RootDirGiven, LogDirGiven: --root-dir, --log-dir were given (with
+	// --sim, only the dirs given are looked in, besides the temp dir).
+	RootDirGiven, LogDirGiven bool
+	Grace                     int64 // --grace-period
 }
 
 // Cleanup is `podstep cleanup`: with --sim, the leftovers of this user's
@@ -41,10 +44,31 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 		simDirs = append(simDirs, cleanup.SimDirs(b, SimDirPrefix, SimOwnerFile)...)
 	}
 	if o.Sim {
-		if len(simDirs) == 0 {
-			fmt.Fprintln(w, "nothing to clean: no run on the simulated runtime left anything in "+strings.Join(bases, " or "))
+		// A run on the simulated runtime with --root-dir or --log-dir kept
+		// its pod there, not in its sim dir: the dirs given are cleaned
+		// too (never ignored). Their pods' runtime ended with their run;
+		// a pod of a real runtime there is left to cleanup without --sim.
+		var root, logRoot string
+		if o.RootDirGiven {
+			root = o.RootDir
 		}
-		return leftErr(0, 0, cleanup.WriteDirs(w, simDirs), len(simDirs))
+		if o.LogDirGiven {
+			logRoot = o.LogDir
+		}
+		dirs := simDirs
+		if root != "" || logRoot != "" {
+			dirs = append(cleanup.Orphans(root, logRoot, func(mark.Holder, string) bool { return true }), simDirs...)
+		}
+		if len(dirs) == 0 {
+			where := bases
+			for _, d := range []string{root, logRoot} {
+				if d != "" {
+					where = append(where, d)
+				}
+			}
+			fmt.Fprintln(w, "nothing to clean: no run on the simulated runtime left anything in "+strings.Join(where, ", "))
+		}
+		return leftErr(0, 0, cleanup.WriteDirs(w, dirs), len(dirs))
 	}
 	endpoint, _, err := Choose(ctx, o.Named(), "", o.ProbeTimeout())
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/podcfg"
-	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/workload"
@@ -235,15 +234,15 @@ func (o *Options) clusterEngine(eo *steps.Options) {
 // ClusterView reads what the cluster says about the pod after the run
 // (nil without a cluster pod). An API server that no longer answers gives
 // a view that says so and an exit-3 error; redact is the engine's.
-func (o *Options) ClusterView(ctx context.Context, eng *steps.Engine) (*report.ClusterView, error) {
+func (o *Options) ClusterView(ctx context.Context, eng *steps.Engine) (*cluster.PodView, error) {
 	if o.Cluster == nil || o.Cluster.Resolved.ClusterPod == nil {
 		return nil, nil
 	}
 	r := o.Cluster.Resolved
 	v, err := o.Cluster.Client.View(ctx, o.Cluster.Namespace, o.Cluster.Name, eng.Pod().UID, eng.Redactor().Text)
 	if err != nil {
-		v = &report.ClusterView{Server: o.Cluster.Client.Server, Pod: o.Cluster.Namespace + "/" + o.Cluster.Name,
-			UID: string(r.ClusterPod.UID), ReplayUID: string(eng.Pod().UID), Events: []report.ClusterEvent{}, Error: err.Error()}
+		v = &cluster.PodView{Server: o.Cluster.Client.Server, Pod: o.Cluster.Namespace + "/" + o.Cluster.Name,
+			UID: string(r.ClusterPod.UID), ReplayUID: string(eng.Pod().UID), Events: []cluster.Event{}, Error: err.Error()}
 	}
 	v.Notes = append(v.Notes, r.Notes...)
 	v.Notes = append(v.Notes, "a kubelet on the same runtime stops the sandboxes it does not know (HandlePodCleanups, every 2 s, pkg/kubelet/kubelet_pods.go): it may stop podstep's replay; podstep never stops the kubelet's")
@@ -257,11 +256,11 @@ func (o *Options) ClusterView(ctx context.Context, eng *steps.Engine) (*report.C
 // background at the start, at the end of the run and on a key: nil
 // without a cluster pod (no cluster pane). The engine's pod UID and
 // redactor are safe to read while a step runs.
-func (o *Options) ClusterSource(eng *steps.Engine) func(context.Context) (*report.ClusterView, error) {
+func (o *Options) ClusterSource(eng *steps.Engine) func(context.Context) (*cluster.PodView, error) {
 	if o.Cluster == nil || o.Cluster.Resolved.ClusterPod == nil {
 		return nil
 	}
-	return func(ctx context.Context) (*report.ClusterView, error) { return o.ClusterView(ctx, eng) }
+	return func(ctx context.Context) (*cluster.PodView, error) { return o.ClusterView(ctx, eng) }
 }
 
 // nodeReady says whether the node's Ready condition is True: only then

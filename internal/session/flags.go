@@ -53,7 +53,7 @@ func (o *Options) AddClusterFlags(f *pflag.FlagSet) {
 // sets its own; plan runs nothing).
 func (o *Options) AddRunFlags(f *pflag.FlagSet) {
 	f.Int64Var(&o.GracePeriod, "grace-period", -1, "seconds StopContainer waits before SIGKILL at teardown; -1 uses the pod's terminationGracePeriodSeconds")
-	f.StringSliceVar(&o.Breaks, "break", nil, "stop before these stages in the TUI (e.g. sandbox,containers)")
+	f.StringSliceVar(&o.Breaks, "break", nil, "stop before these stages or steps in the TUI (e.g. sandbox,containers or start/app,create/*)")
 	f.DurationVar(&o.PollInterval, "poll-interval", 100*time.Millisecond, "how often to relist containers while an init container runs (the kubelet's PLEG relists every 1s)")
 	f.DurationVar(&o.InitTimeout, "init-timeout", 5*time.Minute, "how long to wait for one init container to exit")
 	f.IntVar(&o.MaxRestarts, "max-restarts", 3, "restarts of one container (the kubelet's CrashLoopBackOff) before podstep gives up; -1: no limit, as the kubelet")

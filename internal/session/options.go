@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -117,8 +118,8 @@ func (o *Options) Validate() error {
 		return err
 	}
 	for _, b := range o.Breaks {
-		if _, ok := steps.ParseStage(b); !ok {
-			return Usagef("--break %q: expected one of %s", b, StageNames())
+		if err := checkBreak(b); err != nil {
+			return err
 		}
 	}
 	if o.MaxRestarts < -1 {
@@ -150,9 +151,51 @@ func StageNames() string {
 	return strings.Join(s, ", ")
 }
 
-// BreakStages are the validated --break stages.
+// checkBreak checks a --break value: a stage, or a step name as `podstep
+// plan` and the TUI's plan pane write them (start/app, relist), the
+// container part a glob (create/*); a per-container kind alone (pull) is
+// every container's step of that kind.
+func checkBreak(b string) error {
+	if _, ok := steps.ParseStage(b); ok {
+		return nil
+	}
+	kind, ctr, hasCtr := strings.Cut(b, "/")
+	k := steps.KindOf(kind)
+	switch {
+	case k == 0:
+		return Usagef("--break %q: expected a stage (%s) or a step name such as start/app, create/* or relist (`podstep plan` lists a pod's steps)", b, StageNames())
+	case hasCtr && !k.PerContainer():
+		return Usagef("--break %q: the %s step is not a container's; expected %q", b, kind, kind)
+	case hasCtr:
+		if _, err := path.Match(ctr, ""); err != nil || ctr == "" {
+			return Usagef("--break %q: expected a container name or a glob after %s/, such as %s/app or %s/*", b, kind, kind, kind)
+		}
+	}
+	return nil
+}
+
+// BreakStages are the validated --break values that are stages.
 func (o *Options) BreakStages() []steps.Stage {
-	return ParseStages(o.Breaks)
+	var names []string
+	for _, b := range o.Breaks {
+		if _, ok := steps.ParseStage(b); ok {
+			names = append(names, b)
+		}
+	}
+	return ParseStages(names)
+}
+
+// BreakSteps are the validated --break values that are step names (or
+// globs of them): the TUI stops before each step of the plan they match
+// (MatchBreak).
+func (o *Options) BreakSteps() []string {
+	var out []string
+	for _, b := range o.Breaks {
+		if _, ok := steps.ParseStage(b); !ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // ParseStages parses validated stage names.

@@ -59,6 +59,14 @@ type RunEnv struct {
 	TUI func(ctx context.Context, eng *steps.Engine, rt render.Runtime) (TUIResult, error)
 }
 
+// QuitInterrupts says whether a TUI run ended by the user counts as
+// interrupted (exit 130): ctrl+c or a signal always; q in predict mode
+// before the run's end too, as the quiz was cut short (a crash loop quit
+// midway exited 0, as if the lesson had run to its end).
+func QuitInterrupts(predict, finished, interrupted bool) bool {
+	return interrupted || (predict && !finished)
+}
+
 // TUIResult is how the TUI ended (internal/tui's Result).
 type TUIResult struct {
 	Teardown    bool // the pod must be torn down
@@ -255,7 +263,7 @@ func (o *RunFlags) interactive(ctx context.Context, env RunEnv, eng *steps.Engin
 		// ctrl+c in the TUI was the first interrupt: the next one abandons teardown.
 		sig.Interrupt()
 	}
-	code, msg := o.End(ctx, eng, &sum, teardown, res.Interrupted, printer, rec, env.Stderr)
+	code, msg := o.End(ctx, eng, &sum, teardown, QuitInterrupts(o.Predict, eng.Finished(), res.Interrupted), printer, rec, env.Stderr)
 	if score := res.Score.String(); score != "" {
 		fmt.Fprintln(env.Stdout, score)
 	}

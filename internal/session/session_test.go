@@ -163,7 +163,7 @@ func TestValidate(t *testing.T) {
 		{"no file", func(o *Options) { o.File = "" }, "-f/--filename is required"},
 		{"cgroup driver", func(o *Options) { o.CgroupDriver = "bogus" }, `--cgroup-driver "bogus"`},
 		{"settle", func(o *Options) { o.Settle = -time.Second }, "--settle -1s"},
-		{"break", func(o *Options) { o.Breaks = []string{"nope"} }, `--break "nope": expected one of admit`},
+		{"break", func(o *Options) { o.Breaks = []string{"nope"} }, `--break "nope": expected a stage (admit`},
 		{"gates", func(o *Options) { o.FeatureGates = "Nope=true" }, "--feature-gates"},
 		{"backoff", func(o *Options) { o.BackoffScale = 2 }, "--backoff-scale 2"},
 		{"restarts", func(o *Options) { o.MaxRestarts = -2 }, "--max-restarts -2"},

@@ -33,7 +33,42 @@ func Summarize(eng *steps.Engine, calls []cri.Call, created time.Duration, kept 
 	ran := eng.StepsAsRun()
 	return report.Summary{Pod: PodName(eng), UID: string(eng.Pod().UID), Display: snap.Display, Ready: snap.Ready,
 		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: kept,
-		Timing: Timing(ran, calls, created), RestsOn: steps.RestsOn(ran)}
+		Timing: Timing(ran, calls, created), RestsOn: steps.RestsOn(ran), NotReady: notReady(eng.Pod(), snap.Status, ran)}
+}
+
+// notReady is the running containers (and started sidecars) whose
+// readiness probe has not passed, nil when none: a pod that ends Running
+// but not Ready says why, and that --wait-ready waits for it.
+func notReady(pod *corev1.Pod, st corev1.PodStatus, ran []steps.Step) *report.NotReady {
+	probed := map[string]bool{}
+	for _, c := range pod.Spec.Containers {
+		if c.ReadinessProbe != nil {
+			probed[c.Name] = true
+		}
+	}
+	for _, c := range pod.Spec.InitContainers {
+		if c.ReadinessProbe != nil && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			probed[c.Name] = true
+		}
+	}
+	var names []string
+	for _, list := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for _, cs := range list {
+			if probed[cs.Name] && !cs.Ready && cs.State.Running != nil {
+				names = append(names, cs.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	waited := false
+	for _, s := range ran {
+		if s.Kind == steps.KindReady {
+			waited = true
+		}
+	}
+	return &report.NotReady{Containers: names, Waited: waited, Message: report.NotReadyMessage(names, waited)}
 }
 
 // Timing splits the creation wall time into time in CRI calls (every call

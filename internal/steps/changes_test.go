@@ -90,7 +90,11 @@ func TestStepChanges(t *testing.T) {
 			if final := e.PodState().Events; !reflect.DeepEqual(all, final) {
 				t.Errorf("the steps' events are not the pod's:\nsteps %v\npod   %v", all, final)
 			}
-			if first := done[0].Step; slices.ContainsFunc(first.Changes, func(c podstate.Change) bool { return c.Field == podstate.FieldStatus }) {
+			// The first step, admission, changes STATUS from Pending (the
+			// phase: no container status before the kubelet's first sync)
+			// and from nothing else: diffed against the pod at New, not an
+			// empty pod.
+			if first := done[0].Step; slices.ContainsFunc(first.Changes, func(c podstate.Change) bool { return c.Field == podstate.FieldStatus && c.From != "Pending" }) {
 				t.Errorf("the first step %s changed STATUS (%v): diffed against an empty pod, not the pod at New", first.Name, first.Changes)
 			}
 			for _, w := range tc.want {

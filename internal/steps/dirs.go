@@ -76,6 +76,16 @@ func (e *Engine) makeLogDir(dir string) error {
 	return nil
 }
 
+// ownPodDir is the pod dir this run made ("" none yet).
+func (e *Engine) ownPodDir() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.rt.dirsCreated {
+		return ""
+	}
+	return e.rt.podDir
+}
+
 // holder is this process, recorded in the marker of each dir it makes.
 func (e *Engine) holder() mark.Holder { return mark.Self(e.opts.Runtime, e.opts.Simulated) }
 
@@ -85,11 +95,15 @@ func (e *Engine) holder() mark.Holder { return mark.Self(e.opts.Runtime, e.opts.
 // something podstep did not make.
 func heldBy(dir, uid string) string {
 	h, err := mark.ReadHolder(dir)
-	for i := 0; i < 5 && errors.Is(err, os.ErrNotExist); i++ {
-		time.Sleep(20 * time.Millisecond) // a run at once: its marker follows its Mkdir
+	for i := 0; i < 5 && (errors.Is(err, os.ErrNotExist) || errors.Is(err, mark.ErrPartial)); i++ {
+		// A run at once: its marker follows its Mkdir (and an older
+		// podstep wrote it in place, so it may be read half written).
+		time.Sleep(20 * time.Millisecond)
 		h, err = mark.ReadHolder(dir)
 	}
 	switch {
+	case errors.Is(err, mark.ErrPartial):
+		return fmt.Sprintf("%s is being made by another podstep run of this pod (uid %s): its %s marker is not complete yet; wait for that run to end or stop it, give this pod another name or uid, or use another --root-dir", dir, uid, mark.File)
 	case err != nil:
 		return fmt.Sprintf("%s already exists, and podstep did not record making it (%v): remove it yourself, or give this pod another name or uid", dir, err)
 	case h.Alive() && h.PID == os.Getpid():
@@ -109,17 +123,40 @@ func heldBy(dir, uid string) string {
 // sandboxHolder says who holds a podstep sandbox of this pod already on
 // the runtime, from the marker of its pod dir under root (the sandbox's
 // root-dir annotation, which may be another --root-dir than this run's).
-func sandboxHolder(root, uid string) string {
+// own is this run's pod dir ("" not made yet): when the sandbox's root
+// names it, the marker read is this run's own, and the sandbox was made by
+// no podstep run holding a pod dir (another client with podstep's labels,
+// e.g. crictl with the configs of `podstep plan --crictl`).
+func sandboxHolder(root, uid, own string) string {
 	const how = "remove it with `podstep cleanup`, or give this pod another name or uid"
 	if root == "" || !mark.ValidUID(uid) {
 		return "kept by an earlier podstep run (or left behind); " + how
 	}
-	h, err := mark.ReadHolder(filepath.Join(root, "pods", uid))
+	dir := filepath.Join(root, "pods", uid)
+	if own != "" && sameDir(dir, own) {
+		return "made by another client with podstep's labels (crictl with the configs of `podstep plan --crictl`?) or left by a run whose pod dir is gone, not by a podstep run going on; " + how
+	}
+	h, err := mark.ReadHolder(dir)
 	switch {
 	case err != nil || h.PID == 0:
 		return "kept by an earlier podstep run (or left behind); " + how
+	case h.Alive() && h.PID == os.Getpid():
+		return "in use by another podstep run of this pod in this process: " + h.String() + " (pod dir " + dir + "); give this pod another name or uid"
 	case h.Alive():
 		return "in use by another podstep run of this pod: " + h.String() + "; wait for it to end or stop it, or give this pod another name or uid"
 	}
 	return "left by podstep " + h.String() + ", which has ended; " + how
+}
+
+// sameDir reports whether a and b name one directory (links followed).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

@@ -272,6 +272,7 @@ func New(b *manifest.Bundle, client *cri.Client, o Options) *Engine {
 		breaks: map[Stage]bool{}, stepBrk: map[int]bool{},
 	}
 	e.tracker = podstate.New(b.Pod, o.Now)
+	e.tracker.NotAdmitted() // the admit step admits it (STATUS Pending until then)
 	e.tracker.SetGates(o.Config.Gates)
 	e.setupRedactor()
 	e.tracker.StepChanges(false)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/reason"
 )
@@ -34,18 +36,21 @@ func TestPodDirHeldBy(t *testing.T) {
 	liveHolder := mark.Holder{PID: live.Process.Pid, Cmd: "podstep run -f testdata/pods/init.yaml", Since: since}
 	for _, tc := range []struct {
 		name   string
-		holder *mark.Holder // nil: no marker at all
+		holder *mark.Holder // nil: no marker at all (unless raw)
+		raw    string       // a marker's raw content (a half-written one)
 		want   []string
 		not    string
 	}{
-		{"a run going on", &liveHolder, []string{"in use by another podstep run", "PID " + strconv.Itoa(live.Process.Pid),
+		{"a run going on", &liveHolder, "", []string{"in use by another podstep run", "PID " + strconv.Itoa(live.Process.Pid),
 			"(podstep run -f testdata/pods/init.yaml)", "since 2026-11-25 23:08:01 UTC"}, "earlier"},
 		{"a run that ended", &mark.Holder{PID: dead.Process.Pid, Cmd: "podstep run --keep --sim -f x.yaml", Since: since, Simulated: true},
-			[]string{"left by podstep PID " + strconv.Itoa(dead.Process.Pid), "has ended", "podstep cleanup"}, "in use"},
+			"", []string{"left by podstep PID " + strconv.Itoa(dead.Process.Pid), "has ended", "podstep cleanup"}, "in use"},
 		{"a PID reused by another process", &mark.Holder{PID: live.Process.Pid, Start: 1, Cmd: "podstep run"},
-			[]string{"has ended"}, "in use"},
-		{"a marker without a holder", &mark.Holder{}, []string{"kept by an earlier podstep run (or left behind)"}, ""},
-		{"no marker", nil, []string{"podstep did not record making it"}, ""},
+			"", []string{"has ended"}, "in use"},
+		{"a marker without a holder", &mark.Holder{}, "", []string{"kept by an earlier podstep run (or left behind)"}, ""},
+		{"no marker", nil, "", []string{"podstep did not record making it"}, ""},
+		{"a marker cut short", nil, `{"uid":"x","dir":"/r`, []string{"is being made by another podstep run", "not complete yet"}, "did not record"},
+		{"an empty marker", nil, " ", []string{"is being made by another podstep run"}, "did not record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newSim(t)
@@ -57,6 +62,11 @@ func TestPodDirHeldBy(t *testing.T) {
 			}
 			if tc.holder != nil {
 				if err := mark.Dir(dir, string(b.Pod.UID), *tc.holder); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.raw != "" {
+				if err := os.WriteFile(filepath.Join(dir, mark.File), []byte(tc.raw), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -132,5 +142,35 @@ func TestSandboxHeldBy(t *testing.T) {
 	}
 	if strings.Contains(msg, "earlier") {
 		t.Errorf("message %q says an earlier run", msg)
+	}
+}
+
+// TestSandboxMadeByAnotherClient: a sandbox with podstep's labels and this
+// run's root dir, made by another client (crictl runp with the configs of
+// `podstep plan --crictl`), is not "in use by another podstep run: PID N"
+// with N this very process (the marker read was this run's own pod dir's).
+func TestSandboxMadeByAnotherClient(t *testing.T) {
+	c := newSim(t)
+	o := testOptions(t)
+	b := load(t, repoFile("testdata/pods/init.yaml"))
+	_, err := c.RunPodSandbox(t.Context(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata:    &runtimeapi.PodSandboxMetadata{Name: b.Pod.Name, Namespace: b.Pod.Namespace, Uid: string(b.Pod.UID)},
+		Labels:      map[string]string{mark.ManagedLabel: "true", "io.kubernetes.pod.uid": string(b.Pod.UID)},
+		Annotations: map[string]string{mark.RootDirAnnotation: o.Config.RootDir},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := runAll(t, b, c, o)
+	f, failed := e.Failed()
+	if !failed || f.Result.Reason != reason.PodAlreadyExists {
+		t.Fatalf("run: failed=%v at %s %s, want PodAlreadyExists", failed, f.Name, f.Result.Reason)
+	}
+	msg := f.Result.Err.Error()
+	if strings.Contains(msg, "in use by another podstep run") || strings.Contains(msg, "PID "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("message %q names this process as another run", msg)
+	}
+	if !strings.Contains(msg, "made by another client") || !strings.Contains(msg, "podstep cleanup") {
+		t.Errorf("message %q does not say another client made it, and how to remove it", msg)
 	}
 }

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"path"
 	"strings"
 	"time"
 )
@@ -189,4 +190,27 @@ func (k Kind) Mirrors() string {
 		return a.mirrors()
 	}
 	return ""
+}
+
+// Kinds are the step kinds, in plan order (for completion of step names).
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kindNames)-1)
+	for k := KindAdmit; int(k) < len(kindNames); k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// MatchName reports whether the step named name matches pattern, a step
+// name whose container part may be a glob (path.Match: create/*, start/a*);
+// a per-container kind alone ("pull") matches each container's step.
+func MatchName(pattern, name string) bool {
+	if !strings.Contains(pattern, "/") {
+		if k := KindOf(pattern); k != 0 && k.PerContainer() {
+			return KindOf(name) == k && strings.HasPrefix(name, pattern+"/")
+		}
+		return pattern == name
+	}
+	ok, err := path.Match(pattern, name)
+	return err == nil && ok
 }

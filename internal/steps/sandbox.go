@@ -103,7 +103,7 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 		for _, sb := range list.Items {
 			if sb.Labels[mark.ManagedLabel] == "true" && sb.GetMetadata().GetUid() == string(e.pod.UID) {
 				msg := fmt.Sprintf("pod %s/%s (uid %s) already has sandbox %s (%s) on this runtime, %s",
-					e.pod.Namespace, e.pod.Name, e.pod.UID, shortID(sb.Id), sb.State, sandboxHolder(sb.Annotations[mark.RootDirAnnotation], string(e.pod.UID)))
+					e.pod.Namespace, e.pod.Name, e.pod.UID, shortID(sb.Id), sb.State, sandboxHolder(sb.Annotations[mark.RootDirAnnotation], string(e.pod.UID), e.ownPodDir()))
 				r := fail(reason.PodAlreadyExists, fmt.Errorf("%s", msg), "the pod already exists on this runtime")
 				r.Details = details
 				return r

@@ -44,3 +44,18 @@ const (
 	Failed  State = "failed"
 	Skipped State = "skipped"
 )
+
+// Ended counts the steps of list that ran to their end (done or failed;
+// not pending, running, or skipped after the pod failed): the one step
+// counter of every frontend, the TUI's plan pane ("plan 22/31") and the
+// live page's ("Steps 22 / 31": live.js drawSteps counts the same, the
+// steps a step event ended).
+func Ended(list []Step) int {
+	n := 0
+	for _, s := range list {
+		if s.State == Done || s.State == Failed {
+			n++
+		}
+	}
+	return n
+}

@@ -8,8 +8,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/render"
-	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -18,7 +18,7 @@ import (
 // session.Options.ClusterView does at the end of the run. A view with
 // Error set and a nil error are both fine; a nil view with an error says
 // the view could not be read.
-type ClusterSource func(ctx context.Context) (*report.ClusterView, error)
+type ClusterSource func(ctx context.Context) (*cluster.PodView, error)
 
 // clusterModel is the cluster pane: what the API server says about the
 // real pod, shown (K) in place of the pod and events panes, under the step
@@ -32,7 +32,7 @@ type clusterModel struct {
 	shown bool
 	// v is the last view read (nil: none yet), err why the last read
 	// failed, at when it was read.
-	v   *report.ClusterView
+	v   *cluster.PodView
 	err string
 	at  time.Time
 	// loading: a read is under way; again: read once more after it (a
@@ -153,7 +153,7 @@ func (c *clusterModel) lines(rv runView, w int) []string {
 		wrap(plain, "message: ", line(v.Message))
 	}
 	for _, ct := range v.Containers {
-		wrap(plain, "", line(report.ContainerLine(ct)))
+		wrap(plain, "", line(ct.Line()))
 	}
 	out = append(out, "")
 	if len(v.Events) == 0 {

@@ -12,7 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/cluster"
 )
 
 // fakeCluster is a ClusterSource that hands out a fixed view (the data
@@ -21,12 +21,12 @@ import (
 type fakeCluster struct {
 	mu    sync.Mutex
 	reads int
-	v     *report.ClusterView
+	v     *cluster.PodView
 	err   error
 	block chan struct{}
 }
 
-func (f *fakeCluster) source(ctx context.Context) (*report.ClusterView, error) {
+func (f *fakeCluster) source(ctx context.Context) (*cluster.PodView, error) {
 	if f.block != nil {
 		select {
 		case <-f.block:
@@ -48,12 +48,12 @@ func (f *fakeCluster) count() int {
 
 // noSecretView is what the API server says of TestPodMissingSecret's pod:
 // the kubelet's FailedMount, with a terminal escape the API text carried.
-func noSecretView() *report.ClusterView {
-	return &report.ClusterView{
+func noSecretView() *cluster.PodView {
+	return &cluster.PodView{
 		Server: "https://127.0.0.1:22700", Pod: "shop/nosecret", UID: "0c6a7a51-2b39-4a8f-9d38-1f0f3b0bd6e1",
 		ReplayUID: "replay-uid", ResourceVersion: "4711", Node: "tuicluster-node-16", Phase: "Pending",
-		Containers: []report.ClusterContainer{{Name: "app", State: "waiting", Reason: "ContainerCreating"}},
-		Events: []report.ClusterEvent{
+		Containers: []cluster.ContainerStatus{{Name: "app", State: "waiting", Reason: "ContainerCreating"}},
+		Events: []cluster.Event{
 			{Type: "Normal", Reason: "Scheduled", Message: "Successfully assigned shop/nosecret to tuicluster-node-16", Source: "default-scheduler", Count: 1},
 			{Type: "Warning", Reason: "FailedMount", Message: "MountVolume.SetUp failed for volume \"creds\" : secret \"absent\" not found\x1b]0;pwned\x07", Source: "kubelet tuicluster-node-16", Count: 3},
 		},

@@ -35,6 +35,12 @@ func TestFrames(t *testing.T) {
 			h.press("c")
 			checkGolden(t, "failed"+suffix, h.frame())
 		})
+		t.Run("unknown-key"+suffix, func(t *testing.T) {
+			h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+			h.resize(sz.w, sz.h)
+			h.press("x")
+			checkGolden(t, "unknown-key"+suffix, h.frame())
+		})
 		t.Run("help"+suffix, func(t *testing.T) {
 			h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
 			h.resize(sz.w, sz.h)

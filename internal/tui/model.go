@@ -3,6 +3,8 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -97,6 +99,24 @@ func newModel(ctx context.Context, eng Engine, o Options) *model {
 		if !m.plan.stageBreak[s] {
 			m.plan.stageBreak[s] = eng.ToggleBreakStage(s)
 		}
+	}
+	var unmatched []string
+	for _, p := range o.BreakSteps {
+		found := false
+		for _, s := range eng.Steps() {
+			if steps.MatchName(p, s.Name) {
+				found = true
+				if !m.plan.stepBreak[s.ID] {
+					m.plan.stepBreak[s.ID] = eng.ToggleBreakStep(s.ID)
+				}
+			}
+		}
+		if !found {
+			unmatched = append(unmatched, p)
+		}
+	}
+	if len(unmatched) > 0 {
+		m.flash = fmt.Sprintf("--break %s: no step of this pod has that name (the plan pane lists them)", strings.Join(unmatched, ","))
 	}
 	m.subscribe()
 	m.refresh()

@@ -1,12 +1,14 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/podstep/podstep/internal/scenario"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -49,6 +51,51 @@ func TestContinueStopsAtBreakpoint(t *testing.T) {
 	}
 	if !strings.Contains(h.frame(), "all steps done") {
 		t.Errorf("frame does not say all steps are done:\n%s", h.frame())
+	}
+}
+
+// TestBreakSteps: --break takes step names, the container part a glob
+// (start/web, create/*), as b breaks on a step; one matching no step of
+// the pod is said on the status line.
+func TestBreakSteps(t *testing.T) {
+	for _, tc := range []struct {
+		breaks []string
+		stops  []string // the steps continue stops before, in order
+		flash  string
+	}{
+		{[]string{"start/*"}, []string{"start/first", "start/second"}, ""},
+		{[]string{"create/second"}, []string{"create/second"}, ""},
+		{[]string{"pull"}, []string{"pull/first", "pull/second"}, ""},
+		{[]string{"start/nosuch"}, nil, "--break start/nosuch: no step of this pod has that name"},
+	} {
+		t.Run(strings.Join(tc.breaks, ","), func(t *testing.T) {
+			h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{BreakSteps: tc.breaks})
+			if tc.flash != "" && !strings.Contains(h.frame(), tc.flash) {
+				t.Errorf("frame does not say %q:\n%s", tc.flash, h.frame())
+			}
+			var stops []string
+			for h.press("c"); !h.eng.Finished(); h.press("c") {
+				s, _ := h.eng.NextStep()
+				stops = append(stops, s.Name)
+			}
+			if strings.Join(stops, " ") != strings.Join(tc.stops, " ") {
+				t.Errorf("continue stopped before %v, want %v", stops, tc.stops)
+			}
+		})
+	}
+}
+
+// TestUnknownKey: a key that does nothing says so, and where help is.
+func TestUnknownKey(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+	h.resize(80, 24)
+	h.press("x")
+	if f := h.frame(); !strings.Contains(f, "x does nothing here: ? for help") {
+		t.Errorf("frame after x:\n%s", f)
+	}
+	h.press("j")
+	if f := h.frame(); strings.Contains(f, "does nothing here") {
+		t.Errorf("a known key left the message:\n%s", f)
 	}
 }
 
@@ -276,5 +323,60 @@ func TestRetryHintAgrees(t *testing.T) {
 	h.press("r")
 	if strings.Contains(h.m.flash, "no failed step") {
 		t.Errorf("r after the hint: %q", h.m.flash)
+	}
+}
+
+// TestPlanCounterIsEnded: the plan pane counts the steps that ended, a
+// failed one too, as the live page does (steps.Ended): the TUI said
+// "plan 22/31" while the page said "Steps 27 / 31".
+func TestPlanCounterIsEnded(t *testing.T) {
+	h := newHarness(t, loadBundle(t, "testdata/fail.yaml"), Options{})
+	h.resize(120, 40)
+	h.press("c")
+	all := h.eng.Steps()
+	if _, failed := h.eng.Failed(); !failed {
+		t.Fatal("the pod did not fail")
+	}
+	want := fmt.Sprintf("plan %d/%d", steps.Ended(all), len(all))
+	if f := h.frame(); !strings.Contains(f, want) {
+		t.Errorf("no %q in the plan pane:\n%s", want, f)
+	}
+}
+
+// TestServeURLOnStatusLine: with --serve the live page's address is on
+// the status line (it was printed before the TUI opened, then hidden).
+func TestServeURLOnStatusLine(t *testing.T) {
+	const url = "http://127.0.0.1:8080/"
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{ServeURL: url})
+	h.resize(120, 40)
+	if f := h.frame(); !strings.Contains(f, "live page "+url) {
+		t.Errorf("no live page address in\n%s", f)
+	}
+	h.press("c")
+	if f := h.frame(); !strings.Contains(f, "live page "+url) {
+		t.Errorf("no live page address at the end in\n%s", f)
+	}
+	h = newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
+	h.resize(120, 40)
+	if f := h.frame(); strings.Contains(f, "live page") {
+		t.Errorf("a live page without --serve in\n%s", f)
+	}
+}
+
+// TestScenarioNamed: a built-in scenario's run names it in the header,
+// and where its lesson is once it failed, outside predict mode too.
+func TestScenarioNamed(t *testing.T) {
+	sc, err := scenario.Get("poststart-fails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, loadBundle(t, scenarioFile("poststart-fails")), Options{Scenario: &sc})
+	h.resize(120, 40)
+	if f := h.frame(); !strings.Contains(f, "scenario poststart-fails") {
+		t.Errorf("the header does not name the scenario:\n%s", f)
+	}
+	h.press("c")
+	if f := h.frame(); !strings.Contains(f, "the lesson: podstep scenarios show poststart-fails") {
+		t.Errorf("no word of the lesson after the failure:\n%s", f)
 	}
 }

@@ -3,7 +3,7 @@ package tui
 import (
 	"time"
 
-	"github.com/podstep/podstep/internal/report"
+	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -26,7 +26,7 @@ type replayLoadedMsg struct{}
 // clusterMsg is the cluster's view of the pod, read in the background
 // (cluster.go): the view, or why it could not be read, and when.
 type clusterMsg struct {
-	v   *report.ClusterView
+	v   *cluster.PodView
 	err error
 	at  time.Time
 }

@@ -55,14 +55,9 @@ func (m *planModel) cursorRow() (row, bool) {
 
 // view renders the plan pane: h lines of w cells.
 func (m *planModel) view(rv runView, w, h int) []string {
-	done := 0
-	for _, s := range rv.steps {
-		if s.State == steps.Done {
-			done++
-		}
-	}
-	// A replay's one counter is its position, on the status line.
-	count := m.st.Dim.Render(fmt.Sprintf(" %d/%d", done, len(rv.steps)))
+	// The steps ended, as the live page counts them (steps.Ended). A
+	// replay's one counter is its position, on the status line.
+	count := m.st.Dim.Render(fmt.Sprintf(" %d/%d", steps.Ended(rv.steps), len(rv.steps)))
 	if rv.replay {
 		count = ""
 	}

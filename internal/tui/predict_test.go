@@ -113,7 +113,7 @@ func TestPredictWrongShowsExplanation(t *testing.T) {
 	f := h.frame()
 	explain := strings.Fields(h.eng.Steps()[0].Explain)
 	for _, want := range []string{
-		"step 1: ✗ wrong: it was it succeeds (you said " + you + ")",
+		"step 1: ✗ wrong: the step succeeded; your answer: " + you,
 		"why: " + strings.Join(explain[:4], " "),
 		"kubelet: ",
 		"0 of 1 right",
@@ -140,7 +140,7 @@ func TestPredictLessonAndScore(t *testing.T) {
 	h.press(rightChoice(t, h, sc.Expect.Reason))
 	h.press("space")
 	f := h.frame()
-	for _, want := range []string{"✓ right: " + sc.Expect.Reason, "lesson (node-selector-mismatch): ", "fix: ", "predict: 1 of 1 right"} {
+	for _, want := range []string{"✓ right: the step failed: " + sc.Expect.Reason, "lesson (node-selector-mismatch): ", "fix: ", "predict: 1 of 1 right"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("no %q in\n%s", want, f)
 		}

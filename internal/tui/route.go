@@ -6,6 +6,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -155,8 +156,15 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(k, m.keys.PgDown):
 		m.pane.scroll += max(1, m.layout().stepH-2)
+	default:
+		m.flash = unknownKey(k)
 	}
 	return nil
+}
+
+// unknownKey is the status line for a key that does nothing here.
+func unknownKey(k tea.KeyPressMsg) string {
+	return fmt.Sprintf("%s does nothing here: ? for help", safe.Line(k.String()))
 }
 
 // cannotRun says why Next/Continue cannot run now, or "".

@@ -26,6 +26,9 @@ type Options struct {
 	Runtime render.Runtime
 	// Breaks are stages to stop before (--break).
 	Breaks []steps.Stage
+	// BreakSteps are step names to stop before (--break start/app), the
+	// container part a glob (create/*): steps.MatchName.
+	BreakSteps []string
 	// Keep makes "keep the pod" the default answer when quitting (--keep).
 	Keep bool
 	// NoColor drops colours (--no-color); NO_COLOR in the environment does too.
@@ -48,6 +51,9 @@ type Options struct {
 	// its outcome to the choices and its lesson to the verdict.
 	Predict  bool
 	Scenario *scenario.Scenario
+	// ServeURL is the live page's address (--serve), shown on the status
+	// line while nothing else is ("" without --serve).
+	ServeURL string
 }
 
 // Result is how the TUI ended.

@@ -136,6 +136,9 @@ func (m *model) headerView(w int) string {
 	}
 	p := m.eng.Pod()
 	left := m.st.Header.Render("podstep") + " pod " + m.st.Bold.Render(line(p.Namespace+"/"+p.Name))
+	if sc := m.opts.Scenario; sc != nil {
+		left += " scenario " + m.st.Bold.Render(line(sc.Name))
+	}
 	rt := "runtime " + line(m.opts.Runtime.Endpoint)
 	if m.opts.Runtime.Simulated {
 		rt = m.st.Sim.Render("SIMULATED runtime") + m.st.Dim.Render(" (no containers really run) "+line(m.opts.Runtime.Endpoint))
@@ -176,21 +179,29 @@ func (m *model) statusView(w int) string {
 		if sc := m.pred.score.String(); sc != "" {
 			score = " · " + sc
 		}
-		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits"+score)
+		lesson := ""
+		if sc := m.opts.Scenario; sc != nil && !m.pred.on {
+			lesson = " · the lesson: podstep scenarios show " + line(sc.Name)
+		}
+		return st.Failed.Render(fmt.Sprintf("✗ step %d %s failed: %s", f.ID, line(f.Name), line(f.Result.Reason))) + st.Dim.Render(" · r retries, q quits"+score+lesson)
+	}
+	page := ""
+	if m.opts.ServeURL != "" {
+		page = " · live page " + line(m.opts.ServeURL)
 	}
 	if s, ok := m.stepByID(m.nextID); ok {
 		if m.pred.open() {
 			return st.Prompt.Render("? step "+fmt.Sprint(s.ID)+" "+s.Name+": ") + st.Dim.Render("answer 1-4 or a-d (s skips), then space runs it")
 		}
 		if m.pred.on {
-			return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it")
+			return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it"+page)
 		}
-		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues")
+		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues"+page)
 	}
 	if sc := m.pred.score.String(); sc != "" {
-		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits")
+		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits"+page)
 	}
-	return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits")
+	return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits"+page)
 }
 
 func (m *model) stepByID(id int) (s steps.Step, ok bool) {
