@@ -83,11 +83,20 @@ func TestRunPodSizeMemory(t *testing.T) {
 		t.Skip("peak RSS means nothing under the race detector (its shadow memory): the plain unit run checks it")
 	}
 	file := stepstest.WideManifest(t, t.TempDir(), 1000)
-	code, rss, cpu := podSizeRun(t, file)
-	if code != 0 {
-		t.Fatalf("exit %d", code)
+	// Over the guard, once more: a loaded machine's collector falls behind
+	// (462 MB seen once beside the other tests); the quadratic code is over
+	// it every time (1.4 GB).
+	rss := 0.0
+	for try := 0; try < 2 && (try == 0 || rss > 400); try++ {
+		code, r, cpu := podSizeRun(t, file)
+		if code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		t.Logf("1,000 containers: peak RSS %.0f MB, CPU %s", r, cpu.Round(time.Millisecond))
+		if try == 0 || r < rss {
+			rss = r
+		}
 	}
-	t.Logf("1,000 containers: peak RSS %.0f MB, CPU %s", rss, cpu.Round(time.Millisecond))
 	if rss > 400 {
 		t.Errorf("peak RSS %.0f MB, want ≤ 400 MB (200 MB on a quiet machine: BenchmarkRunPodSize)", rss)
 	}
