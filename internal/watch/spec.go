@@ -160,11 +160,33 @@ func (f FileSpecs) String() string { return "the static pod manifests at " + f.P
 
 // podSpec is what the watcher knows of a pod's desired spec.
 type podSpec struct {
-	ready chan struct{} // closed once the read is done (pod or err)
-	pod   *corev1.Pod
-	from  string
-	err   error
-	once  sync.Once
+	ready   chan struct{} // closed once the read is done (pod or err)
+	pod     *corev1.Pod
+	from    string
+	err     error
+	once    sync.Once
+	started time.Time // when the read began: awaitSpec waits SpecTimeout from it
+}
+
+// failed says whether the read is done and found no spec (w.mu held).
+func (ps *podSpec) failed() bool {
+	select {
+	case <-ps.ready:
+		return ps.err != nil
+	default:
+		return false
+	}
+}
+
+// retrySpec reads p's spec again when the last read found none, as the
+// kubelet creates a sandbox for p (w.mu held): a kubelet restarted with a
+// stale sandbox of a static pod on the runtime is looked up at the first
+// ListPodSandbox, before it has read its manifests back; the pod's spec
+// is there by the time it makes the pod's sandbox again.
+func (w *Watcher) retrySpec(p *Pod) {
+	if p.followed && w.opts.Specs != nil && p.desired != nil && p.desired.failed() {
+		w.fetchSpec(p)
+	}
 }
 
 // SpecNote is what OnSpec says of a followed pod's spec, once per pod.
@@ -179,9 +201,9 @@ type SpecNote struct {
 
 // fetchSpec reads p's spec in the background (w.mu held): the kubelet's
 // RunPodSandbox is not held for it. Its first CreateContainer waits for the
-// answer, at most SpecTimeout after the pod was first seen (awaitSpec).
+// answer, at most SpecTimeout after the read began (awaitSpec).
 func (w *Watcher) fetchSpec(p *Pod) {
-	ps := &podSpec{ready: make(chan struct{})}
+	ps := &podSpec{ready: make(chan struct{}), started: w.opts.Now()}
 	p.desired = ps
 	ns, name, uid := p.Namespace, p.Name, p.UID
 	go func() {
@@ -213,7 +235,7 @@ func (w *Watcher) awaitSpec(sandboxID string) {
 	var ps *podSpec
 	var deadline time.Time
 	if p != nil && p.desired != nil {
-		ps, deadline = p.desired, p.firstSeen.Add(w.opts.SpecTimeout)
+		ps, deadline = p.desired, p.desired.started.Add(w.opts.SpecTimeout)
 	}
 	w.mu.Unlock()
 	if ps == nil {

@@ -369,3 +369,67 @@ func TestFileSpecs(t *testing.T) {
 		t.Errorf("an invalid manifest in --manifest's dir: %v", err)
 	}
 }
+
+// laterSpecs has no spec at its first read (a restarted kubelet's static
+// pod whose manifest it has not read back yet), then its source's.
+type laterSpecs struct {
+	SpecSource
+	mu    sync.Mutex
+	reads int
+}
+
+func (s *laterSpecs) Spec(ctx context.Context, ns, name, uid string) (*corev1.Pod, string, error) {
+	s.mu.Lock()
+	s.reads++
+	first := s.reads == 1
+	s.mu.Unlock()
+	if first {
+		return nil, "", &cluster.NotFoundError{Server: "test", What: "pod " + name}
+	}
+	return s.SpecSource.Spec(ctx, ns, name, uid)
+}
+
+// TestSpecRetriedAtRunPodSandbox: a pod whose spec was not found when it
+// was first seen is looked up again when the kubelet makes its sandbox
+// (issue 33 #15: the proxy kept "no spec" for good and staged the
+// re-created pod's init containers as containers).
+func TestSpecRetriedAtRunPodSandbox(t *testing.T) {
+	const sandboxName, uid = "web-node1", "uid-web"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(specPodYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := &laterSpecs{SpecSource: FileSpecs{Path: dir}}
+	var mu sync.Mutex
+	var notes []SpecNote
+	r := newRig(t, Options{Specs: src, OnSpec: func(_ *Pod, n SpecNote) { mu.Lock(); notes = append(notes, n); mu.Unlock() }})
+	ctx := context.Background()
+	cfg := sandboxConfig(sandboxName, uid)
+	k := newKubelet(t, r.client, cfg)
+	k.sandbox(ctx) // the first sighting: no spec yet
+	r.settle()
+	cfg.Metadata.Attempt = 1
+	k.sandbox(ctx) // the kubelet makes the pod's sandbox again: read again
+	k.container(ctx, "init-a", nil, "true")
+	r.settle()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(notes) != 2 || notes[0].Err == nil || notes[1].Err != nil || !strings.Contains(notes[1].From, "web.yaml") {
+		t.Fatalf("spec notes %+v, want no spec, then the manifest's", notes)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found := false
+	for _, ev := range r.events {
+		if ev.Kind == steps.StepDone && ev.Step.Container == "init-a" && ev.Step.Kind != steps.KindRelist {
+			found = true
+			if ev.Step.Stage != steps.StageInit {
+				t.Errorf("step %s emitted in stage %s, want init (the spec read at the second RunPodSandbox)", ev.Step.Name, ev.Step.Stage)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no step of init-a")
+	}
+}

@@ -369,6 +369,7 @@ func (w *Watcher) classify(c *proxy.Call, req proto.Message) *callInfo {
 		info.pod = w.podOf(r.GetConfig().GetMetadata(), r.GetConfig().GetLabels())
 		if info.pod != nil {
 			info.pod.config = r.GetConfig()
+			w.retrySpec(info.pod)
 		}
 		info.kind = steps.KindRunSandbox
 	case *runtimeapi.PodSandboxStatusRequest:
