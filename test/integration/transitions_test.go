@@ -61,7 +61,7 @@ func TestTransitionsOnContainerd(t *testing.T) {
 		{
 			name: "hello", file: e.pod("hello"),
 			text: []string{
-				`^       pod: host IP \S+$`,
+				`^       pod: STATUS Pending → ContainerCreating · host IP \S+$`,
 				`^       pod: IP \S+ · PodReadyToStartContainers False → True$`,
 				`^       Normal +Pulled +POD +Container image "docker.io/library/busybox:1.35" already present on machine$`,
 				`^       Normal +Created +POD +Created container: hello$`,
@@ -70,6 +70,7 @@ func TestTransitionsOnContainerd(t *testing.T) {
 				`^       Normal +Killing +POD +Stopping container hello$`,
 			},
 			changes: []stepTransition{
+				{"admit", transition{"status", "Pending", "ContainerCreating"}},
 				{"start/hello", transition{"status", "ContainerCreating", "Running"}},
 				{"start/hello", transition{"status.containerStatuses[hello].state", "waiting ContainerCreating", "running"}},
 				{"sandbox-status", transition{"status.conditions[PodReadyToStartContainers].status", "False", "True"}},
