@@ -158,15 +158,17 @@ func (m *model) statusView(w int) string {
 	}
 	switch {
 	case m.ui == uiConfirm:
-		q := "tear the pod down? [Y/n]"
+		q := "tear down now? step through it (enter/y) or all at once (c)"
 		if m.opts.Keep {
-			q = "tear the pod down? [y/N]"
+			q = "tear down now? step through it (y) or all at once (c); enter keeps it"
 		}
 		cleanup := "podstep cleanup"
 		if m.opts.Runtime.Simulated {
 			cleanup = "podstep cleanup --sim"
 		}
 		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `"+cleanup+"`; esc: back)")
+	case m.ui == uiQuitting && m.tearing:
+		return st.Running.Render(m.live.spin.View()) + " finishing this teardown step, then quitting (ctrl+c again cuts it short)…"
 	case m.ui == uiQuitting:
 		return st.Running.Render(m.live.spin.View()) + " cancelling the running call, then quitting…"
 	case m.live.running.busy:
@@ -197,6 +199,9 @@ func (m *model) statusView(w int) string {
 			return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it"+page)
 		}
 		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues"+page)
+	}
+	if m.tearing {
+		return st.Done.Render("✓ torn down: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits"+page)
 	}
 	if sc := m.pred.score.String(); sc != "" {
 		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits"+page)
