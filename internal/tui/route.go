@@ -61,6 +61,9 @@ func (m *model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, m.ckeys.Yes):
 		return m.beginTeardown(false)
 	case key.Matches(k, m.ckeys.All):
+		if _, ok := m.eng.(teardowner); !ok {
+			return nil // not offered
+		}
 		return m.beginTeardown(true)
 	case key.Matches(k, m.ckeys.No):
 		m.result.Teardown = false

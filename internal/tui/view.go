@@ -162,6 +162,13 @@ func (m *model) statusView(w int) string {
 		if m.opts.Keep {
 			q = "tear down now? step through it (y) or all at once (c); enter keeps it"
 		}
+		if _, ok := m.eng.(teardowner); !ok {
+			// An engine the TUI cannot step the teardown of (podstep proxy's).
+			q = "tear the pod down? [Y/n]"
+			if m.opts.Keep {
+				q = "tear the pod down? [y/N]"
+			}
+		}
 		cleanup := "podstep cleanup"
 		if m.opts.Runtime.Simulated {
 			cleanup = "podstep cleanup --sim"
@@ -201,7 +208,13 @@ func (m *model) statusView(w int) string {
 		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues"+page)
 	}
 	if m.tearing {
-		return st.Done.Render("✓ torn down: pod "+line(m.pod.Display)) + st.Dim.Render(" · q quits"+page)
+		for _, s := range m.steps {
+			if s.Stage == steps.StageTeardown && s.State == steps.Failed {
+				return st.Failed.Render(fmt.Sprintf("✗ teardown step %d %s failed: %s", s.ID, line(s.Name), line(s.Result.Reason))) +
+					st.Dim.Render(" · q quits; the exit says what is left")
+			}
+		}
+		return st.Done.Render("✓ torn down") + st.Dim.Render(" · q quits"+page)
 	}
 	if sc := m.pred.score.String(); sc != "" {
 		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits"+page)
