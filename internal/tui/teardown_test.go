@@ -212,3 +212,31 @@ func TestReplayTeardownPod(t *testing.T) {
 		}
 	}
 }
+
+// TestTeardownCtrlC: ctrl+c while a teardown step runs lets it finish
+// (the rest is torn down after the TUI); a second ctrl+c cuts it short.
+func TestTeardownCtrlC(t *testing.T) {
+	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{})
+	h.press("c")
+	h.press("q")
+	h.press("y")
+	// A teardown step in flight, as start makes it.
+	cancelled := 0
+	h.m.run.setCancel(func() { cancelled++ })
+	h.m.live.running = running{busy: true, op: "next"}
+	if msg := h.pressAsync("ctrl+c"); msg != nil || cancelled != 0 || h.m.ui != uiQuitting {
+		t.Fatalf("first ctrl+c: %T, cancelled %d, ui %v; want the step left to finish", msg, cancelled, h.m.ui)
+	}
+	if !h.m.result.Teardown || !h.m.result.Interrupted || !h.m.decided {
+		t.Errorf("first ctrl+c: result %+v decided %v; want teardown, interrupted", h.m.result, h.m.decided)
+	}
+	if f := h.frame(); !strings.Contains(f, "finishing this teardown step") {
+		t.Errorf("no word of the step finishing:\n%s", f)
+	}
+	h.pressAsync("ctrl+c")
+	if cancelled != 1 {
+		t.Errorf("second ctrl+c: cancelled %d times, want 1", cancelled)
+	}
+	h.m.live.running = running{}
+	h.m.run.setCancel(nil)
+}
