@@ -249,14 +249,16 @@ func (o *RunFlags) interactive(ctx context.Context, env RunEnv, eng *steps.Engin
 	eng.SubscribeWithoutPod(printer.Observe)
 	var created time.Duration
 	for _, s := range eng.StepsAsRun() {
-		created += s.Duration
+		if s.Stage != steps.StageTeardown { // the TUI may have stepped the teardown
+			created += s.Duration
+		}
 	}
 	teardown := res.Teardown || tuiErr != nil
 	sum := Summarize(eng, c.Client.Calls(), created, !teardown)
 	if tuiErr != nil {
 		fmt.Fprintln(env.Stderr, "podstep: terminal:", tuiErr)
 	}
-	if teardown {
+	if _, left := eng.NextStep(); teardown && (left || !tornDown(eng)) {
 		fmt.Fprintf(env.Stdout, "podstep: tearing down pod %s\n", sum.Pod)
 	}
 	if res.Interrupted {
@@ -274,4 +276,10 @@ func (o *RunFlags) interactive(ctx context.Context, env RunEnv, eng *steps.Engin
 		code = ExitRuntime
 	}
 	return Silent(code)
+}
+
+// tornDown says whether the TUI planned and stepped the whole teardown.
+func tornDown(eng *steps.Engine) bool {
+	all := eng.StepsAsRun()
+	return len(all) > 0 && all[len(all)-1].Stage == steps.StageTeardown
 }

@@ -30,10 +30,38 @@ func PodName(eng *steps.Engine) string {
 // teardown.
 func Summarize(eng *steps.Engine, calls []cri.Call, created time.Duration, kept bool) report.Summary {
 	snap := eng.PodState()
-	ran := eng.StepsAsRun()
+	ran, calls := creation(eng.StepsAsRun(), calls)
 	return report.Summary{Pod: PodName(eng), UID: string(eng.Pod().UID), Display: snap.Display, Ready: snap.Ready,
 		Restarts: snap.Restarts, PodIP: snap.Status.PodIP, Status: snap.Status, Events: snap.Events, Kept: kept,
 		Timing: Timing(ran, calls, created), RestsOn: steps.RestsOn(ran), NotReady: notReady(eng.Pod(), snap.Status, ran)}
+}
+
+// creation is the creation's steps and calls of all and calls: the TUI
+// may have stepped (some of) the teardown before Summarize, whose steps
+// and calls are the teardown's time, not the creation's.
+func creation(all []steps.Step, calls []cri.Call) ([]steps.Step, []cri.Call) {
+	down := map[int]bool{}
+	n := 0
+	for _, s := range all {
+		if s.Stage != steps.StageTeardown {
+			all[n] = s
+			n++
+			continue
+		}
+		for _, c := range s.Calls {
+			down[c.Seq] = true
+		}
+	}
+	if len(down) == 0 {
+		return all[:n], calls
+	}
+	kept := make([]cri.Call, 0, len(calls))
+	for _, c := range calls {
+		if !down[c.Seq] {
+			kept = append(kept, c)
+		}
+	}
+	return all[:n], kept
 }
 
 // notReady is the running containers (and started sidecars) whose
@@ -104,10 +132,18 @@ func TeardownBudget(eng *steps.Engine) time.Duration {
 func Settle(ctx context.Context, eng *steps.Engine, sum *report.Summary, teardown, interrupted bool, stderr io.Writer) (int, string) {
 	if teardown {
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TeardownBudget(eng))
+		// The TUI may have stepped some of the teardown already
+		// (tui.Run): their time counts, and the rest runs now.
+		var stepped time.Duration
+		for _, s := range eng.StepsAsRun() {
+			if s.Stage == steps.StageTeardown && (s.State == steps.Done || s.State == steps.Failed) {
+				stepped += s.Duration
+			}
+		}
 		start := time.Now()
 		err := eng.Teardown(tctx)
 		cancel()
-		sum.Timing.TeardownMs = ms(time.Since(start))
+		sum.Timing.TeardownMs = ms(stepped + time.Since(start))
 		if err != nil {
 			fmt.Fprintln(stderr, "podstep: teardown:", err)
 		}

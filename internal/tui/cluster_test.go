@@ -182,6 +182,10 @@ func TestClusterProgram(t *testing.T) {
 		return bytes.Contains(b, []byte("FailedMount (kubelet"))
 	}, teatest.WithDuration(10*time.Second))
 	tm.Send(keyPress("q"))
-	tm.Send(keyPress("y"))
+	tm.Send(keyPress("c"))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte("torn down"))
+	}, teatest.WithDuration(10*time.Second))
+	tm.Send(keyPress("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }

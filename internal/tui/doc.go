@@ -28,7 +28,10 @@
 // predict mode (predict.go: a question before each step, built and graded
 // by internal/predict; an open question takes the step pane's rows and
 // comes before every key but ctrl+c; a verdict too long for its rows
-// scrolls with pgdn/pgup).
+// scrolls with pgdn/pgup). The teardown (route.go's beginTeardown: q's
+// prompt plans it and its steps run as creation's do) shows in the pod
+// pane through teardown.go, which reads the teardown steps' states (the
+// engine's pod status stops at creation).
 // runView (runview.go) is what the panes read of the run, built once per
 // frame; the sub-models share a context (common: sizes, styles, key
 // maps, clock). Every key binding is in keys.go, every message type in

@@ -184,6 +184,7 @@ func (h replayHelp) FullHelp() [][]key.Binding {
 // confirmKeys answer the quit prompt ("tear the pod down?").
 type confirmKeys struct {
 	Yes    key.Binding
+	All    key.Binding
 	No     key.Binding
 	Accept key.Binding
 	Back   key.Binding
@@ -191,7 +192,8 @@ type confirmKeys struct {
 
 func newConfirmKeys() confirmKeys {
 	return confirmKeys{
-		Yes:    key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "tear down")),
+		Yes:    key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "tear down step by step")),
+		All:    key.NewBinding(key.WithKeys("c", "C"), key.WithHelp("c", "tear down all at once")),
 		No:     key.NewBinding(key.WithKeys("n", "N"), key.WithHelp("n", "keep the pod")),
 		Accept: key.NewBinding(key.WithKeys("enter", "space"), key.WithHelp("enter", "the default")),
 		Back:   key.NewBinding(key.WithKeys("esc", "q"), key.WithHelp("esc", "back")),

@@ -63,6 +63,9 @@ type model struct {
 	ui      uiMode
 	screen  screen
 	decided bool // the user chose how to quit
+	// tearing: the user chose to tear the pod down in the TUI; the
+	// teardown steps are in the plan (beginTeardown).
+	tearing bool
 	result  Result
 	flash   string
 }
@@ -321,7 +324,13 @@ const (
 
 // start runs op ("next", "continue" or "retry") in a command.
 func (m *model) start(op string) tea.Cmd {
-	ctx, cancel := context.WithCancel(m.ctx)
+	parent := m.ctx
+	if m.tearing {
+		// Teardown must run after a signal too (steps.Engine.Teardown):
+		// only a second ctrl+c cancels a teardown step (key).
+		parent = context.WithoutCancel(m.ctx)
+	}
+	ctx, cancel := context.WithCancel(parent)
 	m.run.setCancel(cancel)
 	m.live.running = running{busy: true, op: op, start: m.now()}
 	m.flash = ""

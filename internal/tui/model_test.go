@@ -243,10 +243,14 @@ func TestQuit(t *testing.T) {
 		keep                  bool
 		teardown, interrupted bool
 	}{
-		{[]string{"q", "enter"}, false, true, false},
-		{[]string{"q", "y"}, false, true, false},
+		// enter and y step the teardown in the TUI (teardown_test.go);
+		// q then quits, the rest torn down after it.
+		{[]string{"q", "enter", "q"}, false, true, false},
+		{[]string{"q", "y", "q"}, false, true, false},
+		{[]string{"q", "c", "q"}, false, true, false},
 		{[]string{"q", "n"}, false, false, false},
 		{[]string{"q", "enter"}, true, false, false},
+		{[]string{"q", "y", "space", "ctrl+c"}, true, true, true},
 		{[]string{"ctrl+c"}, false, true, true},
 	} {
 		h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{Keep: tc.keep})
@@ -265,7 +269,7 @@ func TestQuit(t *testing.T) {
 	// esc at the prompt goes back.
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hello.yaml")), Options{})
 	h.press("q")
-	if !strings.Contains(h.frame(), "tear the pod down? [Y/n]") {
+	if !strings.Contains(h.frame(), "tear down now? step through it (enter/y) or all at once (c)") {
 		t.Errorf("no prompt:\n%s", h.frame())
 	}
 	h.press("esc")

@@ -38,8 +38,8 @@ func (m *podModel) lines(rv runView, w int) []string {
 		changed   bool
 	}{
 		{"NAME", name, false},
-		{"READY", line(now.Ready), last.field(podstate.FieldReady)},
-		{"STATUS", line(now.Display), last.field(podstate.FieldStatus)},
+		{"READY", line(now.Ready), last.field(podstate.FieldReady) || rv.down.ready != "" && rv.down.by == rv.lastID},
+		{"STATUS", line(now.Display), last.field(podstate.FieldStatus) || rv.down.on && rv.down.first == rv.lastID},
 		{"RESTARTS", fmt.Sprint(now.Restarts), last.field(podstate.FieldRestarts)},
 		{"IP", ip, last.field(podstate.FieldPodIP)},
 	}
@@ -88,7 +88,12 @@ func (m *podModel) lines(rv runView, w int) []string {
 		if i < initN {
 			label = "init:" + label
 		}
-		out = append(out, fit(label, nw+1)+hl(line(containerState(c)), last.container(c.Name, i < initN)))
+		state, changed := containerState(c), last.container(c.Name, i < initN)
+		if down := rv.down.container(c); down != "" {
+			// The teardown's (teardown.go), highlighted after the step that did it.
+			state, changed = down, rv.down.by == rv.lastID
+		}
+		out = append(out, fit(label, nw+1)+hl(line(state), changed))
 	}
 	return out
 }

@@ -12,7 +12,8 @@ import (
 )
 
 // TestProgram drives the real bubbletea event loop: steps with space until
-// the runtime is asked its Version, the rest with c, then q and the default answer (tear down).
+// the runtime is asked its Version, the rest with c, then q, c (the
+// teardown all at once, in the TUI) and q.
 func TestProgram(t *testing.T) {
 	h := newHarness(t, loadBundle(t, repoFile("testdata/pods/hooks.yaml")), Options{})
 	tm := teatest.NewTestModel(t, h.m, teatest.WithInitialTermSize(80, 24))
@@ -32,9 +33,14 @@ func TestProgram(t *testing.T) {
 	}, teatest.WithDuration(10*time.Second))
 	tm.Send(keyPress("q"))
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
-		return bytes.Contains(b, []byte("tear the pod down?"))
+		return bytes.Contains(b, []byte("tear down now?"))
 	}, teatest.WithDuration(5*time.Second))
-	tm.Send(keyPress("enter"))
+	// c: the teardown's steps all at once, in the TUI; then q quits.
+	tm.Send(keyPress("c"))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte("torn down"))
+	}, teatest.WithDuration(10*time.Second))
+	tm.Send(keyPress("q"))
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*model)
 	if !final.result.Teardown || final.result.Interrupted {
 		t.Errorf("result %+v, want teardown", final.result)

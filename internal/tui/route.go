@@ -14,6 +14,17 @@ import (
 func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(k, m.keys.ForceQ) {
 		m.result.Teardown, m.result.Interrupted = true, true
+		if m.tearing && m.live.running.busy {
+			// A teardown step is not cut short: the first ctrl+c lets it
+			// finish (the rest is torn down after the TUI closes), a
+			// second one cancels it.
+			if m.ui == uiQuitting {
+				m.run.cancelRun()
+				return nil
+			}
+			m.decided, m.ui = true, uiQuitting
+			return nil
+		}
 		return m.quit()
 	}
 	switch m.ui {
@@ -48,24 +59,65 @@ func (m *model) key(k tea.KeyPressMsg) tea.Cmd {
 func (m *model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, m.ckeys.Yes):
-		m.result.Teardown = true
-		return m.quit()
+		return m.beginTeardown(false)
+	case key.Matches(k, m.ckeys.All):
+		if _, ok := m.eng.(teardowner); !ok {
+			return nil // not offered
+		}
+		return m.beginTeardown(true)
 	case key.Matches(k, m.ckeys.No):
 		m.result.Teardown = false
 		return m.quit()
 	case key.Matches(k, m.ckeys.Accept):
-		m.result.Teardown = !m.opts.Keep
-		return m.quit()
+		if m.opts.Keep {
+			m.result.Teardown = false
+			return m.quit()
+		}
+		return m.beginTeardown(false)
 	case key.Matches(k, m.ckeys.Back):
 		m.ui = uiBrowse
 	}
 	return nil
 }
 
-// askQuit is q: the quit prompt; a replay, with nothing to tear down, quits at once.
+// teardowner is an engine whose teardown the TUI can step: a live
+// *steps.Engine (PlanTeardown appends the teardown steps to the plan).
+type teardowner interface{ PlanTeardown() }
+
+// beginTeardown answers the quit prompt with a teardown: the teardown
+// steps join the plan and run one keypress at a time, or all at once
+// (all: as c continues). Once they have run, q quits. An engine that
+// cannot step its teardown, or a step still running, quits and leaves
+// the teardown to the caller (session.Settle), as before.
+func (m *model) beginTeardown(all bool) tea.Cmd {
+	m.result.Teardown = true
+	td, ok := m.eng.(teardowner)
+	if !ok || m.live.running.busy {
+		return m.quit()
+	}
+	m.ui, m.tearing = uiBrowse, true
+	td.PlanTeardown()
+	m.refresh()
+	if m.nextID == 0 {
+		m.decided = true
+		return tea.Quit
+	}
+	m.selectStep(m.nextID)
+	if all {
+		return m.start("continue")
+	}
+	return nil
+}
+
+// askQuit is q: the quit prompt; a replay, with nothing to tear down, quits
+// at once, and so does a TUI whose teardown has begun (what is left of it
+// runs after the TUI closes).
 func (m *model) askQuit() tea.Cmd {
 	if m.replay != nil {
 		m.result.Teardown = false
+		return m.quit()
+	}
+	if m.tearing {
 		return m.quit()
 	}
 	m.ui = uiConfirm
@@ -112,6 +164,10 @@ func (m *model) browseKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 		return m.start("continue")
 	case key.Matches(k, m.keys.Retry):
+		if m.tearing {
+			m.flash = "tearing down: nothing to retry"
+			return nil
+		}
 		if m.live.running.busy {
 			m.flash = flashBusy
 			return nil
@@ -175,6 +231,8 @@ func (m *model) cannotRun() string {
 	case m.failedStep() != nil:
 		s := m.failedStep()
 		return fmt.Sprintf("step %d %s failed: r retries it, q quits", s.ID, s.Name)
+	case m.nextID == 0 && m.tearing:
+		return "torn down: q quits"
 	case m.nextID == 0:
 		return "all steps done: q quits (and tears the pod down)"
 	}
@@ -182,7 +240,8 @@ func (m *model) cannotRun() string {
 }
 
 func (m *model) failedStep() *steps.Step {
-	if m.live.running.busy {
+	if m.live.running.busy || m.tearing {
+		// Teardown runs whether or not creation failed.
 		return nil
 	}
 	// The engine's failed step, not any step shown failed: a failure the

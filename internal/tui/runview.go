@@ -32,6 +32,11 @@ type runView struct {
 	failedID int
 	// replay: the engine is a recording (no retry, no teardown).
 	replay bool
+	// down is the pod being torn down, from the teardown steps
+	// (teardown.go); pod has its STATUS and READY already.
+	down teardownView
+	// lastID is the last step run (0: none).
+	lastID int
 }
 
 // stepByID is step id of the run.
@@ -56,6 +61,9 @@ func (m *model) view() runView {
 	rv := runView{steps: m.steps, pod: m.pod, podName: m.eng.Pod().Name, last: m.last, nextID: m.nextID, ver: m.ver,
 		running: m.live.running, spin: m.live.spin.View(), replay: m.replay != nil}
 	rv.sel, rv.hasSel = m.selected()
+	rv.lastID = m.lastID
+	rv.down = newTeardownView(rv.pod, rv.steps)
+	rv.pod = rv.down.apply(rv.pod)
 	if f := m.failedStep(); f != nil {
 		rv.failedID = f.ID
 	}

@@ -144,7 +144,11 @@ func (r *runner) cancelRun() {
 // draining the events meanwhile (the program no longer reads them), then
 // ends the subscription.
 func (m *model) close() {
-	m.run.cancelRun()
+	if !m.tearing {
+		// A teardown step runs to its end (a second signal abandons it:
+		// session.Interrupts).
+		m.run.cancelRun()
+	}
 	stop := make(chan struct{})
 	go func() {
 		for {

@@ -158,15 +158,24 @@ func (m *model) statusView(w int) string {
 	}
 	switch {
 	case m.ui == uiConfirm:
-		q := "tear the pod down? [Y/n]"
+		q := "tear down now? step through it (enter/y) or all at once (c)"
 		if m.opts.Keep {
-			q = "tear the pod down? [y/N]"
+			q = "tear down now? step through it (y) or all at once (c); enter keeps it"
+		}
+		if _, ok := m.eng.(teardowner); !ok {
+			// An engine the TUI cannot step the teardown of (podstep proxy's).
+			q = "tear the pod down? [Y/n]"
+			if m.opts.Keep {
+				q = "tear the pod down? [y/N]"
+			}
 		}
 		cleanup := "podstep cleanup"
 		if m.opts.Runtime.Simulated {
 			cleanup = "podstep cleanup --sim"
 		}
 		return st.Prompt.Render(q) + st.Dim.Render("  (n keeps it for `"+cleanup+"`; esc: back)")
+	case m.ui == uiQuitting && m.tearing:
+		return st.Running.Render(m.live.spin.View()) + " finishing this teardown step, then quitting (ctrl+c again cuts it short)…"
 	case m.ui == uiQuitting:
 		return st.Running.Render(m.live.spin.View()) + " cancelling the running call, then quitting…"
 	case m.live.running.busy:
@@ -197,6 +206,15 @@ func (m *model) statusView(w int) string {
 			return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it"+page)
 		}
 		return st.NextStep.Render("▸ next: ") + fmt.Sprintf("%d %s", s.ID, s.Title) + st.Dim.Render(" · space runs it, c continues"+page)
+	}
+	if m.tearing {
+		for _, s := range m.steps {
+			if s.Stage == steps.StageTeardown && s.State == steps.Failed {
+				return st.Failed.Render(fmt.Sprintf("✗ teardown step %d %s failed: %s", s.ID, line(s.Name), line(s.Result.Reason))) +
+					st.Dim.Render(" · q quits; the exit says what is left")
+			}
+		}
+		return st.Done.Render("✓ torn down") + st.Dim.Render(" · q quits"+page)
 	}
 	if sc := m.pred.score.String(); sc != "" {
 		return st.Done.Render("✓ all steps done: pod "+line(m.pod.Display)) + st.Dim.Render(" · "+sc+" · q quits"+page)

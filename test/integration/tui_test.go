@@ -14,7 +14,8 @@ import (
 
 // TestTUIRunsPodOnContainerd drives the interactive TUI as a person would:
 // the podstep binary in a real terminal (tmux, 100x30), `c` to continue to
-// the end against the harness containerd, then `q` and Enter (tear down).
+// the end against the harness containerd, then `q`, `c` (the teardown in the
+// TUI) and `q`.
 // The final frame must show the pod Running, and nothing may be left.
 func TestTUIRunsPodOnContainerd(t *testing.T) {
 	e := setup(t)
@@ -111,13 +112,16 @@ func (s *tuiSession) waitFor(what string, ok func(string) bool) string {
 	}
 }
 
-// quitWithTeardown quits with q, answers the teardown prompt with Enter
-// (tear down), and checks podstep exits 0.
+// quitWithTeardown quits with q, answers the teardown prompt with c (the
+// teardown's steps all at once, in the TUI), quits with q once torn down,
+// and checks podstep exits 0.
 func (s *tuiSession) quitWithTeardown() {
 	s.t.Helper()
 	s.key("q")
-	s.waitFor("the teardown prompt", func(f string) bool { return strings.Contains(f, "tear the pod down?") })
-	s.key("Enter")
+	s.waitFor("the teardown prompt", func(f string) bool { return strings.Contains(f, "tear down now?") })
+	s.key("c")
+	s.waitFor("the teardown's end", func(f string) bool { return strings.Contains(f, "torn down") })
+	s.key("q")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if b, err := os.ReadFile(s.done); err == nil {
@@ -127,7 +131,7 @@ func (s *tuiSession) quitWithTeardown() {
 			break
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("podstep did not exit after q, Enter; screen:\n%s", s.capture())
+			s.t.Fatalf("podstep did not exit after q, c, q; screen:\n%s", s.capture())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
