@@ -28,9 +28,19 @@ func (m *model) layoutFor(podNeed int) layout {
 	l.rightW = w - l.planW - 1
 	l.podH = min(podNeed, max(3, l.bodyH*3/10))
 	l.eventsH = max(2, l.bodyH/5)
+	if l.bodyH < smallBodyH {
+		// A small window (80x24): the step pane gets 5/8 of the body, so
+		// that a create step's CRI request starts on screen; the pod and
+		// the events share the rest (the pod at least its kubectl line).
+		l.eventsH = 2
+		l.podH = min(podNeed, max(3, l.bodyH-3-l.eventsH-l.bodyH*5/8))
+	}
 	l.stepH = l.bodyH - 3 - l.podH - l.eventsH
 	return l
 }
+
+// smallBodyH is the body height under which the step pane's share grows.
+const smallBodyH = 30
 
 // clusterSplit is the step pane's and the cluster pane's heights when the
 // cluster's view is up: the cluster gets the pod's and events' rows, and
