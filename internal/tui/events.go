@@ -115,22 +115,33 @@ func (m *eventsModel) eventLines(rv runView, evs []podstate.Event, h, w int) []s
 		// The newest alone is too long: its first h lines, the last
 		// ending "…" after a whole word.
 		g := groups[len(groups)-1]
-		out = append(out, g[:h-1]...)
-		l := strings.TrimRight(g[h-1], " ")
-		for lipgloss.Width(l)+2 > w {
-			k := strings.LastIndexByte(l, ' ')
-			if k <= 0 {
-				l = ansi.Truncate(l, w-2, "")
-				break
-			}
-			l = strings.TrimRight(l[:k], " ")
-		}
-		return append(out, l+" …")
+		return append(g[:h-1:h-1], ellipsis(g[h-1], w))
+	}
+	// Rows left over: the next older event's first lines, ending "…".
+	if rem := h - n; rem > 0 && first > 0 {
+		g := groups[first-1]
+		out = append(out, g[:rem-1]...)
+		out = append(out, ellipsis(g[rem-1], w))
 	}
 	for _, g := range groups[first:] {
 		out = append(out, g...)
 	}
 	return out
+}
+
+// ellipsis is l ending " …" after its last whole word that leaves room
+// for it in w cells.
+func ellipsis(l string, w int) string {
+	l = strings.TrimRight(l, " ")
+	for lipgloss.Width(l)+2 > w {
+		k := strings.LastIndexByte(l, ' ')
+		if k <= 0 || strings.TrimSpace(ansi.Strip(l[:k])) == "" {
+			l = ansi.Truncate(l, w-2, "")
+			break
+		}
+		l = strings.TrimRight(l[:k], " ")
+	}
+	return l + " …"
 }
 
 // wrapWords breaks plain text into lines at spaces: the first at most

@@ -34,20 +34,12 @@ func TestCreateStepRequestOnScreen(t *testing.T) {
 					t.Errorf("%s is not on the %dx%d screen:\n%s", want, sz.w, sz.h, f)
 				}
 			}
-			// IPs differ from run to run: the golden masks it.
-			checkGolden(t, name, strings.ReplaceAll(f, h.m.pod.Status.PodIP, maskIP(h.m.pod.Status.PodIP)))
+			// The simulated runtime's IPs (127.A.B.C) differ from run to
+			// run, in width too: the golden names it. The IP is the last
+			// column, and 15 cells fit both sizes' tables.
+			checkGolden(t, name, strings.ReplaceAll(f, h.m.pod.Status.PodIP, "<the pod's IP>"))
 		})
 	}
-}
-
-// maskIP is ip with its digits as 9, the same width.
-func maskIP(ip string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return '9'
-		}
-		return r
-	}, ip)
 }
 
 // TestPodPaneWordsWhole: in the pod pane at 80x24 (48 cells) a long IPv6
