@@ -67,7 +67,8 @@ const layoutProbe = `(() => {
 // At each size: no sideways scrolling, no value box over 2 lines (the
 // phase or the IP one letter per line), no word of a value or an event
 // broken across lines (only tokens over 24 characters may break), the big
-// STATUS whole, no event list that scrolls sideways. Layout, not pixels:
+// STATUS whole (and a longer one, Init:CreateContainerConfigError), no
+// event list that scrolls sideways. Layout, not pixels:
 // a screenshot of each size is written to $PODSTEP_SCREENSHOTS when set,
 // for a person to look at.
 func TestLivePageLayout(t *testing.T) {
@@ -164,6 +165,14 @@ func TestLivePageLayout(t *testing.T) {
 			}
 			for _, p := range m.Problems {
 				t.Error(p)
+			}
+			// A longer STATUS (an init container's config error) is made
+			// to fit too: the page refits it when the window changes.
+			var fitW [2]int
+			br.Eval(t, `(() => { const d = document.getElementById("display"); d.textContent = "Init:CreateContainerConfigError";
+  window.dispatchEvent(new Event("resize")); return JSON.stringify([d.scrollWidth, d.clientWidth]); })()`, &fitW)
+			if fitW[0] > fitW[1] {
+				t.Errorf("STATUS Init:CreateContainerConfigError is cut: scrollWidth %d > clientWidth %d", fitW[0], fitW[1])
 			}
 		})
 	}
