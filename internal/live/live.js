@@ -29,7 +29,7 @@
     plan = []; done = {}; bars = []; events = []; finished = false;
     ["steps", "events", "timeline", "containers", "podfacts", "scenario"].forEach((id) => clear($(id)));
     $("scenario").hidden = true;
-    $("display").textContent = "—"; $("outcome").textContent = ""; $("outcome").className = "badge";
+    fitDisplay("—"); $("outcome").textContent = ""; $("outcome").className = "badge";
     $("failure").hidden = true; $("lost").hidden = true; $("now").textContent = "";
   }
 
@@ -88,15 +88,34 @@
     addBar(s);
   }
 
+  // fitDisplay shows the big STATUS whole: the stylesheet sizes it to the
+  // pane (clamp, cqi); a longer one (CreateContainerConfigError) is made
+  // smaller until it fits, never cut.
+  function fitDisplay(text) {
+    const d = $("display");
+    d.textContent = text;
+    d.style.fontSize = "";
+    let size = parseFloat(getComputedStyle(d).fontSize);
+    while (d.scrollWidth > d.clientWidth && size > 12) {
+      size -= 2;
+      d.style.fontSize = size + "px";
+    }
+  }
+  window.addEventListener("resize", () => fitDisplay($("display").textContent));
+
   function drawPod(pod) {
-    $("display").textContent = pod.display || pod.phase || "—";
+    fitDisplay(pod.display || pod.phase || "—");
     const dl = $("podfacts"); clear(dl);
     const st = pod.status || {};
     const facts = [["phase", pod.phase], ["ready", pod.ready], ["restarts", pod.restarts], ["IP", st.podIP]];
     for (const c of st.conditions || []) facts.push([c.type, c.status]);
     for (const [k, v] of facts) {
       if (v === undefined || v === null || v === "") continue;
-      dl.appendChild(el("dt", "", k)); dl.appendChild(el("dd", "", v));
+      // A pair is one box that wraps as a whole; only the IP (a long
+      // token: IPv6) may break inside.
+      const f = el("div", "fact");
+      f.appendChild(el("dt", "", k)); f.appendChild(el("dd", k === "IP" ? "token" : "", v));
+      dl.appendChild(f);
     }
     const ul = $("containers"); clear(ul);
     const all = (st.initContainerStatuses || []).concat(st.containerStatuses || []);
@@ -187,7 +206,7 @@
       f.textContent = "✗ " + s.failure.stage + " / " + s.failure.step + ": " + s.failure.reason + ": " + s.failure.message;
       f.hidden = false;
     }
-    if (s.display) $("display").textContent = s.display;
+    if (s.display) fitDisplay(s.display);
     $("now").textContent = "the run ended";
   }
 

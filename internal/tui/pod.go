@@ -43,11 +43,25 @@ func (m *podModel) lines(rv runView, w int) []string {
 		{"RESTARTS", fmt.Sprint(now.Restarts), last.field(podstate.FieldRestarts)},
 		{"IP", ip, last.field(podstate.FieldPodIP)},
 	}
-	// kubectl separates columns by 3 spaces; use fewer when the pane is narrow.
-	total := 0
-	for _, c := range cols {
-		total += max(len(c.head), lipgloss.Width(c.val))
+	// kubectl separates columns by 3 spaces; use fewer when the pane is
+	// narrow. Narrower still, NAME goes (the header names the pod), then
+	// the IP moves under the table (an IPv6 is long), never cut.
+	width := func() int {
+		total := 0
+		for _, c := range cols {
+			total += max(len(c.head), lipgloss.Width(c.val))
+		}
+		return total + len(cols) - 1
 	}
+	var ipTok string
+	if width() > w {
+		cols = cols[1:]
+	}
+	if width() > w {
+		ipTok = st.Dim.Render("IP ") + hl(line(ip), cols[len(cols)-1].changed)
+		cols = cols[:len(cols)-1]
+	}
+	total := width() - (len(cols) - 1)
 	gap := 3
 	for gap > 1 && total+gap*(len(cols)-1) > w {
 		gap--
@@ -65,6 +79,9 @@ func (m *podModel) lines(rv runView, w int) []string {
 
 	// Phase and conditions, as `kubectl describe pod` lists them.
 	toks := []string{st.Dim.Render("phase ") + hl(line(string(now.Status.Phase)), last.field(podstate.FieldPhase))}
+	if ipTok != "" {
+		toks = append([]string{ipTok}, toks...)
+	}
 	for _, c := range now.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
 			continue // always true on a kubelet: the pod reached the node

@@ -29,8 +29,26 @@ func (m *model) layoutFor(podNeed int) layout {
 	l.podH = min(podNeed, max(3, l.bodyH*3/10))
 	l.eventsH = max(2, l.bodyH/5)
 	l.stepH = l.bodyH - 3 - l.podH - l.eventsH
+	// A small window (80x24): the step pane gets at least 5/8 of the body
+	// (up to stepMin rows), so that a create step's CRI request starts on
+	// screen; the rows come from the events (down to 2), then the pod
+	// (down to its kubectl line and "… N more").
+	want := min(l.bodyH*5/8, stepMin)
+	if d := min(want-l.stepH, l.eventsH-2); d > 0 {
+		l.eventsH -= d
+		l.stepH += d
+	}
+	if d := min(want-l.stepH, l.podH-3); d > 0 {
+		l.podH -= d
+		l.stepH += d
+	}
 	return l
 }
+
+// stepMin is the step pane's rows the layout takes from the pod and the
+// events panes when it has fewer: a create step's summary, details and
+// ImageStatus call, then CreateContainer and the first line of its config.
+const stepMin = 14
 
 // clusterSplit is the step pane's and the cluster pane's heights when the
 // cluster's view is up: the cluster gets the pod's and events' rows, and

@@ -160,6 +160,9 @@ func (b *Browser) Call(t testing.TB, session, method string, params any, out any
 	}
 }
 
+// Session is the page's DevTools session, for Call (Emulation, Page).
+func (b *Browser) Session() string { return b.session }
+
 // Open navigates the page to url and waits until the page's stream is
 // live; it returns then (NowMs).
 func (b *Browser) Open(t testing.TB, url string) float64 {
