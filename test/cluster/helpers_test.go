@@ -189,10 +189,23 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func(context
 // the namespace's pods and events.
 func (c *Cluster) newNamespace(t *testing.T, prefix string) string {
 	t.Helper()
-	name := fmt.Sprintf("podstep-%s-%05d", prefix, rand.IntN(100000))
-	ns, err := c.Client.CoreV1().Namespaces().Create(ctx(t), &corev1.Namespace{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"podstep.dev/test": labelValue(t.Name())}},
-	}, metav1.CreateOptions{})
+	// A random name, another on a clash: TestFidelity alone makes ~50 at
+	// once, and a namespace of an earlier test may still be terminating
+	// ("already exists" failed a run once).
+	var (
+		name string
+		ns   *corev1.Namespace
+		err  error
+	)
+	for try := 0; ; try++ {
+		name = fmt.Sprintf("podstep-%s-%05d", prefix, rand.IntN(100000))
+		ns, err = c.Client.CoreV1().Namespaces().Create(ctx(t), &corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"podstep.dev/test": labelValue(t.Name())}},
+		}, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) || try == 9 {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
