@@ -3,8 +3,15 @@
 # into testdata/recordings/NAME.rec.gz (replay them anywhere with
 # `podstep replay FILE --auto`, or as a page with `--html OUT.html`).
 #
-#   eval "$(hack/containerd-up.sh | tail -1)"   # CONTAINER_RUNTIME_ENDPOINT, PODSTEP_REGISTRY*, ...
+#   up=$(PODSTEP_CONTAINERD=2 hack/containerd-up.sh) &&
+#     export $(grep -E '^(CONTAINER_RUNTIME_ENDPOINT|PODSTEP_REGISTRY_IMAGE|PODSTEP_REGISTRY_PASSWORD)=' <<<"$up")
 #   hack/record-examples.sh
+#   PODSTEP_CONTAINERD=2 hack/containerd-down.sh
+#
+# The shipped ones are recorded on containerd 2 (the newer harness).
+# cmd/podstep's TestShippedRecordingsCurrent fails when today's podstep
+# would send or record them differently: then run this again and commit
+# the recordings with the goldens (`go test ./cmd/podstep ./internal/tui -update`).
 #
 # Needs root (podstep run on containerd). Records: hello, init, a failing
 # postStart hook, a crash loop, a pull the harness registry refuses (401: no
@@ -21,7 +28,7 @@ set -euo pipefail
 die() { echo "record-examples.sh: $*" >&2; exit 1; }
 # shellcheck disable=SC2016 # the command is printed for the user to run, unexpanded
 [ -n "${CONTAINER_RUNTIME_ENDPOINT:-}" ] ||
-	die 'CONTAINER_RUNTIME_ENDPOINT is not set: start the harness, eval "$(hack/containerd-up.sh | tail -1)"'
+	die 'CONTAINER_RUNTIME_ENDPOINT is not set: start the harness and export its variables (see the top of this script)'
 [ -n "${PODSTEP_REGISTRY_IMAGE:-}" ] ||
 	die "PODSTEP_REGISTRY_IMAGE is not set (the harness registry's private image, printed by hack/containerd-up.sh)"
 out=${PODSTEP_RECORDINGS_DIR:-testdata/recordings}
