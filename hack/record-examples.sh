@@ -26,7 +26,6 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 
 die() { echo "record-examples.sh: $*" >&2; exit 1; }
-# shellcheck disable=SC2016 # the command is printed for the user to run, unexpanded
 [ -n "${CONTAINER_RUNTIME_ENDPOINT:-}" ] ||
 	die 'CONTAINER_RUNTIME_ENDPOINT is not set: start the harness and export its variables (see the top of this script)'
 [ -n "${PODSTEP_REGISTRY_IMAGE:-}" ] ||
