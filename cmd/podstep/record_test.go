@@ -322,11 +322,16 @@ func readPartial(path string) string {
 // text, against golden files.
 func TestReplayFixtures(t *testing.T) {
 	files, _ := filepath.Glob("../../testdata/recordings/*.rec*")
-	if len(files) < 2 {
-		t.Fatalf("recordings: %v", files)
+	older, _ := filepath.Glob("../../testdata/recordings/containerd-1.6/*.rec*")
+	if len(files) < 2 || len(older) < 2 {
+		t.Fatalf("recordings: %v %v", files, older)
 	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
+	for _, f := range append(files, older...) {
+		prefix := ""
+		if filepath.Base(filepath.Dir(f)) == "containerd-1.6" {
+			prefix = "containerd-1.6-"
+		}
+		t.Run(prefix+filepath.Base(f), func(t *testing.T) {
 			var want []string
 			for _, l := range strings.Split(strings.TrimSpace(readRecording(t, f)), "\n") {
 				if regexp.MustCompile(`^\{"(type":"(step|summary)"|pod":)`).MatchString(l) {
@@ -344,7 +349,7 @@ func TestReplayFixtures(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			checkGolden(t, "replay-"+strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".gz"), ".rec")+".text", out)
+			checkGolden(t, "replay-"+prefix+strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".gz"), ".rec")+".text", out)
 		})
 	}
 }

@@ -18,10 +18,12 @@ import (
 )
 
 // shippedExamples are the workshop recordings hack/record-examples.sh
-// makes on a real containerd; the other files in testdata/recordings are
-// fixtures kept as they are on purpose (older formats, a real kubelet's
-// calls through `podstep proxy`).
+// makes on a real containerd, in each of exampleSets (containerd 2 at the
+// top, containerd 1.6 in its folder); the other files in
+// testdata/recordings are fixtures kept as they are on purpose (older
+// formats, a real kubelet's calls through `podstep proxy`).
 var (
+	exampleSets     = []string{"../../testdata/recordings", "../../testdata/recordings/containerd-1.6"}
 	shippedExamples = []string{"hello", "init", "poststart-fails", "crashloop", "pull-401", "out-of-cpu", "sidecar-startup-probe"}
 	keptFixtures    = []string{"hello.v1.rec", "crashloop.v1.rec.gz", "kubelet-init.rec.gz"}
 )
@@ -46,64 +48,77 @@ const simOnlyKey = "rests_on"
 // 10: the handouts lacked the `pod: STATUS` lines and sent the old
 // user_specified_image. When it fails, re-record: hack/record-examples.sh.
 func TestShippedRecordingsCurrent(t *testing.T) {
-	files, _ := filepath.Glob("../../testdata/recordings/*")
-	for _, f := range files {
-		base := filepath.Base(f)
-		if !slices.Contains(shippedExamples, strings.TrimSuffix(base, ".rec.gz")) && !slices.Contains(keptFixtures, base) {
-			t.Errorf("%s: neither a shipped example (hack/record-examples.sh) nor a kept fixture: add it to one list", base)
+	for i, set := range exampleSets {
+		files, _ := filepath.Glob(filepath.Join(set, "*"))
+		for _, f := range files {
+			base := filepath.Base(f)
+			if st, err := os.Stat(f); err == nil && st.IsDir() && slices.Contains(exampleSets, f) {
+				continue
+			}
+			if !slices.Contains(shippedExamples, strings.TrimSuffix(base, ".rec.gz")) && (i > 0 || !slices.Contains(keptFixtures, base)) {
+				t.Errorf("%s: neither a shipped example (hack/record-examples.sh) nor a kept fixture: add it to one list", f)
+			}
+		}
+		for _, name := range shippedExamples {
+			t.Run(filepath.Base(set)+"/"+name, func(t *testing.T) {
+				checkShippedRecording(t, filepath.Join(set, name+".rec.gz"))
+			})
 		}
 	}
-	for _, name := range shippedExamples {
-		t.Run(name, func(t *testing.T) {
-			shipped := filepath.Join("../../testdata/recordings", name+".rec.gz")
-			rd, err := record.NewReader(strings.NewReader(string(golden.ReadFile(t, shipped))))
-			if err != nil {
-				t.Fatal(err)
+}
+
+// checkShippedRecording is TestShippedRecordingsCurrent for one file.
+func checkShippedRecording(t *testing.T, shipped string) {
+	name := strings.TrimSuffix(filepath.Base(shipped), ".rec.gz")
+	rd, err := record.NewReader(strings.NewReader(string(golden.ReadFile(t, shipped))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := rd.Header()
+	if h.Version != record.Version {
+		t.Errorf("%s is of recording format v%d, today's is v%d: re-record with hack/record-examples.sh", shipped, h.Version, record.Version)
+	}
+	if h.Runtime.Simulated {
+		t.Fatalf("%s was recorded on the simulator; the examples are recorded on containerd", shipped)
+	}
+	manifest := filepath.Join(t.TempDir(), name+".yaml")
+	writeBundle(t, manifest, h.Manifest)
+	root, logs := dirs(t)
+	fresh := filepath.Join(t.TempDir(), name+".rec.gz")
+	args := []string{"run", "--auto", "--sim", "--no-color", "-f", manifest, "--record", fresh, "--root-dir", root, "--log-dir", logs}
+	for _, flag := range []string{"grace-period", "max-restarts", "backoff-scale", "wait-ready", "settle"} {
+		if v, ok := h.Flags[flag]; ok {
+			args = append(args, "--"+flag+"="+v)
+		}
+	}
+	if code, _, errOut := run(t, args...); code != 0 && code != ExitPodFailed {
+		t.Fatalf("fresh run: exit %d: %s", code, errOut)
+	}
+	a, err := diff.Load(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := diff.Load(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range diff.Compare(a, b).Calls {
+		for _, fd := range e.Fields {
+			if !staleFieldsIgnored.MatchString(fd.Path) {
+				t.Errorf("%s (%s) %s: recorded %s, today %s: re-record with hack/record-examples.sh", e.Method, e.StepA, fd.Path, orAbsent(fd.A), orAbsent(fd.B))
 			}
-			h := rd.Header()
-			if h.Runtime.Simulated {
-				t.Fatalf("%s was recorded on the simulator; the examples are recorded on containerd", shipped)
+		}
+	}
+	want, got := lineKeys(t, fresh), lineKeys(t, shipped)
+	for typ, keys := range want {
+		if got[typ] == nil {
+			continue // a line type this run's outcome has none of (logs of a container that never ran)
+		}
+		for _, k := range keys {
+			if k != simOnlyKey && !slices.Contains(got[typ], k) {
+				t.Errorf("no %q line of the recording has %q, a fresh one's do: re-record with hack/record-examples.sh", typ, k)
 			}
-			manifest := filepath.Join(t.TempDir(), name+".yaml")
-			writeBundle(t, manifest, h.Manifest)
-			root, logs := dirs(t)
-			fresh := filepath.Join(t.TempDir(), name+".rec.gz")
-			args := []string{"run", "--auto", "--sim", "--no-color", "-f", manifest, "--record", fresh, "--root-dir", root, "--log-dir", logs}
-			for _, flag := range []string{"grace-period", "max-restarts", "backoff-scale", "wait-ready", "settle"} {
-				if v, ok := h.Flags[flag]; ok {
-					args = append(args, "--"+flag+"="+v)
-				}
-			}
-			if code, _, errOut := run(t, args...); code != 0 && code != ExitPodFailed {
-				t.Fatalf("fresh run: exit %d: %s", code, errOut)
-			}
-			a, err := diff.Load(shipped)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := diff.Load(fresh)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range diff.Compare(a, b).Calls {
-				for _, fd := range e.Fields {
-					if !staleFieldsIgnored.MatchString(fd.Path) {
-						t.Errorf("%s (%s) %s: recorded %s, today %s: re-record with hack/record-examples.sh", e.Method, e.StepA, fd.Path, orAbsent(fd.A), orAbsent(fd.B))
-					}
-				}
-			}
-			want, got := lineKeys(t, fresh), lineKeys(t, shipped)
-			for typ, keys := range want {
-				if got[typ] == nil {
-					continue // a line type this run's outcome has none of (logs of a container that never ran)
-				}
-				for _, k := range keys {
-					if k != simOnlyKey && !slices.Contains(got[typ], k) {
-						t.Errorf("no %q line of the recording has %q, a fresh one's do: re-record with hack/record-examples.sh", typ, k)
-					}
-				}
-			}
-		})
+		}
 	}
 }
 
