@@ -429,6 +429,9 @@ func (f *fleet) waitStarted(ctx context.Context, name string, node *corev1.Node)
 			if p.Status.Phase == corev1.PodFailed {
 				return p, fmt.Sprintf("the kubelet refused the runner: %s: %s", Clean(p.Status.Reason), Clean(p.Status.Message))
 			}
+			if why := cannotStart(p, f.o.HostDir); why != "" {
+				return nil, why
+			}
 		}
 		select {
 		case <-changed:
@@ -438,6 +441,44 @@ func (f *fleet) waitStarted(ctx context.Context, name string, node *corev1.Node)
 			return nil, notStartedWhy(f.o.Timeout, p, node)
 		}
 	}
+}
+
+// cannotStart says why a runner whose container waits for a reason that
+// no retry clears will never start ("" while it may): the kubelet retries
+// CreateContainer on every sync (SyncPod, pkg/kubelet/kuberuntime/
+// kuberuntime_manager.go) and the runtime refuses it the same way each
+// time, so waiting out --timeout would only hide it. CreateContainerError
+// counts, but not the two texts of it that do clear: a runtime call past
+// its deadline, and a name still reserved by an earlier call that has not
+// ended (the kubelet's next try succeeds).
+func cannotStart(p *corev1.Pod, hostDir string) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		w := cs.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "CreateContainerError":
+			if strings.Contains(w.Message, "deadline exceeded") || strings.Contains(w.Message, "is reserved") {
+				continue
+			}
+		case "CreateContainerConfigError", "InvalidImageName", "ErrImageNeverPull":
+		default:
+			continue
+		}
+		why := "the runner cannot start: " + Clean(w.Reason)
+		if w.Message != "" {
+			why += ": " + Clean(firstLine(w.Message, 400))
+		}
+		switch {
+		case strings.Contains(w.Message, "not a shared mount"):
+			why += fmt.Sprintf(" (the host dir must be on a shared mount: on the node, mount --bind %[1]s %[1]s && mount --make-shared %[1]s; or --host-dir on one: docs/fleet.md)", hostDir)
+		case w.Reason == "ErrImageNeverPull" || w.Reason == "InvalidImageName":
+			why += " (--image names the runner image; --image-pull-policy Never needs it on every node: docs/fleet.md)"
+		}
+		return why
+	}
+	return ""
 }
 
 // notStartedWhy says what kept a runner from starting.

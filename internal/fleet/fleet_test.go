@@ -135,3 +135,61 @@ func TestRunReplayEndpointAnnotation(t *testing.T) {
 		t.Errorf("warning with -r:\n%s", progress.String())
 	}
 }
+
+// TestRunnerCannotStart: a runner whose container waits on an error no
+// retry clears (the host dir not on a shared mount, the image absent with
+// pull policy Never, ...) is reported at once with the runtime's words and
+// the way out, not after --timeout (it waited the whole 3 minutes, issue
+// 37); the errors that clear on the kubelet's next try are waited on.
+func TestRunnerCannotStart(t *testing.T) {
+	const shared = `failed to generate container spec: path "/var/lib/podstep-fleet" is mounted on "/" but it is not a shared mount`
+	for _, tc := range []struct {
+		reason, message string
+		want            string // "": waited on until --timeout
+	}{
+		{"CreateContainerError", shared, "the runner cannot start: CreateContainerError: " + shared + " (the host dir must be on a shared mount: on the node, mount --bind /var/lib/podstep-fleet /var/lib/podstep-fleet && mount --make-shared /var/lib/podstep-fleet"},
+		{"ErrImageNeverPull", `Container image "podstep:dev" is not present with pull policy of Never`, "the runner cannot start: ErrImageNeverPull: Container image \"podstep:dev\" is not present with pull policy of Never (--image names the runner image"},
+		{"InvalidImageName", `Failed to apply default image tag "Podstep": couldn't parse image name`, "the runner cannot start: InvalidImageName"},
+		{"CreateContainerConfigError", `secret "x" not found`, "the runner cannot start: CreateContainerConfigError"},
+		{"CreateContainerError", "context deadline exceeded", ""},
+		{"CreateContainerError", `failed to reserve container name "podstep_r": name "podstep_r" is reserved for "abc"`, ""},
+		{"ContainerCreating", "", ""},
+		{"ErrImagePull", "dial tcp: i/o timeout", ""},
+	} {
+		t.Run(tc.reason+"/"+tc.message, func(t *testing.T) {
+			p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "podstep", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: tc.reason, Message: tc.message}}}}}}
+			got := cannotStart(p, "/var/lib/podstep-fleet")
+			if tc.want == "" && got != "" || !strings.HasPrefix(got, tc.want) {
+				t.Errorf("cannotStart = %q, want prefix %q", got, tc.want)
+			}
+		})
+	}
+
+	// The whole run: the kubelet (the fake's reactor) sets the waiting
+	// state; the run ends NotStarted with the reason, well before a
+	// minute's --timeout would have said "no runner started within 1m0s".
+	// (A node with no Ready condition: a Ready one's configz is read
+	// through a REST client the fake has not.)
+	cs := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "podstep",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: shared}}}}}
+		return false, nil, nil
+	})
+	c := &Client{CS: cs, Server: "fake", bySec: map[int64]int{}}
+	b, err := manifest.Load("../../testdata/pods/hello.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	out, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: time.Minute,
+		Concurrency: 1, Progress: &progress, PodName: "default/hello", HostDir: "/var/lib/podstep-fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != 1 || out.Results[0].Status != NotStarted || !strings.HasPrefix(out.Results[0].Error, "the runner cannot start: CreateContainerError") || strings.Contains(out.Results[0].Error, "within") {
+		t.Fatalf("results: %+v", out.Results)
+	}
+}
