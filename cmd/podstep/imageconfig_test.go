@@ -17,7 +17,7 @@ import (
 // --image-config auto against a registry behind basic auth: with the pull
 // secret the image's USER 1000 lets it run, and the text, the JSON and the
 // recording say the verdict rests on the registry's image and digest; a
-// wrong password is a warning and the labelled assumption. No output holds
+// wrong password fails the pull as on a node (ErrImagePull, exit 1). No output holds
 // the password. (The tests' TestMain sets PODSTEP_IMAGE_CONFIG=off; the
 // flag given wins over it.)
 func TestRunImageConfig(t *testing.T) {
@@ -52,25 +52,27 @@ spec:
 	}
 	for _, tc := range []struct {
 		name, password, output string
+		exit                   int
 		want                   []string
 	}{
 		{name: "text", password: password, output: "text",
 			want: []string{"image user: uid 1000, image config from " + source, "cannot read `/server`; image config from " + source}},
 		{name: "json", password: password, output: "json",
 			want: []string{`"rests_on":[`, `image config from ` + source}},
-		{name: "wrong password", password: "Wrong-pa55", output: "text",
-			want: []string{"the simulator could not read the config of " + image, "assumed: image user unknown"}},
+		{name: "wrong password", password: "Wrong-pa55", output: "text", exit: ExitPodFailed,
+			want: []string{"ErrImagePull: failed to pull and unpack image \"" + image + "\": failed to resolve image: unexpected status from HEAD request to http://" +
+				reg.Host + "/v2/team/app/manifests/1.0: 401 Unauthorized"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, logs := dirs(t)
 			rec := filepath.Join(t.TempDir(), "run.rec")
 			code, out, errOut := run(t, "run", "--auto", "--sim", "--no-color", "-o", tc.output, "-f", manifest(tc.password),
 				"--image-config", "auto", "--image-config-no-cache", "--record", rec, "--root-dir", root, "--log-dir", logs)
-			if code != 0 {
-				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			if code != tc.exit {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.exit, out, errOut)
 			}
 			for _, w := range tc.want {
-				if !strings.Contains(out, w) {
+				if !strings.Contains(out+errOut, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}

@@ -166,6 +166,18 @@ type Error struct {
 	Ref         string
 	Unreachable bool
 	Err         error
+	// Status is the HTTP status the registry answered a request with
+	// (401, 403, 404, ...; 0 when it did not answer one), and URL that
+	// request's address: a refusal the runtime's own pull would get too.
+	Status int
+	URL    string
+}
+
+// Refused reports whether the registry answered the read with a refusal a
+// runtime's pull with the same credentials gets too: unauthorized (401),
+// forbidden (403) or not found (404).
+func (e *Error) Refused() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status == http.StatusNotFound
 }
 
 func (e *Error) Error() string {
@@ -297,6 +309,13 @@ func (f *Fetcher) fetch(ctx context.Context, r name.Reference, auth *Auth) (Resu
 // resolution) apart from one that answered badly or hung.
 func (f *Fetcher) wrap(ctx context.Context, ref string, err error) error {
 	e := &Error{Ref: ref, Err: err}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		e.Status = te.StatusCode
+		if te.Request != nil && te.Request.URL != nil {
+			e.URL = te.Request.URL.Redacted()
+		}
+	}
 	var op *net.OpError
 	var dns *net.DNSError
 	var ne net.Error

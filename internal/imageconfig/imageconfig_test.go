@@ -52,14 +52,15 @@ func TestFetch(t *testing.T) {
 		want    *imageconfig.Config
 		source  string
 		wantErr string
+		status  int // the registry's answer a refused read carries (Error.Status)
 	}{
 		{name: "right secret", ref: "team/app:1.0", auth: right, want: &server, source: "team/app@" + app},
 		{name: "by digest", ref: "team/app@" + app, auth: right, want: &server, source: "team/app@" + app},
 		{name: "multi-arch: this platform's", ref: "team/multi:2.0", auth: right,
 			want: &imageconfig.Config{User: "65532", Cmd: []string{"/mine"}}, source: "team/multi@" + multi},
-		{name: "wrong password", ref: "team/app:1.0", auth: &imageconfig.Auth{Username: user, Password: "wrong"}, wantErr: "UNAUTHORIZED"},
-		{name: "no secret", ref: "team/app:1.0", wantErr: "UNAUTHORIZED"},
-		{name: "no such tag", ref: "team/app:9", auth: right, wantErr: "MANIFEST_UNKNOWN"},
+		{name: "wrong password", ref: "team/app:1.0", auth: &imageconfig.Auth{Username: user, Password: "wrong"}, wantErr: "UNAUTHORIZED", status: 401},
+		{name: "no secret", ref: "team/app:1.0", wantErr: "UNAUTHORIZED", status: 401},
+		{name: "no such tag", ref: "team/app:9", auth: right, wantErr: "MANIFEST_UNKNOWN", status: 404},
 		{name: "10 GB config", ref: "team/huge:1", auth: right, wantErr: "10737418240 bytes, more than the 4194304 read at most: not read"},
 		{name: "config larger than its manifest says", ref: "team/liar:1", auth: right, wantErr: "bytes where its descriptor says 64"},
 		{name: "garbage config", ref: "team/garbage:1", auth: right, wantErr: "config is not an image config"},
@@ -80,6 +81,12 @@ func TestFetch(t *testing.T) {
 				}
 				if strings.Contains(err.Error(), password) {
 					t.Errorf("err holds the password: %v", err)
+				}
+				if e.Status != tt.status || e.Refused() != (tt.status != 0) {
+					t.Errorf("Status %d, Refused %t; want %d", e.Status, e.Refused(), tt.status)
+				}
+				if tt.status != 0 && !strings.Contains(e.URL, "/v2/team/app/manifests/") {
+					t.Errorf("URL %q, want the manifest's", e.URL)
 				}
 				return
 			}

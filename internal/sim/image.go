@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -309,52 +310,42 @@ func (s *service) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequ
 	return resp, nil
 }
 
-// PullImage implements runtimeapi.ImageServiceServer. It always succeeds
-// (no layer is pulled) unless the pull-error fault names the image, and
+// PullImage implements runtimeapi.ImageServiceServer. It succeeds (no
+// layer is pulled) unless the pull-error fault names the image, and
 // returns the image ID as containerd does. With Options.ImageConfig it
-// reads the image's config from its registry, with the request's
-// credentials, as a runtime's pull would (readConfig).
+// reads the image's config from its registry first, with the request's
+// credentials, as a runtime's pull would: a registry that refuses the read
+// (401, 403, 404) fails the pull with containerd 2's words (pullRefused);
+// one that cannot be reached leaves the image's config unknown.
 func (s *service) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
-	resp, norm, err := s.pullImage(req)
-	if err != nil || norm == "" || s.opts.ImageConfig == nil {
+	resp, norm, err := s.pullTarget(req)
+	if resp != nil || err != nil {
 		return resp, err
 	}
-	s.readConfig(ctx, norm, req.GetAuth())
-	return resp, nil
-}
-
-// readConfig reads the config of the image norm names from its registry
-// (bounded in time by the reader) and keeps it, or why it could not be
-// read, with the image. A registry that cannot be reached at all (an
-// offline machine) leaves the image as it was: unknown, no warning.
-func (s *service) readConfig(ctx context.Context, norm string, a *runtimeapi.AuthConfig) {
-	var auth *imageconfig.Auth
-	if a != nil {
-		auth = &imageconfig.Auth{Username: a.GetUsername(), Password: a.GetPassword(), Auth: a.GetAuth(),
-			IdentityToken: a.GetIdentityToken(), RegistryToken: a.GetRegistryToken()}
+	var res *imageconfig.Result
+	var readErr error
+	if s.opts.ImageConfig != nil {
+		r, err := s.opts.ImageConfig.Fetch(ctx, norm, authOf(req.GetAuth()))
+		var e *imageconfig.Error
+		if errors.As(err, &e) && e.Refused() {
+			return nil, pullRefused(norm, e, req.GetAuth())
+		}
+		res, readErr = &r, err
 	}
-	res, err := s.opts.ImageConfig.Fetch(ctx, norm, auth)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	img := s.images[imageID(norm)]
-	if img == nil { // removed meanwhile
-		return
+	delete(s.absent, norm)
+	img := s.addImage(norm, true)
+	if s.opts.ImageConfig != nil {
+		img.keepRead(res, readErr)
 	}
-	var e *imageconfig.Error
-	switch {
-	case err == nil:
-		img.read, img.readErr = &res, ""
-	case errors.As(err, &e) && e.Unreachable:
-	case e != nil:
-		img.readErr = safe.Line(e.Err.Error()) // the engine names the image
-	default:
-		img.readErr = safe.Line(err.Error())
-	}
+	return &runtimeapi.PullImageResponse{ImageRef: img.id}, nil
 }
 
-// pullImage is PullImage without the config read: the response, and the
-// normalized reference of the image pulled ("" for an image ID).
-func (s *service) pullImage(req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, string, error) {
+// pullTarget is PullImage up to the registry: the answer when there is
+// one already (an image ID present, or an error: a fault, an absent ID),
+// else the normalized reference to pull.
+func (s *service) pullTarget(req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, string, error) {
 	ref, err := imageRefOf(req.GetImage())
 	if err != nil {
 		return nil, "", err
@@ -375,10 +366,50 @@ func (s *service) pullImage(req *runtimeapi.PullImageRequest) (*runtimeapi.PullI
 		}
 		return nil, "", status.Error(codes.NotFound, fmt.Sprintf("failed to pull and unpack image %q: not found", ref))
 	}
-	norm := normalizeRef(ref)
-	delete(s.absent, norm)
-	img := s.addImage(norm, true)
-	return &runtimeapi.PullImageResponse{ImageRef: img.id}, norm, nil
+	return nil, normalizeRef(ref), nil
+}
+
+// pullRefused is the error containerd 2 answers a pull the registry
+// refused with (seen on the harness, test/integration's pullDenied): a
+// missing tag or repository is NotFound "REF: not found"; a 401 or 403 to
+// the credentials sent names the manifest request; with no credentials,
+// "pull access denied" (the start of containerd's text, whose end depends
+// on the registry's challenge).
+func pullRefused(norm string, e *imageconfig.Error, a *runtimeapi.AuthConfig) error {
+	prefix := fmt.Sprintf("failed to pull and unpack image %q: failed to resolve image: ", norm)
+	switch {
+	case e.Status == http.StatusNotFound:
+		return status.Error(codes.NotFound, prefix+safe.Line(norm)+": not found")
+	case authOf(a) != nil && e.URL != "":
+		return status.Error(codes.Unknown, fmt.Sprintf("%sunexpected status from HEAD request to %s: %d %s", prefix, safe.Line(e.URL), e.Status, http.StatusText(e.Status)))
+	default:
+		return status.Error(codes.Unknown, prefix+"pull access denied, repository does not exist or may require authorization: authorization failed")
+	}
+}
+
+// authOf is the request's credentials for the config read (nil: none).
+func authOf(a *runtimeapi.AuthConfig) *imageconfig.Auth {
+	if a == nil || a.GetUsername() == "" && a.GetPassword() == "" && a.GetAuth() == "" && a.GetIdentityToken() == "" && a.GetRegistryToken() == "" {
+		return nil
+	}
+	return &imageconfig.Auth{Username: a.GetUsername(), Password: a.GetPassword(), Auth: a.GetAuth(),
+		IdentityToken: a.GetIdentityToken(), RegistryToken: a.GetRegistryToken()}
+}
+
+// keepRead keeps the config read (res) with the image, or why it could
+// not be read (err). A registry that cannot be reached at all (an offline
+// machine) leaves the image as it was: unknown, no warning.
+func (img *image) keepRead(res *imageconfig.Result, err error) {
+	var e *imageconfig.Error
+	switch {
+	case err == nil:
+		img.read, img.readErr = res, ""
+	case errors.As(err, &e) && e.Unreachable:
+	case e != nil:
+		img.readErr = safe.Line(e.Err.Error()) // the engine names the image
+	default:
+		img.readErr = safe.Line(err.Error())
+	}
 }
 
 // RemoveImage implements runtimeapi.ImageServiceServer. Removing an image

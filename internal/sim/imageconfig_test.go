@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/imageconfig"
@@ -61,6 +63,7 @@ func TestImageConfigRead(t *testing.T) {
 		// unknown: the config was not read (the annotations say so).
 		unknown  bool
 		errorHas string
+		garbage  bool // the registry holds a config that does not parse
 	}{
 		{name: "numeric user", config: imageconfig.Config{User: "1000", Entrypoint: []string{"/server"}}, auth: right,
 			uid: ptr(1000), restsOn: "assumed: it keeps running (a server): the simulator cannot read `/server`; image config from "},
@@ -76,15 +79,17 @@ func TestImageConfigRead(t *testing.T) {
 			exits: true, restsOn: "image entrypoint: runs 2s, then exits 0 (`sleep 2`)"},
 		{name: "args replace the image's cmd", config: imageconfig.Config{Entrypoint: []string{"sleep"}, Cmd: []string{"infinity"}}, auth: right, args: []string{"0"},
 			exits: true, restsOn: "image entrypoint: exits 0 after `sleep 0`"},
-		{name: "wrong password", config: imageconfig.Config{User: "1000"}, auth: &runtimeapi.AuthConfig{Username: user, Password: "nope"},
-			unknown: true, errorHas: "UNAUTHORIZED", restsOn: "assumed: the entrypoint of"},
-		{name: "no credentials", config: imageconfig.Config{User: "1000"},
-			unknown: true, errorHas: "UNAUTHORIZED", restsOn: "assumed: the entrypoint of"},
+		{name: "a config that is no config", config: imageconfig.Config{User: "1000"}, auth: right, garbage: true,
+			unknown: true, errorHas: "config is not an image config", restsOn: "assumed: the entrypoint of"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnvWith(t, imageconfig.New(imageconfig.Options{}))
 			ref := push("app"+string(rune('a'+i)), tt.config)
+			if tt.garbage {
+				repo := "app" + string(rune('a'+i))
+				ref = reg.Host + "/" + repo + "@" + reg.Push(t, repo, "2", []byte("\x00 not JSON"))
+			}
 			if _, err := e.im.PullImage(e.ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}, Auth: tt.auth}); err != nil {
 				t.Fatal(err)
 			}
@@ -137,6 +142,69 @@ func TestImageConfigRead(t *testing.T) {
 				t.Errorf("RestsOn %q does not end with its source %s", b.RestsOn, ref)
 			}
 		})
+	}
+}
+
+// TestPullRefused: a pull whose registry refuses the config read with the
+// request's credentials fails as containerd 2's does (its words, its gRPC
+// code), and the image is not there after it; an image that was there
+// before (pulled with Always) stays. The simulator pulled them all before
+// (issue 32: a wrong password ran the pod).
+func TestPullRefused(t *testing.T) {
+	const user, password = "puller", "pa55-Word"
+	reg := imageconfigtest.New(t, user, password)
+	reg.Push(t, "team/app", "1", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1000"}))
+	right := &runtimeapi.AuthConfig{Username: user, Password: password, ServerAddress: reg.Host}
+	wrong := &runtimeapi.AuthConfig{Username: user, Password: "nope", ServerAddress: reg.Host}
+	for _, tt := range []struct {
+		name string
+		ref  string
+		auth *runtimeapi.AuthConfig
+		code codes.Code
+		msg  string
+	}{
+		{"wrong password", "team/app:1", wrong, codes.Unknown,
+			`failed to pull and unpack image "HOST/team/app:1": failed to resolve image: unexpected status from HEAD request to http://HOST/v2/team/app/manifests/1: 401 Unauthorized`},
+		{"no credentials", "team/app:1", nil, codes.Unknown,
+			`failed to pull and unpack image "HOST/team/app:1": failed to resolve image: pull access denied, repository does not exist or may require authorization: authorization failed`},
+		{"no such tag", "team/app:9", right, codes.NotFound,
+			`failed to pull and unpack image "HOST/team/app:9": failed to resolve image: HOST/team/app:9: not found`},
+		{"no such repository", "team/nope:1", right, codes.NotFound,
+			`failed to pull and unpack image "HOST/team/nope:1": failed to resolve image: HOST/team/nope:1: not found`},
+		{"right password", "team/app:1", right, codes.OK, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnvWith(t, imageconfig.New(imageconfig.Options{}))
+			ref := reg.Ref(tt.ref)
+			_, err := e.im.PullImage(e.ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}, Auth: tt.auth})
+			st, _ := status.FromError(err)
+			if want := strings.ReplaceAll(tt.msg, "HOST", reg.Host); st.Code() != tt.code || st.Message() != want {
+				t.Errorf("PullImage: %s %q\nwant %s %q", st.Code(), st.Message(), tt.code, want)
+			}
+			if strings.Contains(st.Message(), "nope") && tt.auth == wrong || strings.Contains(st.Message(), password) {
+				t.Errorf("the error holds a password: %q", st.Message())
+			}
+			is, err := e.im.ImageStatus(e.ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: ref}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (is.GetImage() != nil) != (tt.code == codes.OK) {
+				t.Errorf("image present after the pull: %t", is.GetImage() != nil)
+			}
+		})
+	}
+	// An image pulled before: a pull of it again (Always) that the registry
+	// refuses fails, and the image stays.
+	e := newEnvWith(t, imageconfig.New(imageconfig.Options{}))
+	app := &runtimeapi.ImageSpec{Image: reg.Ref("team/app:1")}
+	if _, err := e.im.PullImage(e.ctx, &runtimeapi.PullImageRequest{Image: app, Auth: right}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.im.PullImage(e.ctx, &runtimeapi.PullImageRequest{Image: app, Auth: wrong}); status.Code(err) != codes.Unknown {
+		t.Errorf("refused pull of a present image: %v", err)
+	}
+	if is, err := e.im.ImageStatus(e.ctx, &runtimeapi.ImageStatusRequest{Image: app}); err != nil || is.GetImage() == nil {
+		t.Errorf("the image pulled before is gone after a refused pull: %v %v", is, err)
 	}
 }
 

@@ -17,8 +17,10 @@ import (
 // TestSimulatedImageConfig runs pods on the simulator with an image config
 // reader and a registry behind basic auth: the image's USER, read with the
 // pod's pull secret, decides runAsNonRoot as on a node, and the verdict
-// names the registry and digest it rests on; a wrong or missing secret is
-// one warning, and the run goes on with the labelled assumption. The
+// names the registry and digest it rests on; a wrong or missing secret, or
+// a missing tag, fails the pull as on a node (ErrImagePull, containerd's
+// words); a config that cannot be read is one warning, and the run goes on
+// with the labelled assumption. The
 // password shows nowhere in the steps (their JSON).
 func TestSimulatedImageConfig(t *testing.T) {
 	const user, password = "puller", "Reg-pa55word-42"
@@ -31,6 +33,8 @@ func TestSimulatedImageConfig(t *testing.T) {
 	root, rootSrc := push("team/root", imageconfig.Config{User: "0", Entrypoint: []string{"/server"}})
 	named, namedSrc := push("team/named", imageconfig.Config{User: "root", Entrypoint: []string{"/server"}})
 	noUser, noUserSrc := push("team/nouser", imageconfig.Config{Entrypoint: []string{"sh", "-c", "exit 5"}})
+	reg.Push(t, "team/garbage", "1.0", []byte("\x00 not a config"))
+	garbage := reg.Host + "/team/garbage:1.0"
 
 	secret := func(pw string) string {
 		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
@@ -70,11 +74,15 @@ func TestSimulatedImageConfig(t *testing.T) {
 		{name: "no USER, runAsUser decides: the entrypoint script runs", yaml: strings.Replace(pod(secret(password), noUser, "  restartPolicy: Never\n"),
 			"{runAsNonRoot: true}", "{runAsNonRoot: true, runAsUser: 1000}", 1), display: "Error",
 			restsOn: []string{"script: exits 5 after `exit 5`; image config from " + noUserSrc}},
-		{name: "wrong password: a warning, the assumption", yaml: pod(secret("wrong-one"), nonRoot, ""), display: "Running",
-			warning: "the simulator could not read the config of " + nonRoot + " from its registry",
-			restsOn: []string{"assumed: image user unknown", "assumed: the entrypoint of " + nonRoot + " keeps running"}},
-		{name: "no secret: unauthorized", yaml: pod("", nonRoot, ""), display: "Running",
-			warning: "UNAUTHORIZED", restsOn: []string{"assumed: image user unknown"}},
+		{name: "wrong password: ErrImagePull, as a node's pull", yaml: pod(secret("wrong-one"), nonRoot, ""), display: "ErrImagePull",
+			message: "failed to resolve image: unexpected status from HEAD request to http://" + reg.Host + "/v2/team/nonroot/manifests/1.0: 401 Unauthorized"},
+		{name: "no secret: pull access denied", yaml: pod("", nonRoot, ""), display: "ErrImagePull",
+			message: "failed to resolve image: pull access denied, repository does not exist or may require authorization"},
+		{name: "no such tag: not found", yaml: pod(secret(password), reg.Host+"/team/nonroot:9", ""), display: "ErrImagePull",
+			message: "failed to resolve image: " + reg.Host + "/team/nonroot:9: not found"},
+		{name: "a config that is none: a warning, the assumption", yaml: pod(secret(password), garbage, ""), display: "Running",
+			warning: "the simulator could not read the config of " + garbage + " from its registry",
+			restsOn: []string{"assumed: image user unknown", "assumed: the entrypoint of " + garbage + " keeps running"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -19,8 +20,9 @@ import (
 // the simulator reads the image's config with the pod's pull secret, so
 // runAsNonRoot fails as on a node (no USER is root) and a container with no
 // command runs the image's CMD, each verdict naming
-// REGISTRY/podstep/private-busybox@sha256:…; a wrong password is one
-// warning and the labelled assumption. The password shows in no output.
+// REGISTRY/podstep/private-busybox@sha256:…; a wrong password fails the
+// pull in containerd 2's words (ErrImagePull), as on a node. The password
+// shows in no output.
 // The image's name holds "busybox", which the simulator preloads: the pods
 // pull with Always, so that PullImage (and the read) happens.
 func TestSimImageConfigFromHarnessRegistry(t *testing.T) {
@@ -35,6 +37,9 @@ func TestSimImageConfigFromHarnessRegistry(t *testing.T) {
 		restsOn              []string // each in some step's rests_on
 		warning              string   // in some step's warnings ("": none may say it)
 		message              string   // the failed step's message
+		// asRuntime: the failed step's message is what containerd answers
+		// (test/integration's pullDenied, measured on the harness).
+		asRuntime *regexp.Regexp
 	}{
 		{name: "runAsNonRoot, no USER: root", password: reg.password, code: 1, display: "CreateContainerConfigError",
 			spec:    "  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: app, image: IMAGE, imagePullPolicy: Always}\n",
@@ -43,10 +48,9 @@ func TestSimImageConfigFromHarnessRegistry(t *testing.T) {
 		{name: "no command: the image's CMD", password: reg.password, code: 0, display: "Completed",
 			spec:    "  restartPolicy: Never\n  containers:\n  - {name: app, image: IMAGE, imagePullPolicy: Always}\n",
 			restsOn: []string{"image CMD: ", "; image config from " + source}},
-		{name: "wrong password: a warning, the assumption", password: "Wrong-" + reg.password + "-Pw", code: 0, display: "Running",
-			spec:    "  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: app, image: IMAGE, imagePullPolicy: Always}\n",
-			warning: "the simulator could not read the config of " + reg.image + " from its registry",
-			restsOn: []string{"assumed: image user unknown", "assumed: the entrypoint of " + reg.image + " keeps running"}},
+		{name: "wrong password: ErrImagePull in containerd 2's words", password: "Wrong-" + reg.password + "-Pw", code: 1, display: "ErrImagePull",
+			spec:      "  securityContext: {runAsNonRoot: true}\n  containers:\n  - {name: app, image: IMAGE, imagePullPolicy: Always}\n",
+			asRuntime: pullDenied(t, runtimeUnderTest{name: "containerd", version: "v2", major: 2}, reg, true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			auth := base64.StdEncoding.EncodeToString([]byte(reg.user + ":" + tc.password))
@@ -77,6 +81,9 @@ func TestSimImageConfigFromHarnessRegistry(t *testing.T) {
 			}
 			if tc.message != "" && (r.summary.Failure == nil || !strings.Contains(r.summary.Failure.Message, tc.message)) {
 				t.Errorf("failure %+v, want a message with %q", r.summary.Failure, tc.message)
+			}
+			if tc.asRuntime != nil && (r.summary.Failure == nil || !tc.asRuntime.MatchString(r.summary.Failure.Message)) {
+				t.Errorf("failure %+v, want a message as containerd's: %s", r.summary.Failure, tc.asRuntime)
 			}
 			var restsOn, warnings []string
 			sc := bufio.NewScanner(strings.NewReader(r.stdout))
