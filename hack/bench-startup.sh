@@ -1,31 +1,40 @@
 #!/usr/bin/env bash
-# Start-up figures of podstep (issue 14):
+# Start-up, memory and size of podstep next to crictl's (issues 14 and 36):
 #   hack/bench-startup.sh [RUNS]        (default 20)
-# Prints the median wall time, in ms, of RUNS runs of
-#   - `podstep version`                               (hyperfine -N: no shell in between)
-#   - `podstep plan -f testdata/pods/hello.yaml`      (hyperfine -N)
-#   - the first TUI frame: `podstep run --sim -f testdata/pods/hello.yaml` in a real terminal
-#     (a detached tmux session, 120x40), from the moment the pane's shell execs podstep to the
-#     moment podstep has written its first whole frame (the footer's "quit", the frame's last
-#     row) to the terminal. The pane's output reaches a reader through `tmux pipe-pane`, which
-#     stamps the time as it reads it: no polling, so the figure is start-up plus the terminal's
-#     own latency (what a user waits for), not a poll interval. The shell's `date` before the
-#     exec is inside the interval (~1 ms), so the figure errs high, never low.
-#   - the package inits of `podstep version`, as GODEBUG=inittrace=1 reports their clock time,
-#     with stdout a pipe and with stdout a terminal (a pty from `script`; TMUX unset, as in
-#     TestInitCost): all of them together, and the slowest package (the one whose median is
-#     highest) with its median.
-# Targets (issue 14, median of 20 on an idle machine): version <= 15 ms, plan <= 30 ms, first
-# TUI frame <= 100 ms, no package init over 5 ms. The script prints the figures; it does not
-# judge them. The test TestInitCost in cmd/podstep guards the inits' allocations, which do not
-# depend on the machine's load; an init that only computes (go-runewidth v0.0.27 filling a
-# package-level array: 17-44 ms) shows here only.
-# Needs: hyperfine, tmux, perl (Time::HiRes), script (bsdutils); installed with apt-get when
-# missing.
-# Binary: $PODSTEP_BIN, else built into a temp dir.
+# In one run, RUNS interleaved rounds (podstep, crictl, podstep, crictl, ...: a change of the
+# machine's load moves both alike; hack/lib/interleave.py, 3 warm-up rounds first) of
+#   - `podstep version` against `crictl --version` (both print their version and exit): wall
+#     time, peak RSS and CPU time, medians, and their ratio;
+#   - `podstep plan -f testdata/pods/hello.yaml`;
+#   - `podstep run --sim --auto -q --settle 0 --image-config off -f testdata/pods/hello.yaml`
+#     (create and teardown of hello on the simulated runtime, served in podstep's own process);
+# and, not interleaved:
+#   - the binaries' sizes: podstep built as hack/release.sh builds it (stripped: -s -w), crictl as
+#     cri-tools' release does (hack/crictl-build.sh);
+#   - the package inits of `podstep version` under GODEBUG=inittrace=1, with stdout a pipe and a
+#     terminal (a pty from `script`; TMUX unset, as in TestInitCost): their clock time, bytes and
+#     allocations together (medians over RUNS), and the slowest package;
+#   - the first TUI frame: `podstep run --sim -f testdata/pods/hello.yaml` in a detached tmux
+#     session (120x40), from the moment the pane's shell execs podstep to the moment podstep has
+#     written its first whole frame (the footer's "quit") to the terminal; `tmux pipe-pane` stamps
+#     the time as it reads, so the figure is start-up plus the terminal's latency (what a user
+#     waits for). The shell's `date` before the exec is inside the interval: it errs high.
+# It prints a markdown table and writes it into docs/measurements.md between the lines
+# "<!-- bench-startup:begin -->" and "<!-- bench-startup:end -->" (PODSTEP_BENCH_WRITE=0: print
+# only). The create + teardown of hello on a real containerd against crictl's runp/create/start/
+# stopp/rmp is not here: it needs the containerd harness (hack/bench-hello.sh, hack/bench-runcpu.sh).
+# Issue 36's bars: version wall <= crictl's (ratio <= 1.0), version peak RSS <= 25 MiB, run of
+# hello peak RSS <= 30 MiB, stripped binary <= 45 MiB, inits <= 2 ms and <= 1 MB. The script
+# prints the figures; it does not judge them (TestInitCost in cmd/podstep guards the inits'
+# allocations, which do not depend on the machine's load).
+# Binaries: $PODSTEP_BIN, else ./cmd/podstep built stripped into a temp dir; $CRICTL_BIN, else
+# hack/crictl-build.sh's (pinned, cached); $PODSTEP_BEFORE_BIN, when set, an older podstep measured
+# in the same rounds (a third column: before and after a change).
+# Needs: python3, tmux, perl (Time::HiRes), script (bsdutils); installed with apt-get if missing.
 set -euo pipefail
 
 RUNS=${1:-20}
+WARMUP=3
 # shellcheck source=lib/bench.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh" # cd to the repository, go on PATH
 
@@ -43,7 +52,7 @@ need() {
 		exit 2
 	}
 }
-need hyperfine hyperfine
+need python3 python3
 need tmux tmux
 need perl perl perl -MTime::HiRes -e 1
 need script bsdutils
@@ -51,19 +60,39 @@ need script bsdutils
 TMP=$(mktemp -d)
 SESSION=podstep-bench-startup-$$
 trap 'tmux kill-session -t "$SESSION" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-podstep_bin "$TMP"
-POD=testdata/pods/hello.yaml
-
-# Whole commands: hyperfine runs each without a shell, 3 warm-up runs first.
-# Its warnings (outliers, a slow first run) go to a file, shown only if it fails.
-if ! hyperfine -N --style none --warmup 3 --runs "$RUNS" --export-csv "$TMP/cli.csv" \
-	"$BIN version" "$BIN plan -f $POD" >"$TMP/hyperfine.log" 2>&1; then
-	cat "$TMP/hyperfine.log" >&2
-	exit 1
+BIN=${PODSTEP_BIN:-}
+if [ -z "$BIN" ]; then
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$TMP/podstep" ./cmd/podstep
+	BIN=$TMP/podstep
 fi
-# The CSV's columns: command,mean,stddev,median,user,system,min,max (seconds).
-version_ms=$(awk -F, 'NR == 2 {printf "%.1f", $4 * 1000}' "$TMP/cli.csv")
-plan_ms=$(awk -F, 'NR == 3 {printf "%.1f", $4 * 1000}' "$TMP/cli.csv")
+CRICTL=${CRICTL_BIN:-}
+if [ -z "$CRICTL" ]; then
+	CRICTL=$(bash hack/crictl-build.sh | tail -n 1)
+fi
+BEFORE=${PODSTEP_BEFORE_BIN:-}
+POD=testdata/pods/hello.yaml
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# argv ARG...: the arguments as a JSON array (interleave.py's command form).
+argv() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@"; }
+# interleave NAME=ARGV-JSON...: the rounds; sets R[NAME_wall], R[NAME_rss], R[NAME_cpu].
+declare -A R=()
+interleave() {
+	local name wall rss cpu
+	while read -r name wall rss cpu; do
+		R[${name}_wall]=$wall R[${name}_rss]=$rss R[${name}_cpu]=$cpu
+	done < <(python3 hack/lib/interleave.py "$RUNS" "$WARMUP" "$@")
+}
+run_args() { echo run --sim --auto -q --settle 0 --image-config off -f "$POD" --root-dir "$TMP/root-$1" --log-dir "$TMP/logs-$1"; }
+
+# shellcheck disable=SC2046 # run_args' words are the arguments
+set -- "pv=$(argv "$BIN" version)" "cv=$(argv "$CRICTL" --version)" \
+	"pp=$(argv "$BIN" plan -f "$POD")" "pr=$(argv "$BIN" $(run_args new))"
+if [ -n "$BEFORE" ]; then
+	# shellcheck disable=SC2046
+	set -- "$@" "bv=$(argv "$BEFORE" version)" "bp=$(argv "$BEFORE" plan -f "$POD")" "br=$(argv "$BEFORE" $(run_args old))"
+fi
+interleave "$@"
 
 # The reader at the end of pipe-pane: it reads the pane's output as it comes and, once the
 # first frame's last row is there, writes the time (ns since the epoch) to its argument.
@@ -102,17 +131,19 @@ session_gone() { ! tmux has-session -t "$SESSION" 2>/dev/null; }
 
 # first_frame: one TUI start; prints the ms from exec to the first frame. The pane's shell
 # waits for Enter, so the reader is attached before podstep writes anything. Afterwards podstep
-# is quit as a user would (q, then Enter: tear the pod down) and must exit 0.
+# is quit as a user would (q, c: tear the pod down at once, q again) and must exit 0.
 first_frame() {
 	rm -rf "$TMP/start" "$TMP/end" "$TMP/exit" "$TMP/root" "$TMP/logs"
 	tmux new-session -d -s "$SESSION" -x 120 -y 40 \
-		"read _; date +%s%N >$TMP/start; $BIN run --sim -f $POD --root-dir $TMP/root --log-dir $TMP/logs; echo \$? >$TMP/exit"
+		"read _; date +%s%N >$TMP/start; $BIN run --sim --image-config off -f $POD --root-dir $TMP/root --log-dir $TMP/logs; echo \$? >$TMP/exit"
 	tmux pipe-pane -t "$SESSION" "exec perl $TMP/firstframe.pl $TMP/end"
 	tmux send-keys -t "$SESSION" Enter
 	wait_for "the first frame" test -s "$TMP/end"
 	tmux send-keys -t "$SESSION" q
-	wait_for "the TUI to answer q" screen_has "tear the pod down?"
-	tmux send-keys -t "$SESSION" Enter
+	wait_for "the TUI to answer q" screen_has "tear down now?"
+	tmux send-keys -t "$SESSION" c
+	wait_for "the teardown" screen_has "torn down"
+	tmux send-keys -t "$SESSION" q
 	wait_for "podstep to exit" session_gone
 	if [ "$(cat "$TMP/exit")" != 0 ]; then
 		echo "bench-startup: podstep run --sim exited $(cat "$TMP/exit")" >&2
@@ -121,47 +152,94 @@ first_frame() {
 	echo $((($(cat "$TMP/end") - $(cat "$TMP/start")) / 1000)) | awk '{printf "%.1f\n", $1 / 1000}'
 }
 
-first_frame >/dev/null # warm-up, as for the commands above
+first_frame >/dev/null # warm-up
 for _ in $(seq "$RUNS"); do
 	first_frame
 done >"$TMP/tui.txt"
 tui_ms=$(median 1 <"$TMP/tui.txt")
 
-# inittrace MODE: RUNS runs of `podstep version` under GODEBUG=inittrace=1, stdout a pipe (MODE
-# pipe) or a pty (MODE terminal); prints each init as a line "RUN PACKAGE CLOCK_MS". The trace's
-# lines: init PKG @START ms, CLOCK ms clock, BYTES bytes, ALLOCS allocs.
+# inittrace BIN MODE: RUNS runs of `BIN version` under GODEBUG=inittrace=1, stdout a pipe (MODE
+# pipe) or a pty (MODE terminal); prints each init as a line "RUN PACKAGE CLOCK_MS BYTES ALLOCS".
+# The trace's lines: init PKG @START ms, CLOCK ms clock, BYTES bytes, ALLOCS allocs.
 inittrace() {
 	local run
 	for run in $(seq "$RUNS"); do
-		if [ "$1" = terminal ]; then
+		if [ "$2" = terminal ]; then
 			env -u TMUX TERM=xterm-256color GODEBUG=inittrace=1 \
-				script -qec "$BIN version 2>$TMP/trace" /dev/null >/dev/null
+				script -qec "$1 version 2>$TMP/trace" /dev/null >/dev/null
 		else
-			env -u TMUX GODEBUG=inittrace=1 "$BIN" version >/dev/null 2>"$TMP/trace"
+			env -u TMUX GODEBUG=inittrace=1 "$1" version >/dev/null 2>"$TMP/trace"
 		fi
-		awk -v r="$run" '$1 == "init" && $6 == "ms" && $7 == "clock," { print r, $2, $5 }' "$TMP/trace"
+		awk -v r="$run" '$1 == "init" && $6 == "ms" && $7 == "clock," { print r, $2, $5, $8, $10 }' "$TMP/trace"
 	done
 }
-# init_figures MODE: sets inits_ms (median over the runs of all inits' clock time together),
-# slowest_pkg and slowest_ms (the package whose median clock time is highest, and that median).
+# init_figures BIN MODE: prints "CLOCK_MS KB ALLOCS SLOWEST_PKG SLOWEST_MS": the medians over the
+# runs of all inits together, and the package whose median clock time is highest, with it.
 init_figures() {
-	inittrace "$1" >"$TMP/inits.txt"
-	inits_ms=$(awk '{ t[$1] += $3 } END { for (r in t) print t[r] }' "$TMP/inits.txt" | median 2)
-	read -r slowest_pkg slowest_ms < <(sort -k2,2 -k3,3g "$TMP/inits.txt" | awk '
+	local ms kb allocs
+	inittrace "$1" "$2" >"$TMP/inits.txt"
+	ms=$(awk '{ t[$1] += $3 } END { for (r in t) print t[r] }' "$TMP/inits.txt" | median 2)
+	kb=$(awk '{ t[$1] += $4 } END { for (r in t) print t[r] / 1000 }' "$TMP/inits.txt" | median 0)
+	allocs=$(awk '{ t[$1] += $5 } END { for (r in t) print t[r] }' "$TMP/inits.txt" | median 0)
+	sort -k2,2 -k3,3g "$TMP/inits.txt" | awk -v ms="$ms" -v kb="$kb" -v allocs="$allocs" '
 		function flush() { if (n) { m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2; if (m > best) { best = m; who = pkg } } }
 		$2 != pkg { flush(); pkg = $2; n = 0 }
 		{ v[++n] = $3 }
-		END { flush(); printf "%s %.2f\n", who, best }')
+		END { flush(); printf "%s %s %s %s %.2f\n", ms, kb, allocs, who, best }'
 }
-init_figures pipe
-pipe_inits=$inits_ms pipe_pkg=$slowest_pkg pipe_slowest=$slowest_ms
-init_figures terminal
+read -r pipe_ms pipe_kb pipe_allocs pipe_pkg pipe_slowest < <(init_figures "$BIN" pipe)
+read -r term_ms term_kb term_allocs term_pkg term_slowest < <(init_figures "$BIN" terminal)
+if [ -n "$BEFORE" ]; then
+	read -r bpipe_ms bpipe_kb bpipe_allocs _ _ < <(init_figures "$BEFORE" pipe)
+	read -r bterm_ms bterm_kb bterm_allocs _ _ < <(init_figures "$BEFORE" terminal)
+fi
 
-printf 'podstep start-up, median of %d runs (wall ms):\n' "$RUNS"
-printf '  %-46s %7s ms\n' "podstep version" "$version_ms" \
-	"podstep plan -f $POD" "$plan_ms" \
-	"first TUI frame (run --sim, tmux 120x40)" "$tui_ms" \
-	"package inits, all (stdout a pipe)" "$pipe_inits" \
-	"package inits, all (stdout a terminal)" "$inits_ms"
-printf '  %-46s %7s ms  %s\n' "slowest package init (stdout a pipe)" "$pipe_slowest" "$pipe_pkg" \
-	"slowest package init (stdout a terminal)" "$slowest_ms" "$slowest_pkg"
+mib() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+# row LABEL PODSTEP CRICTL [BEFORE]: one table row; the ratio when both figures are numbers.
+row() {
+	local r="" b=""
+	if [ -n "$3" ]; then r=$(ratio "${2%% *}" "${3%% *}"); fi
+	if [ -n "$BEFORE" ]; then b=" ${4:-} |"; fi
+	printf '| %s | %s | %s | %s |%s\n' "$1" "$2" "${3:-}" "$r" "$b"
+}
+pv=$("$BIN" version | head -n 1)
+cv=$("$CRICTL" --version)
+# shellcheck disable=SC2016 # the backquotes are markdown's
+{
+	printf 'Measured %s UTC on %s cores, load average %s at the start and %s at the end; %d interleaved\n' \
+		"$(date -u '+%Y-%m-%d %H:%M')" "$(nproc)" "$load_start" "$(cut -d' ' -f1-3 /proc/loadavg)" "$RUNS"
+	printf 'rounds after %d warm-up rounds, medians (`hack/bench-startup.sh %d`); %s, %s.\n\n' "$WARMUP" "$RUNS" "$pv" "$cv"
+	if [ -n "$BEFORE" ]; then
+		printf '| | podstep | crictl | podstep / crictl | podstep before (%s) |\n| --- | --- | --- | --- | --- |\n' "$("$BEFORE" version | head -n 1)"
+	else
+		printf '| | podstep | crictl | podstep / crictl |\n| --- | --- | --- | --- |\n'
+	fi
+	row '`version` wall' "${R[pv_wall]} ms" "${R[cv_wall]} ms" "${R[bv_wall]:-} ms"
+	row '`version` peak RSS' "${R[pv_rss]} MiB" "${R[cv_rss]} MiB" "${R[bv_rss]:-} MiB"
+	row '`version` CPU (user + system)' "${R[pv_cpu]} ms" "${R[cv_cpu]} ms" "${R[bv_cpu]:-} ms"
+	row '`plan -f hello`: wall, peak RSS' "${R[pp_wall]} ms, ${R[pp_rss]} MiB" "" "${R[bp_wall]:-} ms, ${R[bp_rss]:-} MiB"
+	row '`run --sim --auto` of hello (create + teardown): wall, CPU, peak RSS' \
+		"${R[pr_wall]} ms, ${R[pr_cpu]} ms, ${R[pr_rss]} MiB" "" "${R[br_wall]:-} ms, ${R[br_cpu]:-} ms, ${R[br_rss]:-} MiB"
+	row 'binary (podstep: as hack/release.sh builds it)' "$(mib "$BIN") MiB" "$(mib "$CRICTL") MiB" "$(if [ -n "$BEFORE" ]; then mib "$BEFORE"; fi) MiB"
+	row 'package inits of `version`, stdout a pipe: clock, KB, allocations' "${pipe_ms} ms, ${pipe_kb} KB, ${pipe_allocs}" "" \
+		"${bpipe_ms:-} ms, ${bpipe_kb:-} KB, ${bpipe_allocs:-}"
+	row 'package inits of `version`, stdout a terminal' "${term_ms} ms, ${term_kb} KB, ${term_allocs}" "" \
+		"${bterm_ms:-} ms, ${bterm_kb:-} KB, ${bterm_allocs:-}"
+	row 'slowest package init (pipe; terminal)' "${pipe_slowest} ms ${pipe_pkg}; ${term_slowest} ms ${term_pkg}" ""
+	row 'first TUI frame (`run --sim`, tmux 120x40)' "${tui_ms} ms" ""
+} >"$TMP/table.md"
+cat "$TMP/table.md"
+
+if [ "${PODSTEP_BENCH_WRITE:-1}" != 0 ]; then
+	md=docs/measurements.md
+	if ! grep -q '^<!-- bench-startup:begin -->$' "$md" || ! grep -q '^<!-- bench-startup:end -->$' "$md"; then
+		echo "bench-startup: $md has no bench-startup markers; the table is not written" >&2
+		exit 1
+	fi
+	awk -v table="$TMP/table.md" '
+		/^<!-- bench-startup:begin -->$/ { print; while ((getline l < table) > 0) print l; skip = 1; next }
+		/^<!-- bench-startup:end -->$/ { skip = 0 }
+		!skip' "$md" >"$TMP/md" && cat "$TMP/md" >"$md"
+	echo "bench-startup: the table is in $md" >&2
+fi

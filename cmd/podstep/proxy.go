@@ -41,7 +41,7 @@ pod's state rebuilt from the answers. --hold keeps the followed pod's calls unti
 				o.Page = page
 			}
 			o.Force = forceFlag(cmd)
-			return o.Run(cmd.Context(), watch.Env{Endpoints: g.ep, Version: version, Stdin: cmd.InOrStdin(),
+			return o.Run(cmd.Context(), watch.Env{Endpoints: g.ep, Version: podstepVersion(), Stdin: cmd.InOrStdin(),
 				Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), Terminal: isTerminal(cmd.OutOrStdout()), Flags: cmd.Flags(),
 				TUI: func(ctx context.Context, p *watch.Pod, rt render.Runtime) error {
 					// No Breaks: the hold has the --hold-stage stages already (the

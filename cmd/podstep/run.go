@@ -86,7 +86,7 @@ func runPod(cmd *cobra.Command, g *globalOptions, o *runOptions) error {
 	}
 	var page *live.Server // --serve's, once started: the TUI shows its URL
 	return o.Run(cmd.Context(), session.RunEnv{
-		Endpoints: ep, Version: version, Stdin: stdin, Stdout: stdout, Stderr: cmd.ErrOrStderr(),
+		Endpoints: ep, Version: podstepVersion(), Stdin: stdin, Stdout: stdout, Stderr: cmd.ErrOrStderr(),
 		Terminal: isTerminal(stdout), StdinTerminal: isTerminalIn(stdin), Force: forceFlag(cmd), Flags: cmd.Flags(),
 		Page: func(w io.Writer) (session.Teed, error) {
 			s, err := o.serve.Start(w)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -17,23 +18,28 @@ var version = devVersion
 
 const devVersion = "0.1.0-dev"
 
-func init() {
+// podstepVersion is the version podstep says: the stamped one, else the
+// module's release tag (installedVersion). Computed on first use, not in
+// an init: reading the build info costs every command ~20 KB in ~280
+// allocations (issue 36).
+var podstepVersion = sync.OnceValue(func() string {
 	if version == devVersion {
-		version = installedVersion(devVersion)
+		return installedVersion(devVersion)
 	}
-}
+	return version
+})
 
 // installedVersion is the main module's version when it is a release tag
 // (go install of a tagged version), else dev: a pseudo-version or a dirty
 // tree is not a release.
 func installedVersion(dev string) string {
-	if bi, ok := debug.ReadBuildInfo(); ok && releaseTag.MatchString(bi.Main.Version) {
+	if bi, ok := debug.ReadBuildInfo(); ok && releaseTag().MatchString(bi.Main.Version) {
 		return bi.Main.Version
 	}
 	return dev
 }
 
-var releaseTag = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+var releaseTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^v\d+\.\d+\.\d+$`) })
 
 // kubeletVersion is the kubelet whose path podstep mirrors.
 const kubeletVersion = "v1.33 (seeds) / v1.37 (reference traces)"
@@ -53,7 +59,7 @@ func newVersionCmd() *cobra.Command {
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "podstep %s\nkubelet path: %s\ncri-api: %s (runtime.v1)\ngo: %s %s/%s\n",
-				version, kubeletVersion, cri, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+				podstepVersion(), kubeletVersion, cri, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 			return nil
 		},
 	}

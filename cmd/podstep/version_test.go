@@ -9,7 +9,7 @@ func TestReleaseTag(t *testing.T) {
 		"v0.2.0": true, "v1.10.3": true, "(devel)": false, "": false,
 		"v0.0.0-20261125230000-abcdef123456": false, "v0.2.0+dirty": false, "v0.2.1-0.20261125230000-abcdef123456": false,
 	} {
-		if got := releaseTag.MatchString(v); got != want {
+		if got := releaseTag().MatchString(v); got != want {
 			t.Errorf("%q: %v, want %v", v, got, want)
 		}
 	}

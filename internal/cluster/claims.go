@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstep/podstep/internal/cluster/kube"
 	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/volume"
@@ -30,7 +30,7 @@ func (c *Client) fetchClaims(ctx context.Context, b *manifest.Bundle, r *Resolve
 		}
 		pvc, ok := b.PersistentVolumeClaim(ns, name)
 		if !ok {
-			got, err := c.CS.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+			got, err := kube.Get[corev1.PersistentVolumeClaim](ctx, c.API, kube.PersistentVolumeClaims, ns, name)
 			err = c.classify(err, "get", "persistentvolumeclaims", ns, name)
 			f := Fetched{Kind: manifest.KindPersistentVolumeClaim, Namespace: ns, Name: name, Why: "volume " + v.Name}
 			switch {
@@ -55,7 +55,7 @@ func (c *Client) fetchClaims(ctx context.Context, b *manifest.Bundle, r *Resolve
 		if _, ok := b.PersistentVolume(pvName); ok {
 			continue
 		}
-		pv, err := c.CS.CoreV1().PersistentVolumes().Get(ctx, pvName, metav1.GetOptions{})
+		pv, err := kube.Get[corev1.PersistentVolume](ctx, c.API, kube.PersistentVolumes, "", pvName)
 		err = c.classify(err, "get", "persistentvolumes", "", pvName)
 		f := Fetched{Kind: manifest.KindPersistentVolume, Name: pvName, Why: "claim " + name}
 		switch {
@@ -109,7 +109,7 @@ func (c *Client) fetchCSIDrivers(ctx context.Context, b *manifest.Bundle, r *Res
 		if _, ok := b.CSIDriver(driver); ok {
 			continue
 		}
-		got, err := c.CS.StorageV1().CSIDrivers().Get(ctx, driver, metav1.GetOptions{})
+		got, err := kube.Get[storagev1.CSIDriver](ctx, c.API, kube.CSIDrivers, "", driver)
 		err = c.classify(err, "get", "csidrivers", "", driver)
 		f := Fetched{Kind: manifest.KindCSIDriver, Name: driver, Why: "volume " + v.Name}
 		switch {
@@ -161,7 +161,7 @@ func (c *Client) fetchVolumeAttachments(ctx context.Context, b *manifest.Bundle,
 		if _, ok := b.VolumeAttachment(vaName); ok {
 			continue
 		}
-		got, err := c.CS.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		got, err := kube.Get[storagev1.VolumeAttachment](ctx, c.API, kube.VolumeAttachments, "", vaName)
 		err = c.classify(err, "get", "volumeattachments", "", vaName)
 		f := Fetched{Kind: manifest.KindVolumeAttachment, Name: vaName, Why: "volume " + v.Name + " (PersistentVolume " + pv.Name + ")"}
 		switch {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/podstep/podstep/internal/cluster/kubefake"
 	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/manifest"
 )
@@ -58,7 +59,7 @@ func TestResolveClaims(t *testing.T) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "persistentvolumeclaims"}, "data-db-0", errors.New("RBAC: access denied"))
 				})
 			}
-			c := NewForTest(cs, "https://api.test:6443")
+			c := NewForTest(kubefake.New(cs), "https://api.test:6443")
 			b := &manifest.Bundle{Pod: pod.DeepCopy(), Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 			if tt.file {
 				b.Claims = map[string]*corev1.PersistentVolumeClaim{"app/data-db-0": pvc("data-db-0", "pv-data")}
@@ -131,7 +132,7 @@ func TestResolveCSIDrivers(t *testing.T) {
 			{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
 		}}}
 	cs := fake.NewClientset(pv, claim, driver)
-	c := NewForTest(cs, "https://api.test:6443")
+	c := NewForTest(kubefake.New(cs), "https://api.test:6443")
 	b := &manifest.Bundle{Pod: pod, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}
 	if _, err := c.Resolve(context.Background(), b, nil, ResolveOptions{NoNode: true, NoTokens: true}); err != nil {
 		t.Fatal(err)

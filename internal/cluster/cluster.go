@@ -1,6 +1,8 @@
 // Package cluster reads a pod, and everything the kubelet would fetch for
-// it, from a Kubernetes API server with client-go: the kubeconfig as kubectl
-// finds it, the pod, the ConfigMaps and Secrets it references, service
+// it, from a Kubernetes API server: the kubeconfig as kubectl finds it
+// (client-go's clientcmd), requests through internal/cluster/kube (client-go's
+// rest client with only the API groups podstep reads, not the typed
+// clientset, whose scheme's init every command paid), the pod, the ConfigMaps and Secrets it references, service
 // account tokens through the TokenRequest API, the Node it is bound to and
 // the other pods on that node. It hands the engine a manifest.Bundle, a
 // node.Node and a volume.TokenSource: the engine does not know where they
@@ -21,9 +23,10 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/podstep/podstep/internal/cluster/kube"
 )
 
 // Options say which cluster to talk to, as kubectl's flags do.
@@ -55,8 +58,9 @@ var homeFile = clientcmd.RecommendedHomeFile
 
 // Client talks to one API server. It counts every request it sends.
 type Client struct {
-	// CS is the client-go clientset (a fake one in unit tests).
-	CS kubernetes.Interface
+	// API is the API client (kube.New; kubefake over client-go's fake
+	// clientset in unit tests).
+	API kube.API
 	// Server is the API server's URL, for messages.
 	Server string
 	// Context is the kubeconfig context used ("" in-cluster or in tests).
@@ -178,17 +182,18 @@ func newClient(cfg *rest.Config, ctxName, ns string, timeout time.Duration) (*Cl
 	cfg.UserAgent = "podstep"
 	c := &Client{Server: cfg.Host, Context: ctxName, Namespace: ns}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &counting{next: rt, c: c} })
-	cs, err := kubernetes.NewForConfig(cfg)
+	api, err := kube.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
-	c.CS = cs
+	c.API = api
 	return c, nil
 }
 
-// NewForTest wraps a clientset (client-go's fake) for unit tests.
-func NewForTest(cs kubernetes.Interface, server string) *Client {
-	return &Client{CS: cs, Server: server, Namespace: "default"}
+// NewForTest wraps an API (kubefake.New of client-go's fake clientset)
+// for unit tests.
+func NewForTest(api kube.API, server string) *Client {
+	return &Client{API: api, Server: server, Namespace: "default"}
 }
 
 // Requests returns the HTTP requests sent so far, in order.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/podstep/podstep/internal/cluster/kubefake"
 	"github.com/podstep/podstep/internal/manifest"
 )
 
@@ -98,7 +99,7 @@ func fixture(t *testing.T) (*Client, *fake.Clientset, *[]*authenticationv1.Token
 		tr.Status.Token = testToken
 		return true, tr, nil
 	})
-	return NewForTest(cs, "https://api.test:6443"), cs, &minted
+	return NewForTest(kubefake.New(cs), "https://api.test:6443"), cs, &minted
 }
 
 func TestReferences(t *testing.T) {
@@ -477,7 +478,7 @@ func TestResolveServices(t *testing.T) {
 					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "services"}, "", errors.New("RBAC: access denied"))
 				})
 			}
-			c := NewForTest(cs, "https://api.test:6443")
+			c := NewForTest(kubefake.New(cs), "https://api.test:6443")
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tt.ns, UID: "0123"},
 				Spec: corev1.PodSpec{EnableServiceLinks: &tt.links, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 			b := &manifest.Bundle{Pod: pod, Secrets: map[string]*corev1.Secret{}, ConfigMaps: map[string]*corev1.ConfigMap{}}

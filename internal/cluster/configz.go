@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/podstep/podstep/internal/cluster/kube"
 	"github.com/podstep/podstep/internal/gate"
 )
 
@@ -55,10 +55,10 @@ func ParseConfigz(body []byte) (*NodeConfig, error) {
 // an answer that is not a kubelet configuration is ParseConfigz's error. The
 // one implementation: run --pod (Client.Configz) and the fleet's runners
 // use it.
-func ReadConfigz(ctx context.Context, cs kubernetes.Interface, node string, classify func(error) error) (*NodeConfig, error) {
+func ReadConfigz(ctx context.Context, api kube.API, node string, classify func(error) error) (*NodeConfig, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
+	body, err := api.Raw(ctx, "/api/v1/nodes", node, "proxy", "configz")
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -69,7 +69,7 @@ func ReadConfigz(ctx context.Context, cs kubernetes.Interface, node string, clas
 // nodes/proxy is denied, an *UnreachableError, or another error (a node
 // whose kubelet does not answer gives the API server's 503).
 func (c *Client) Configz(ctx context.Context, node string) (*NodeConfig, error) {
-	return ReadConfigz(ctx, c.CS, node, func(err error) error {
+	return ReadConfigz(ctx, c.API, node, func(err error) error {
 		return c.classify(err, "get", "nodes/proxy", "", node+"/configz")
 	})
 }

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/cluster/kube"
 )
 
 // execKubeconfig writes a kubeconfig (of an https server: clientcmd
@@ -80,7 +82,7 @@ func TestExecPlugin(t *testing.T) {
 			t.Errorf("before any request, stderr %q; want %q", stderr.String(), warn)
 		}
 		gotAuth = nil
-		_, _ = c.CS.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
+		_, _ = kube.Get[corev1.Pod](context.Background(), c.API, kube.Pods, "default", "p")
 		if len(gotAuth) == 0 || gotAuth[0] != "Bearer tok-123" {
 			t.Fatalf("the plugin's token was not sent: %q", gotAuth)
 		}
@@ -138,7 +140,7 @@ func TestExecPlugin(t *testing.T) {
 			if !strings.Contains(stderr.String(), "runs the exec credential plugin "+plugin) {
 				t.Errorf("stderr %q: the plugin is not named", stderr.String())
 			}
-			_, _ = c.CS.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
+			_, _ = kube.Get[corev1.Pod](context.Background(), c.API, kube.Pods, "default", "p")
 			if _, err := os.Stat(marker); err != nil {
 				t.Errorf("with AllowExecPlugins, the plugin did not run")
 			}

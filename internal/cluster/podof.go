@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podstep/podstep/internal/cluster/kube"
 	"github.com/podstep/podstep/internal/workload"
 )
 
@@ -47,32 +48,32 @@ func (c *Client) PodOf(ctx context.Context, ns, kind, name string) (Chosen, erro
 		return Chosen{Name: name}, nil
 	case workload.KindDeployment:
 		var d *appsv1.Deployment
-		if d, err = c.CS.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if d, err = kube.Get[appsv1.Deployment](ctx, c.API, kube.Deployments, ns, name); err == nil {
 			sel = d.Spec.Selector
 		}
 	case workload.KindReplicaSet:
 		var r *appsv1.ReplicaSet
-		if r, err = c.CS.AppsV1().ReplicaSets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if r, err = kube.Get[appsv1.ReplicaSet](ctx, c.API, kube.ReplicaSets, ns, name); err == nil {
 			sel = r.Spec.Selector
 		}
 	case workload.KindStatefulSet:
 		var s *appsv1.StatefulSet
-		if s, err = c.CS.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if s, err = kube.Get[appsv1.StatefulSet](ctx, c.API, kube.StatefulSets, ns, name); err == nil {
 			sel = s.Spec.Selector
 		}
 	case workload.KindDaemonSet:
 		var d *appsv1.DaemonSet
-		if d, err = c.CS.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if d, err = kube.Get[appsv1.DaemonSet](ctx, c.API, kube.DaemonSets, ns, name); err == nil {
 			sel = d.Spec.Selector
 		}
 	case workload.KindReplicationController:
 		var r *corev1.ReplicationController
-		if r, err = c.CS.CoreV1().ReplicationControllers(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if r, err = kube.Get[corev1.ReplicationController](ctx, c.API, kube.ReplicationControllers, ns, name); err == nil {
 			sel = &metav1.LabelSelector{MatchLabels: r.Spec.Selector}
 		}
 	case workload.KindJob:
 		var j *batchv1.Job
-		if j, err = c.CS.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if j, err = kube.Get[batchv1.Job](ctx, c.API, kube.Jobs, ns, name); err == nil {
 			sel = j.Spec.Selector
 		}
 	case workload.KindCronJob:
@@ -93,12 +94,12 @@ func (c *Client) PodOf(ctx context.Context, ns, kind, name string) (Chosen, erro
 // ownerReference names the CronJob).
 func (c *Client) cronJobPod(ctx context.Context, ns, name string) (Chosen, error) {
 	what := "cronjob/" + name
-	if _, err := c.CS.BatchV1().CronJobs(ns).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := kube.Get[batchv1.CronJob](ctx, c.API, kube.CronJobs, ns, name); apierrors.IsNotFound(err) {
 		return Chosen{}, &NotFoundError{Server: c.Server, What: fmt.Sprintf("%s in namespace %q", what, ns)}
 	} else if err != nil {
 		return Chosen{}, c.classify(err, "get", "cronjobs", ns, name)
 	}
-	jobs, err := c.CS.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	jobs, err := kube.List[batchv1.JobList](ctx, c.API, kube.Jobs, ns, metav1.ListOptions{})
 	if err != nil {
 		return Chosen{}, c.classify(err, "list", "jobs", ns, "")
 	}
@@ -124,7 +125,7 @@ func (c *Client) firstPod(ctx context.Context, ns, what string, sel *metav1.Labe
 	if err != nil || sel == nil || s.Empty() {
 		return Chosen{}, fmt.Errorf("--pod %s: its selector %v selects no pod: %v", what, sel, err)
 	}
-	list, err := c.CS.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: s.String()})
+	list, err := kube.List[corev1.PodList](ctx, c.API, kube.Pods, ns, metav1.ListOptions{LabelSelector: s.String()})
 	if err != nil {
 		return Chosen{}, c.classify(err, "list", "pods", ns, "")
 	}

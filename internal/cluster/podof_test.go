@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/podstep/podstep/internal/cluster/kubefake"
 	"github.com/podstep/podstep/internal/workload"
 )
 
@@ -59,7 +60,7 @@ func TestPodOf(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-other-ns", Namespace: "other", Labels: map[string]string{"app": "web"}},
 			Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
 	}
-	c := &Client{CS: fake.NewClientset(objs...), Server: "https://api.test", Namespace: "app"}
+	c := &Client{API: kubefake.New(fake.NewClientset(objs...)), Server: "https://api.test", Namespace: "app"}
 	for _, tc := range []struct {
 		kind, name, want, notFound string
 	}{

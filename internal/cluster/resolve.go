@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podstep/podstep/internal/cluster/kube"
 	"github.com/podstep/podstep/internal/manifest"
 	"github.com/podstep/podstep/internal/node"
 )
@@ -91,7 +92,7 @@ func (c *Client) GetPod(ctx context.Context, ns, name string) (*manifest.Bundle,
 	if ns == "" {
 		ns = c.Namespace
 	}
-	pod, err := c.CS.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := kube.Get[corev1.Pod](ctx, c.API, kube.Pods, ns, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil, &NotFoundError{Server: c.Server, What: fmt.Sprintf("pod %q in namespace %q", name, ns)}
 	}
@@ -152,7 +153,7 @@ func (c *Client) Resolve(ctx context.Context, b *manifest.Bundle, clusterPod *co
 		boundUID = clusterPod.UID
 	} else {
 		// A manifest: is its pod the cluster's (kubectl get -o yaml)?
-		cp, err := c.CS.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		cp, err := kube.Get[corev1.Pod](ctx, c.API, kube.Pods, ns, pod.Name)
 		switch {
 		case err == nil && cp.UID == pod.UID:
 			boundUID = cp.UID
@@ -273,7 +274,7 @@ func (c *Client) fetchRef(ctx context.Context, b *manifest.Bundle, r *Resolved, 
 			return nil
 		}
 		var cm *corev1.ConfigMap
-		if cm, err = c.CS.CoreV1().ConfigMaps(ns).Get(ctx, rf.name, metav1.GetOptions{}); err == nil {
+		if cm, err = kube.Get[corev1.ConfigMap](ctx, c.API, kube.ConfigMaps, ns, rf.name); err == nil {
 			b.ConfigMaps[key] = cm
 			meta = cm.ObjectMeta
 		}
@@ -283,7 +284,7 @@ func (c *Client) fetchRef(ctx context.Context, b *manifest.Bundle, r *Resolved, 
 			return nil
 		}
 		var s *corev1.Secret
-		if s, err = c.CS.CoreV1().Secrets(ns).Get(ctx, rf.name, metav1.GetOptions{}); err == nil {
+		if s, err = kube.Get[corev1.Secret](ctx, c.API, kube.Secrets, ns, rf.name); err == nil {
 			b.Secrets[key] = s
 			meta = s.ObjectMeta
 		}
@@ -310,7 +311,7 @@ func (c *Client) fetchRef(ctx context.Context, b *manifest.Bundle, r *Resolved, 
 // which leaves the pod itself out). (get nodes; list pods with
 // fieldSelector spec.nodeName)
 func (c *Client) nodeFor(ctx context.Context, r *Resolved, name string, self types.UID) (*node.Node, error) {
-	obj, err := c.CS.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	obj, err := kube.Get[corev1.Node](ctx, c.API, kube.Nodes, "", name)
 	if apierrors.IsNotFound(err) {
 		return nil, &NotFoundError{Server: c.Server, What: fmt.Sprintf("node %q", name)}
 	}
@@ -323,7 +324,7 @@ func (c *Client) nodeFor(ctx context.Context, r *Resolved, name string, self typ
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 	).String()
-	list, err := c.CS.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := kube.List[corev1.PodList](ctx, c.API, kube.Pods, "", metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return nil, c.classify(err, "list", "pods", "", "fieldSelector "+sel)
 	}
@@ -357,7 +358,7 @@ func (c *Client) serviceAccountPullSecrets(ctx context.Context, r *Resolved, pod
 	if name == "" {
 		name = "default"
 	}
-	sa, err := c.CS.CoreV1().ServiceAccounts(pod.Namespace).Get(ctx, name, metav1.GetOptions{})
+	sa, err := kube.Get[corev1.ServiceAccount](ctx, c.API, kube.ServiceAccounts, pod.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		r.Fetched = append(r.Fetched, Fetched{Kind: "ServiceAccount", Namespace: pod.Namespace, Name: name, Why: "imagePullSecrets"})
 		r.Notes = append(r.Notes, fmt.Sprintf("service account %s/%s is not in the cluster (the API server would refuse the pod)", pod.Namespace, name))
@@ -382,7 +383,7 @@ func (c *Client) serviceAccountPullSecrets(ctx context.Context, r *Resolved, pod
 // creates. A pod that is not there is a *NotFoundError; a denied or
 // unanswered request an *AccessError or *UnreachableError.
 func (c *Client) Pod(ctx context.Context, ns, name string) (*corev1.Pod, string, error) {
-	pod, err := c.CS.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := kube.Get[corev1.Pod](ctx, c.API, kube.Pods, ns, name)
 	if apierrors.IsNotFound(err) {
 		return nil, "", &NotFoundError{Server: c.Server, What: fmt.Sprintf("pod %q in namespace %q", name, ns)}
 	}

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/cluster/kube"
 )
 
 // KindServices is the Fetched kind of a list of Services (its Count says
@@ -32,7 +34,7 @@ func (c *Client) services(ctx context.Context, r *Resolved) error {
 	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks // the API server defaults it to true
 	out := []*corev1.Service{}
 	if links {
-		list, err := c.CS.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		list, err := kube.List[corev1.ServiceList](ctx, c.API, kube.Services, ns, metav1.ListOptions{})
 		if err != nil {
 			return c.classify(err, "list", "services", ns, "")
 		}
@@ -43,7 +45,7 @@ func (c *Client) services(ctx context.Context, r *Resolved) error {
 			Count: len(list.Items), Why: "enableServiceLinks: the namespace's Services' env vars"})
 	}
 	if !links || ns != metav1.NamespaceDefault {
-		svc, err := c.CS.CoreV1().Services(metav1.NamespaceDefault).Get(ctx, masterService, metav1.GetOptions{})
+		svc, err := kube.Get[corev1.Service](ctx, c.API, kube.Services, metav1.NamespaceDefault, masterService)
 		f := Fetched{Kind: "Service", Namespace: metav1.NamespaceDefault, Name: masterService, Why: "the master Service's env vars (KUBERNETES_SERVICE_HOST, …)"}
 		switch {
 		case err == nil:

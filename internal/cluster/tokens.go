@@ -7,8 +7,9 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstep/podstep/internal/cluster/kube"
 )
 
 // Tokens is the token manager of a run (the kubelet's token.Manager,
@@ -103,7 +104,8 @@ func (t *Tokens) fetch(ctx context.Context, namespace, name string, tr *authenti
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := t.c.CS.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	out := &authenticationv1.TokenRequest{}
+	err := t.c.API.Create(ctx, kube.ServiceAccounts, namespace, name, "token", req, out)
 	if err != nil {
 		return tokenAnswer{err: t.c.classify(err, "create", "serviceaccounts/token", namespace, name)}
 	}

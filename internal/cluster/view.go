@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podstep/podstep/internal/cluster/kube"
 )
 
 // View reads what the cluster says about pod ns/name now: the pod (get
@@ -23,7 +25,7 @@ func (c *Client) View(ctx context.Context, ns, name string, replayUID types.UID,
 	t := func(s string) string { return redact(clean(s)) }
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	pod, err := c.CS.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := kube.Get[corev1.Pod](ctx, c.API, kube.Pods, ns, name)
 	if err != nil {
 		return nil, c.classify(err, "get", "pods", ns, name)
 	}
@@ -59,7 +61,7 @@ func (c *Client) View(ctx context.Context, ns, name string, replayUID types.UID,
 	add(pod.Spec.Containers, pod.Status.ContainerStatuses, false)
 
 	sel := fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()
-	evs, err := c.CS.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	evs, err := kube.List[corev1.EventList](ctx, c.API, kube.Events, ns, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return nil, c.classify(err, "list", "events", ns, "fieldSelector "+sel)
 	}

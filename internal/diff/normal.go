@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Normalisation is one rule that makes two runs of the same pod compare
@@ -43,9 +44,11 @@ type Subst struct {
 }
 
 var (
-	reTime   = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
-	reTermID = regexp.MustCompile(`(/containers/[^/"]+/)[0-9a-f]{8}"$`)
-	reHexID  = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+	reTime = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
+	})
+	reTermID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(/containers/[^/"]+/)[0-9a-f]{8}"$`) })
+	reHexID  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b[0-9a-f]{64}\b`) })
 )
 
 // normaliser replaces one recording's run-specific values.
@@ -196,8 +199,8 @@ func (n *normaliser) fields(method string, in []Field) []Field {
 				v = strings.ReplaceAll(v, s.Value, s.Placeholder)
 			}
 		}
-		v = reTime.ReplaceAllString(v, "<time>")
-		v = reTermID.ReplaceAllString(v, `$1<random>"`)
+		v = reTime().ReplaceAllString(v, "<time>")
+		v = reTermID().ReplaceAllString(v, `$1<random>"`)
 		v = n.otherIDs(v)
 		out = append(out, Field{Path: f.Path, Value: v})
 	}
@@ -208,7 +211,7 @@ func (n *normaliser) fields(method string, in []Field) []Field {
 // (sha256:<hex>, name@sha256:<hex>): the same image has the same digest in
 // any run, and a different one is a difference.
 func (n *normaliser) otherIDs(v string) string {
-	locs := reHexID.FindAllStringIndex(v, -1)
+	locs := reHexID().FindAllStringIndex(v, -1)
 	if locs == nil {
 		return v
 	}

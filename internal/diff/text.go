@@ -140,7 +140,7 @@ func matches(rule, ph string) bool {
 
 // short shortens a 64-hex ID for display.
 func short(v string) string {
-	if reHexID.MatchString(v) && len(v) == 64 {
+	if reHexID().MatchString(v) && len(v) == 64 {
 		return v[:12] + "…"
 	}
 	return v

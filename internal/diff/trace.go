@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/podstep/podstep/internal/record"
@@ -54,16 +55,18 @@ const MaxTraceLine = 4 << 20
 // IsTrace says whether data starts like a kubelet CRI trace.
 func IsTrace(data []byte) bool {
 	line, _, _ := bytes.Cut(data, []byte{'\n'})
-	return traceTitle.Match(line)
+	return traceTitle().Match(line)
 }
 
 var (
-	traceTitle = regexp.MustCompile(`^# (\S+): (CREATE|TEARDOWN) phase`)
-	traceEpoch = regexp.MustCompile(`^# t0 .*= epoch ([0-9.]+)`)
-	traceCall  = regexp.MustCompile(`^\+\s+([0-9.]+)ms\s+\[\s*([0-9.]+)ms\]\s+(\w+)\s*(.*)$`)
-	traceErr   = regexp.MustCompile(`!! ERR (\w+):`)
-	traceArg   = regexp.MustCompile(`(\w+(?:\.\w+)?)=('[^']*'|\{.*\}|\S+)`)
-	traceName  = regexp.MustCompile(`^\w+=\S+ \(([^)]+)\)`)
+	traceTitle = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^# (\S+): (CREATE|TEARDOWN) phase`) })
+	traceEpoch = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^# t0 .*= epoch ([0-9.]+)`) })
+	traceCall  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\+\s+([0-9.]+)ms\s+\[\s*([0-9.]+)ms\]\s+(\w+)\s*(.*)$`)
+	})
+	traceErr  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!! ERR (\w+):`) })
+	traceArg  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(\w+(?:\.\w+)?)=('[^']*'|\{.*\}|\S+)`) })
+	traceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\w+=\S+ \(([^)]+)\)`) })
 )
 
 // traceCall is one call being rebuilt.
@@ -117,11 +120,11 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 		lineNo++
 		line := strings.TrimRight(sc.Text(), " ")
 		switch {
-		case traceTitle.MatchString(line):
+		case traceTitle().MatchString(line):
 			if err := finish(); err != nil {
 				return nil, err
 			}
-			m := traceTitle.FindStringSubmatch(line)
+			m := traceTitle().FindStringSubmatch(line)
 			stage = steps.StageSandbox
 			if m[2] == "TEARDOWN" {
 				stage = steps.StageTeardown
@@ -129,19 +132,19 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 			if rec.Header.Manifest.File == "" {
 				rec.Header.Manifest.File = m[1]
 			}
-		case traceEpoch.MatchString(line):
-			f, _ := strconv.ParseFloat(traceEpoch.FindStringSubmatch(line)[1], 64)
+		case traceEpoch().MatchString(line):
+			f, _ := strconv.ParseFloat(traceEpoch().FindStringSubmatch(line)[1], 64)
 			sec, frac := math.Modf(f)
 			t0 = time.Unix(int64(sec), int64(frac*1e9)).UTC()
 			if rec.Header.Recorded.IsZero() {
 				rec.Header.Recorded = t0
 			}
-		case traceCall.MatchString(line):
+		case traceCall().MatchString(line):
 			if err := finish(); err != nil {
 				return nil, err
 			}
 			inMounts = false
-			m := traceCall.FindStringSubmatch(line)
+			m := traceCall().FindStringSubmatch(line)
 			off, _ := strconv.ParseFloat(m[1], 64)
 			dur, _ := strconv.ParseFloat(m[2], 64)
 			if off > record.MaxMs || dur > record.MaxMs {
@@ -162,10 +165,10 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 			}
 			c := &Call{Method: method, Code: "OK", Count: 1, Started: t0.Add(time.Duration(off * float64(time.Millisecond))),
 				DurationMs: dur, Stage: stage, Step: lineNo, StepName: "(trace)"}
-			if e := traceErr.FindStringSubmatch(rest); e != nil {
+			if e := traceErr().FindStringSubmatch(rest); e != nil {
 				c.Code = e[1]
 			}
-			if n := traceName.FindStringSubmatch(args); n != nil && strings.HasPrefix(args, "container=") {
+			if n := traceName().FindStringSubmatch(args); n != nil && strings.HasPrefix(args, "container=") {
 				c.Container = n[1]
 			}
 			if method == "CreateContainer" {
@@ -219,7 +222,7 @@ func ReadTrace(name string, r io.Reader) (*Recording, error) {
 // request fills the request from the call line's args.
 func (t *tcall) request(args, rest string) {
 	kv := map[string]string{}
-	for _, m := range traceArg.FindAllStringSubmatch(args, -1) {
+	for _, m := range traceArg().FindAllStringSubmatch(args, -1) {
 		kv[m[1]] = strings.Trim(m[2], "'")
 	}
 	r := t.req
@@ -264,7 +267,7 @@ func (t *tcall) request(args, rest string) {
 // response keeps the IDs a call answered.
 func (t *tcall) response(result string) {
 	kv := map[string]string{}
-	for _, m := range traceArg.FindAllStringSubmatch(result, -1) {
+	for _, m := range traceArg().FindAllStringSubmatch(result, -1) {
 		kv[m[1]] = m[2]
 	}
 	var resp map[string]any
@@ -294,7 +297,7 @@ func (t *tcall) detail(line string) {
 		switch key {
 		case "metadata":
 			md := map[string]any{}
-			for _, m := range traceArg.FindAllStringSubmatch(rest, -1) {
+			for _, m := range traceArg().FindAllStringSubmatch(rest, -1) {
 				if n, err := strconv.Atoi(m[2]); err == nil && m[1] == "attempt" {
 					if n != 0 {
 						md[m[1]] = n

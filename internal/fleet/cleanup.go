@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podstep/podstep/internal/cluster/kube"
 )
 
 // Cleanup is `podstep fleet cleanup`: it deletes the parent ConfigMap of
@@ -20,13 +22,13 @@ func Cleanup(ctx context.Context, c *Client, ns, id string, wait time.Duration) 
 	if id != "" {
 		sel = LabelFleet + "=" + id
 	}
-	parents, err := c.CS.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: sel + "," + LabelRole + "=" + RoleParent})
+	parents, err := kube.List[corev1.ConfigMapList](ctx, c.API, kube.ConfigMaps, ns, metav1.ListOptions{LabelSelector: sel + "," + LabelRole + "=" + RoleParent})
 	if err := c.classify(err, "list", "configmaps", ns); err != nil {
 		return d, err
 	}
 	bg := metav1.DeletePropagationBackground
 	for _, p := range parents.Items {
-		err := c.CS.CoreV1().ConfigMaps(ns).Delete(ctx, p.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		err := c.API.Delete(ctx, kube.ConfigMaps, ns, p.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 		if err := c.classify(err, "delete", "configmaps", ns); err != nil && !apierrors.IsNotFound(err) {
 			return d, err
 		}
@@ -40,11 +42,11 @@ func Cleanup(ctx context.Context, c *Client, ns, id string, wait time.Duration) 
 	first := true
 	var pods0, cms0 int
 	for {
-		pods, err := c.CS.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		pods, err := kube.List[corev1.PodList](ctx, c.API, kube.Pods, ns, metav1.ListOptions{LabelSelector: sel})
 		if err := c.classify(err, "list", "pods", ns); err != nil {
 			return d, err
 		}
-		cms, err := c.CS.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: sel + "," + LabelRole + "=" + RoleManifest})
+		cms, err := kube.List[corev1.ConfigMapList](ctx, c.API, kube.ConfigMaps, ns, metav1.ListOptions{LabelSelector: sel + "," + LabelRole + "=" + RoleManifest})
 		if err := c.classify(err, "list", "configmaps", ns); err != nil {
 			return d, err
 		}
@@ -71,7 +73,7 @@ func Cleanup(ctx context.Context, c *Client, ns, id string, wait time.Duration) 
 // manifest holds (name, namespace, labels, annotations, spec) and not what
 // the cluster added (status, managedFields, ownerReferences, uid).
 func PodFromCluster(ctx context.Context, c *Client, ns, name string) (*corev1.Pod, error) {
-	p, err := c.CS.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	p, err := kube.Get[corev1.Pod](ctx, c.API, kube.Pods, ns, name)
 	if err := c.classify(err, "get", "pods", ns); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("pod %s/%s: not found", ns, name)

@@ -9,16 +9,16 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/podstep/podstep/internal/cluster"
+	"github.com/podstep/podstep/internal/cluster/kube"
 )
 
-// Client is the fleet's API client: a clientset that counts its requests
-// by second (the bar of ≤ 3 requests per node per second).
+// Client is the fleet's API client (internal/cluster/kube) that counts
+// its requests by second (the bar of ≤ 3 requests per node per second).
 type Client struct {
-	CS     kubernetes.Interface
+	API    kube.API
 	Server string
 	// Namespace is the kubeconfig context's namespace.
 	Namespace string
@@ -48,11 +48,11 @@ func NewClient(cfg *rest.Config, namespace string) (*Client, error) {
 	cfg.UserAgent = "podstep-fleet"
 	c := &Client{Server: cfg.Host, Namespace: namespace, bySec: map[int64]int{}}
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &counter{next: rt, c: c} })
-	cs, err := kubernetes.NewForConfig(cfg)
+	api, err := kube.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("API server %s: %w", cfg.Host, err)
 	}
-	c.CS = cs
+	c.API = api
 	return c, nil
 }
 

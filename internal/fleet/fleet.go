@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/podstep/podstep/internal/cluster"
+	"github.com/podstep/podstep/internal/cluster/kube"
 	"github.com/podstep/podstep/internal/render"
 )
 
@@ -195,7 +196,7 @@ func selectNodes(ctx context.Context, c *Client, o Options) ([]selected, error) 
 	if len(o.Nodes) > 0 {
 		var out []selected
 		for _, name := range o.Nodes {
-			n, err := c.CS.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			n, err := kube.Get[corev1.Node](ctx, c.API, kube.Nodes, "", name)
 			if err := c.classify(err, "get", "nodes", ""); err != nil {
 				if apierrors.IsNotFound(err) {
 					out = append(out, selected{name: name, err: "no such node"})
@@ -207,7 +208,7 @@ func selectNodes(ctx context.Context, c *Client, o Options) ([]selected, error) 
 		}
 		return out, nil
 	}
-	l, err := c.CS.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+	l, err := kube.List[corev1.NodeList](ctx, c.API, kube.Nodes, "", metav1.ListOptions{LabelSelector: o.Selector})
 	if err := c.classify(err, "list", "nodes", ""); err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func (f *fleet) makeParent(ctx context.Context) error {
 		"started": time.Now().UTC().Format(time.RFC3339),
 		"about":   "podstep fleet: the runners and manifests labelled " + LabelFleet + "=" + f.id + " are owned by this ConfigMap; deleting it (podstep fleet cleanup) lets the garbage collector remove them",
 	}}
-	got, err := f.c.CS.CoreV1().ConfigMaps(f.o.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	got, err := kube.Create(ctx, f.c.API, kube.ConfigMaps, f.o.Namespace, p)
 	if err := f.c.classify(err, "create", "configmaps", f.o.Namespace); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %q does not exist: create it (kubectl apply -f deploy/fleet.yaml) or give --namespace", f.o.Namespace)
@@ -254,7 +255,7 @@ func nodeReady(n *corev1.Node) (corev1.ConditionStatus, string) {
 // configz reads the node's kubelet configuration through the API server
 // (cluster.ReadConfigz, as run --pod does).
 func (f *fleet) configz(ctx context.Context, node string) (*cluster.NodeConfig, error) {
-	return cluster.ReadConfigz(ctx, f.c.CS, node, func(err error) error {
+	return cluster.ReadConfigz(ctx, f.c.API, node, func(err error) error {
 		return f.c.classify(err, "get", "nodes/proxy", "")
 	})
 }
@@ -326,7 +327,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	r.Endpoint, r.EndpointFrom = run.endpoint()
 	cm, err := run.Manifest()
 	if err == nil {
-		_, err = f.c.CS.CoreV1().ConfigMaps(f.o.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+		_, err = kube.Create(ctx, f.c.API, kube.ConfigMaps, f.o.Namespace, cm)
 		err = f.c.classify(err, "create", "configmaps", f.o.Namespace)
 	}
 	if err != nil {
@@ -334,7 +335,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 		return
 	}
 	pod := run.RunnerPod(cm)
-	_, err = f.c.CS.CoreV1().Pods(f.o.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	_, err = kube.Create(ctx, f.c.API, kube.Pods, f.o.Namespace, pod)
 	if err := f.c.classify(err, "create", "pods", f.o.Namespace); err != nil {
 		f.fail(ctx, r, err)
 		f.deleteObjects(bg, pod.Name, false, -1)
@@ -537,8 +538,7 @@ func (f *fleet) waitTerminated(ctx context.Context, name string, d time.Duration
 
 // stream follows the runner's log, parsing each line.
 func (f *fleet) stream(ctx context.Context, name string, r *Result) error {
-	req := f.c.CS.CoreV1().Pods(f.o.Namespace).GetLogs(name, &corev1.PodLogOptions{Container: "podstep", Follow: true})
-	rc, err := req.Stream(ctx)
+	rc, err := f.c.API.Logs(ctx, f.o.Namespace, name, &corev1.PodLogOptions{Container: "podstep", Follow: true})
 	if err != nil {
 		return f.c.classify(err, "get", "pods/log", f.o.Namespace)
 	}
@@ -581,14 +581,14 @@ func (f *fleet) deleteObjects(ctx context.Context, name string, pod bool, grace 
 		if grace >= 0 {
 			opts.GracePeriodSeconds = &grace
 		}
-		err := f.c.CS.CoreV1().Pods(f.o.Namespace).Delete(ctx, name, opts)
+		err := f.c.API.Delete(ctx, kube.Pods, f.o.Namespace, name, opts)
 		if err == nil {
 			f.mu.Lock()
 			f.deleted.Pods++
 			f.mu.Unlock()
 		}
 	}
-	if err := f.c.CS.CoreV1().ConfigMaps(f.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err == nil {
+	if err := f.c.API.Delete(ctx, kube.ConfigMaps, f.o.Namespace, name, metav1.DeleteOptions{}); err == nil {
 		f.mu.Lock()
 		f.deleted.ConfigMaps++
 		f.mu.Unlock()
@@ -599,7 +599,7 @@ func (f *fleet) deleteObjects(ctx context.Context, name string, pod bool, grace 
 // pods to be gone (their teardown), then deletes the parent.
 func (f *fleet) cleanup(ctx context.Context) Deleted {
 	sel := LabelFleet + "=" + f.id
-	pods, err := f.c.CS.CoreV1().Pods(f.o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	pods, err := kube.List[corev1.PodList](ctx, f.c.API, kube.Pods, f.o.Namespace, metav1.ListOptions{LabelSelector: sel})
 	if err == nil {
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp != nil {
@@ -626,7 +626,7 @@ func (f *fleet) cleanup(ctx context.Context) Deleted {
 		f.deleted.Left = n
 		break
 	}
-	if err := f.c.CS.CoreV1().ConfigMaps(f.o.Namespace).Delete(ctx, f.parent.Name, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}); err == nil {
+	if err := f.c.API.Delete(ctx, kube.ConfigMaps, f.o.Namespace, f.parent.Name, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}); err == nil {
 		f.deleted.Parents++
 	}
 	return f.deleted
@@ -675,7 +675,7 @@ func (h *hub) set(p *corev1.Pod, gone bool) {
 func (h *hub) run(ctx context.Context, c *Client, ns, sel string) {
 	rv := ""
 	for ctx.Err() == nil {
-		w, err := c.CS.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
+		w, err := c.API.Watch(ctx, kube.Pods, ns, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err != nil {
 			select {
 			case <-ctx.Done():

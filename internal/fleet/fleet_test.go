@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/podstep/podstep/internal/cluster/kubefake"
 	"github.com/podstep/podstep/internal/manifest"
 )
 
@@ -35,7 +36,7 @@ func TestRunNotStartedAndCleanedUp(t *testing.T) {
 		created = append(created, obj)
 		return false, nil, nil
 	})
-	c := &Client{CS: cs, Server: "fake", bySec: map[int64]int{}}
+	c := &Client{API: kubefake.New(cs), Server: "fake", bySec: map[int64]int{}}
 	b, err := manifest.Load("../../testdata/pods/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestRunReplayEndpointAnnotation(t *testing.T) {
 		return n
 	}
 	cs := fake.NewClientset(node("a", "unix:///var/lib/replay/containerd.sock"), node("b", ""), node("c", ""), node("d", "tcp://x:1"))
-	c := &Client{CS: cs, Server: "fake", bySec: map[int64]int{}}
+	c := &Client{API: kubefake.New(cs), Server: "fake", bySec: map[int64]int{}}
 	b, err := manifest.Load("../../testdata/pods/hello.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,11 @@ import (
 //go:embed page.html.tmpl live.js live.css
 var files embed.FS
 
-var pageTmpl = template.Must(template.ParseFS(files, "page.html.tmpl"))
+// pageTmpl is the page, parsed on first use (not in the package's init:
+// every podstep command would pay for it, issue 36).
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.ParseFS(files, "page.html.tmpl"))
+})
 
 // CSP is the page's Content-Security-Policy: its own script, style and
 // event stream, nothing else; no inline script, no frames, no forms.
@@ -363,7 +367,7 @@ func static(name, ctype string) http.HandlerFunc {
 // page is the page's shell; the script fills it from the event stream.
 func (s *Server) page(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = pageTmpl.Execute(w, nil)
+	_ = pageTmpl().Execute(w, nil)
 }
 
 // Batch is how long a page's stream gathers lines after the first before

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -128,7 +129,7 @@ func compareFieldPaths(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // header is the part of a document read before it is decoded strictly.
 type header struct {
@@ -179,7 +180,7 @@ func yamlMessage(err error, firstLine int) string {
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	msg = strings.TrimPrefix(msg, "unmarshal errors:")
 	msg = shortText(strings.Join(strings.Fields(msg), " "))
-	return yamlLineRE.ReplaceAllStringFunc(msg, func(s string) string {
+	return yamlLineRE().ReplaceAllStringFunc(msg, func(s string) string {
 		n, _ := strconv.Atoi(strings.TrimPrefix(s, "line "))
 		return "line " + strconv.Itoa(n+firstLine-1)
 	})

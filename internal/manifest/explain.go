@@ -16,16 +16,17 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	sigsjson "sigs.k8s.io/json"
 )
 
-var indexRE = regexp.MustCompile(`\[[^\]]*\]`)
+var indexRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[[^\]]*\]`) })
 
 // unknownFieldMessage explains an unknown field at path and suggests the
 // closest known field name.
 func (p *parser) unknownFieldMessage(root reflect.Type, path string) string {
-	segs := strings.Split(indexRE.ReplaceAllString(path, ""), ".")
+	segs := strings.Split(indexRE().ReplaceAllString(path, ""), ".")
 	name := segs[len(segs)-1]
 	parent := segs[:len(segs)-1]
 	t := root

@@ -84,7 +84,7 @@ func checkResult(t *testing.T, b *Bundle, err error) {
 func checkBundle(t *testing.T, b *Bundle) {
 	t.Helper()
 	p := b.Pod
-	if !uidRE.MatchString(string(p.UID)) {
+	if !uidRE().MatchString(string(p.UID)) {
 		t.Fatalf("accepted uid %q", p.UID)
 	}
 	for _, v := range p.Spec.Volumes {

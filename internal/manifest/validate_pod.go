@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,20 +22,22 @@ import (
 // (<root-dir>/pods/<uid>, <log-dir>/<namespace>_<name>_<uid>) and cgroups
 // (pod<uid>), so it must be a plain path component: no '/', no '.', no
 // '..', no NUL, nothing a shell or systemd would treat specially.
-var uidRE = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$`)
+var uidRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$`) })
 
 const expectUID = `expected 1 to 63 letters, digits and '-', starting and ending with a letter or digit, such as a UUID ("0b6c1d2e-3f40-4a5b-8c7d-9e0f1a2b3c4d"), or no uid: podstep then derives one from the document`
 
 // validateUID checks a Pod's metadata.uid against uidRE.
 func validateUID(uid types.UID) *fieldErr {
-	if !uidRE.MatchString(string(uid)) {
+	if !uidRE().MatchString(string(uid)) {
 		return fe("metadata.uid", "invalid value %q: podstep names directories and cgroups after the UID (<root-dir>/pods/<uid>), so it must be a plain file name; %s", shorten(string(uid), 80), expectUID)
 	}
 	return nil
 }
 
 // sysctlRE is the API server's sysctl name format (SysctlContainSlashFmt).
-var sysctlRE = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+var sysctlRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+})
 
 const sysctlMaxLength = 253
 
@@ -77,8 +80,8 @@ func validateSysctls(sysctls []corev1.Sysctl, s *corev1.PodSpec) *fieldErr {
 		switch {
 		case sc.Name == "":
 			return fe(f, `required value; expected a sysctl name such as "net.ipv4.ip_local_port_range"`)
-		case len(sc.Name) > sysctlMaxLength || !sysctlRE.MatchString(sc.Name):
-			return fe(f, "invalid value %q: must have at most %d characters and match regex %s; expected a sysctl name such as \"net.ipv4.ip_local_port_range\" or \"net/ipv4/ip_local_port_range\"", shorten(sc.Name, 80), sysctlMaxLength, sysctlRE)
+		case len(sc.Name) > sysctlMaxLength || !sysctlRE().MatchString(sc.Name):
+			return fe(f, "invalid value %q: must have at most %d characters and match regex %s; expected a sysctl name such as \"net.ipv4.ip_local_port_range\" or \"net/ipv4/ip_local_port_range\"", shorten(sc.Name, 80), sysctlMaxLength, sysctlRE())
 		case seen[sc.Name]:
 			return fe(f, "duplicate value %q; expected each sysctl once", sc.Name)
 		}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -17,7 +18,7 @@ import (
 // cobra suggests commands (SuggestionsMinimumDistance 2, or a prefix).
 func FlagError(err error, flags *pflag.FlagSet) error {
 	msg := err.Error()
-	if m := invalidArgRE.FindStringSubmatch(msg); m != nil {
+	if m := invalidArgRE().FindStringSubmatch(msg); m != nil {
 		if e := badValue(m[1], m[2], flags); e != nil {
 			return e
 		}
@@ -95,7 +96,9 @@ func BreakCompletion(toComplete string) []string {
 
 // invalidArgRE is pflag's error for a value that does not parse:
 // invalid argument "VALUE" for "-s, --name" flag: ...
-var invalidArgRE = regexp.MustCompile(`^invalid argument "((?:[^"\\]|\\.)*)" for "(?:-[^,]*, )?--([^"]+)" flag: `)
+var invalidArgRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^invalid argument "((?:[^"\\]|\\.)*)" for "(?:-[^,]*, )?--([^"]+)" flag: `)
+})
 
 // badValue says what a value of the flag looks like, instead of the
 // parser's text (strconv.ParseFloat: parsing "fast": invalid syntax):

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,11 +19,15 @@ import (
 //go:embed page.html.tmpl
 var pageTemplate string
 
-var tmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"ms":      fmtMs,
-	"time":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 MST") },
-	"stateOf": containerState,
-}).Parse(pageTemplate))
+// tmpl is the page, parsed on first use: in a package-level variable every
+// podstep command paid for it (~90 KB, ~2,000 allocations; issue 36).
+var tmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"ms":      fmtMs,
+		"time":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 MST") },
+		"stateOf": containerState,
+	}).Parse(pageTemplate))
+})
 
 // view is what the template renders.
 type view struct {
@@ -128,7 +133,7 @@ func (p *Page) render(w io.Writer) error {
 	if h.Simulated {
 		v.Runtime = "the SIMULATED runtime (no containers really ran)"
 	}
-	if err := tmpl.Execute(w, v); err != nil {
+	if err := tmpl().Execute(w, v); err != nil {
 		return fmt.Errorf("write the timeline page: %w", err)
 	}
 	return nil

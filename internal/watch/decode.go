@@ -1,6 +1,8 @@
 package watch
 
 import (
+	"sync"
+
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -17,8 +19,10 @@ var services = []protoreflect.FullName{
 type messages struct{ req, resp protoreflect.MessageType }
 
 // methodTypes maps a full gRPC method ("/runtime.v1.RuntimeService/X") to
-// its message types, from the descriptors cri-api registers.
-var methodTypes = func() map[string]messages {
+// its message types, from the descriptors cri-api registers. Built on first
+// use: walking the services makes protobuf unpack cri-api's whole file
+// descriptor (~340 KB), which a package-level map paid on every command.
+var methodTypes = sync.OnceValue(func() map[string]messages {
 	m := map[string]messages{}
 	for _, name := range services {
 		d, err := protoregistry.GlobalFiles.FindDescriptorByName(name)
@@ -40,18 +44,18 @@ var methodTypes = func() map[string]messages {
 		}
 	}
 	return m
-}()
+})
 
 // Known says whether podstep's cri-api names the method.
 func Known(method string) bool {
-	_, ok := methodTypes[method]
+	_, ok := methodTypes()[method]
 	return ok
 }
 
 // decode unmarshals a method's request or response; nil when the method is
 // unknown or the bytes do not parse (the proxy forwarded them anyway).
 func decode(method string, b []byte, response bool) proto.Message {
-	t, ok := methodTypes[method]
+	t, ok := methodTypes()[method]
 	if !ok {
 		return nil
 	}

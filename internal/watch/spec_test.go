@@ -17,6 +17,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cluster"
+	"github.com/podstep/podstep/internal/cluster/kubefake"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -175,12 +176,12 @@ func TestSpecStages(t *testing.T) {
 		{name: "none", specs: func() (SpecSource, *fake.Clientset) { return nil, nil }, want: inferred},
 		{name: "API server", specs: func() (SpecSource, *fake.Clientset) {
 			cs := fake.NewClientset(specPod(ns, sandboxName, uid))
-			return APISpecs{Client: cluster.NewForTest(cs, "https://api.test:6443")}, cs
+			return APISpecs{Client: cluster.NewForTest(kubefake.New(cs), "https://api.test:6443")}, cs
 		}, want: withSpec, from: "the API server https://api.test:6443 (resourceVersion 4242)",
 			vsSent: "env: +1 names from the kubelet's service links (KUBERNETES_PORT); mounts: +1 from the kubelet (/etc/hosts); mounts: 1 of the spec not sent (/data)"},
 		{name: "mirror pod", specs: func() (SpecSource, *fake.Clientset) {
 			cs := fake.NewClientset(mirror)
-			return APISpecs{Client: cluster.NewForTest(cs, "https://api.test:6443")}, cs
+			return APISpecs{Client: cluster.NewForTest(kubefake.New(cs), "https://api.test:6443")}, cs
 		}, want: withSpec, from: "the mirror pod of a static pod"},
 		{name: "manifest dir", specs: func() (SpecSource, *fake.Clientset) { return FileSpecs{Path: dir}, nil },
 			want: withSpec, from: "the manifest " + filepath.Join(dir, "web.yaml")},
@@ -189,11 +190,11 @@ func TestSpecStages(t *testing.T) {
 		}, want: withSpec, from: "web.yaml"},
 		{name: "pod not found", specs: func() (SpecSource, *fake.Clientset) {
 			cs := fake.NewClientset()
-			return APISpecs{Client: cluster.NewForTest(cs, "https://api.test:6443")}, cs
+			return APISpecs{Client: cluster.NewForTest(kubefake.New(cs), "https://api.test:6443")}, cs
 		}, want: inferred, noteErr: `has no pod "web-node1" in namespace "default"`},
 		{name: "another pod of the same name", specs: func() (SpecSource, *fake.Clientset) {
 			cs := fake.NewClientset(specPod(ns, sandboxName, "uid-of-a-newer-pod"))
-			return APISpecs{Client: cluster.NewForTest(cs, "https://api.test:6443")}, cs
+			return APISpecs{Client: cluster.NewForTest(kubefake.New(cs), "https://api.test:6443")}, cs
 		}, want: inferred, noteErr: "not the sandbox's uid-web"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
