@@ -179,7 +179,7 @@ func TestRunnerCannotStart(t *testing.T) {
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: shared}}}}}
 		return false, nil, nil
 	})
-	c := &Client{CS: cs, Server: "fake", bySec: map[int64]int{}}
+	c := &Client{API: kubefake.New(cs), Server: "fake", bySec: map[int64]int{}}
 	b, err := manifest.Load("../../testdata/pods/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
