@@ -21,8 +21,8 @@ import (
 func TestRelistWindowAfterSlowFirstRelist(t *testing.T) {
 	const (
 		delay    = 500 * time.Millisecond // each ContainerStatus
-		interval = 50 * time.Millisecond
-		settle   = 200 * time.Millisecond
+		interval = 100 * time.Millisecond
+		settle   = 400 * time.Millisecond
 	)
 	for _, tc := range []struct {
 		name       string
