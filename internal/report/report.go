@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -115,6 +116,7 @@ type Printer struct {
 	// cleanup is the command that removes what a run keeps or leaves:
 	// `podstep cleanup`, or `podstep cleanup --sim` on the simulated runtime.
 	cleanup string
+	buf     bytes.Buffer // a text step's lines, written at once
 }
 
 // New returns a printer; format is Text, Short or JSON.
@@ -161,7 +163,14 @@ func (p *Printer) Observe(ev steps.Event) {
 	if !p.json {
 		// The text shows each call's method only: no call is converted to
 		// JSON (a relist's ListContainers answer holds every container).
+		// One write a step, not one a line: the 10,000 lines of a pod
+		// of 1,000 containers were 10,000 writes to stdout (issue 34).
+		w := p.w
+		p.buf.Reset()
+		p.w = &p.buf
 		p.stepText(cleanStep(methodsOnly.Step(ev)))
+		p.w = w
+		_, _ = w.Write(p.buf.Bytes())
 		return
 	}
 	p.step(p.steps.Step(ev))

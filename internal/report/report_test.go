@@ -152,3 +152,31 @@ func TestStepJSON(t *testing.T) {
 		t.Errorf("a step that changed nothing: %s, want \"changes\":[],\"events\":[]", lines[1])
 	}
 }
+
+// writeCounter counts the writes it is given.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// TestStepTextOneWrite: a step's lines (summary, warnings, changes,
+// events) reach the writer in one write, not one a line: stdout's writes
+// were a tenth of a 1,000-container run's system calls (issue 34).
+func TestStepTextOneWrite(t *testing.T) {
+	for _, format := range []string{Text, Short} {
+		t.Run(format, func(t *testing.T) {
+			var w writeCounter
+			p := New(&w, format)
+			p.SetPod("default/hook")
+			p.Observe(hookFailed())
+			if lines := strings.Count(w.String(), "\n"); lines < 2 || w.writes != 1 {
+				t.Errorf("%d lines in %d writes, want them in 1 (and more than 1 line):\n%s", lines, w.writes, w.String())
+			}
+		})
+	}
+}

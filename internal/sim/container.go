@@ -229,10 +229,14 @@ func (s *service) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 	if err != nil {
 		return nil, err
 	}
+	// The stored config's messages and maps, not copies, as in
+	// ListContainers: the simulator never changes a config once
+	// CreateContainer stored it, and an answer is only marshalled (a
+	// relist of a pod of 1,000 containers reads each one's status, issue 34).
 	cfg := c.config
 	st := &runtimeapi.ContainerStatus{
 		Id:          c.id,
-		Metadata:    proto.Clone(cfg.GetMetadata()).(*runtimeapi.ContainerMetadata),
+		Metadata:    cfg.GetMetadata(),
 		State:       c.state,
 		CreatedAt:   unixNano(c.createdAt),
 		StartedAt:   unixNano(c.startedAt),
@@ -243,16 +247,14 @@ func (s *service) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSt
 		ImageId:     c.image.id,
 		Reason:      c.reason,
 		Message:     c.message,
-		Labels:      cloneMap(cfg.GetLabels()),
-		Annotations: cloneMap(cfg.GetAnnotations()),
+		Labels:      cfg.GetLabels(),
+		Annotations: cfg.GetAnnotations(),
 		LogPath:     c.logPath,
 		StopSignal:  cfg.GetStopSignal(),
-	}
-	for _, m := range cfg.GetMounts() {
-		st.Mounts = append(st.Mounts, proto.Clone(m).(*runtimeapi.Mount))
+		Mounts:      cfg.GetMounts(),
 	}
 	if r := cfg.GetLinux().GetResources(); r != nil {
-		st.Resources = &runtimeapi.ContainerResources{Linux: proto.Clone(r).(*runtimeapi.LinuxContainerResources)}
+		st.Resources = &runtimeapi.ContainerResources{Linux: r}
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: st}, nil
 }

@@ -78,10 +78,18 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 	// The window is counted in relists, one now and one per poll interval
 	// over --settle, not in wall time: on a loaded machine the window
 	// stretches a little instead of relisting fewer times, so the same run
-	// shows the same calls.
+	// shows the same calls. Relist k is due k-1 intervals after the first
+	// begins (a schedule, not a ticker): when the first, which reads every
+	// container's status, takes longer than an interval, the relists it
+	// delayed follow at once instead of being dropped, and the last is
+	// still due --settle after the first. A ticker drops the ticks missed,
+	// so a first relist of 250 ms (a pod of 1,000 containers) stretched the
+	// window by a whole interval each 100 ms over the first (issue 34).
 	want := relistsIn(e.opts.Settle, e.opts.PollInterval)
-	tick := time.NewTicker(max(e.opts.PollInterval, time.Millisecond))
-	defer tick.Stop()
+	interval := max(e.opts.PollInterval, time.Millisecond)
+	begun := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	// The first relist is the one SyncPod asks for once its sync started
 	// containers (podRelist); the later ones are the PLEG's periodic relist.
 	relists := 1
@@ -104,10 +112,8 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 			details = append(details, kv("relists", fmt.Sprint(relists)), kv("watched", names(watch)))
 			return ok(fmt.Sprintf("all %s still running after %s", plural(len(watch), "container", "containers"), e.opts.Settle), details...)
 		}
-		select {
-		case <-ctx.Done():
-			return fail(reason.Error, ctx.Err(), "interrupted while relisting")
-		case <-tick.C:
+		if err := waitUntil(ctx, timer, begun.Add(time.Duration(relists)*interval)); err != nil {
+			return fail(reason.Error, err, "interrupted while relisting")
 		}
 		relists++
 		list, err := e.client.ListContainers(ctx, e.podFilter())
@@ -148,6 +154,22 @@ func (relistStep) run(ctx context.Context, e *Engine) Result {
 				return e.afterExits(ctx, exits, relists)
 			}
 		}
+	}
+}
+
+// waitUntil waits, on timer, until the time due, or for ctx to end (its
+// error). A time already past returns at once, unless ctx has ended.
+func waitUntil(ctx context.Context, timer *time.Timer, due time.Time) error {
+	d := time.Until(due)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer.Reset(d)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }
 
