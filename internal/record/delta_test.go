@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,6 +135,46 @@ func TestVersion1Pods(t *testing.T) {
 		want, _ := json.Marshal(raw.Pod)
 		if !bytes.Equal(got, want) {
 			t.Errorf("line %d: the pod read is not the line's", ev.Line)
+		}
+	}
+}
+
+// TestLogLinesWidePod: in a pod of more than logScanAll containers, whose
+// logs are read all together only now and then, every container's line is
+// recorded once, after the step that started it or later.
+func TestLogLinesWidePod(t *testing.T) {
+	const n = logScanAll + 6
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: Pod\nmetadata:\n  name: wide-logs\n  namespace: default\nspec:\n  containers:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - name: c%d\n    image: docker.io/library/busybox:1.35\n    imagePullPolicy: IfNotPresent\n    command: [\"sh\", \"-c\", \"echo hello c%d; sleep 3600\"]\n", i, i)
+	}
+	file := filepath.Join(t.TempDir(), "wide-logs.yaml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, _, _ := recordRun(t, file, false)
+	_, evs, err := readAll(t, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := map[string]int{}
+	seen := map[string]int{}
+	for _, ev := range evs {
+		switch {
+		case ev.Step != nil && strings.HasPrefix(ev.Step.Name, "start/"):
+			started[ev.Step.Container] = ev.Step.ID
+		case ev.Log != nil:
+			c := ev.Log.Container
+			seen[c]++
+			if ev.Log.Line != "hello "+c || ev.Log.Step < started[c] || started[c] == 0 {
+				t.Errorf("log line %+v (the container started at step %d)", *ev.Log, started[c])
+			}
+		}
+	}
+	for i := range n {
+		if c := fmt.Sprintf("c%d", i); seen[c] != 1 {
+			t.Errorf("container %s: %d log lines, want 1", c, seen[c])
 		}
 	}
 }
