@@ -81,7 +81,7 @@ func TestPodDeltaDamage(t *testing.T) {
 		edit func([]string) int // returns the index of the damaged line
 		why  string
 	}{
-		{"delta first", func(ls []string) int { ls[first] = ""; return second }, "a pod_delta before any step line with the whole pod"},
+		{"delta first", func(ls []string) int { ls[first] = ""; return second }, "a \"step\" line's pod_delta comes before any step line with the whole pod"},
 		{"unknown container", func(ls []string) int {
 			ls[second] = strings.Replace(ls[second], `"pod_delta":{`, `"pod_delta":{"containers":[{"kind":"regular","name":"ghost"}],`, 1)
 			return second

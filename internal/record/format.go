@@ -178,9 +178,11 @@ type Event struct {
 	StepStarted *StepStarted
 	CallSent    *CallSent
 	Call        *Call
-	Step        *report.StepJSON
-	Log         *Log
-	Summary     *report.Summary
+	// Step is a step line; its Pod is always the whole pod after the
+	// step (a version 2 line's pod_delta folded by the Reader).
+	Step    *report.StepJSON
+	Log     *Log
+	Summary *report.Summary
 }
 
 // NewHeader is the one way a recording's header begins, for every

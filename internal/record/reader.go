@@ -175,7 +175,7 @@ func (rd *Reader) Next() (Event, error) {
 		// Version 2 writes the whole pod on some step lines and what
 		// changed on the others: every reader gets the whole pod.
 		if err := rd.pods.Fold(ev.Step); err != nil {
-			rd.err = &DamageError{Line: line, Offset: start, Why: fmt.Sprintf("a %q line whose %s", TypeStep, err)}
+			rd.err = &DamageError{Line: line, Offset: start, Why: fmt.Sprintf("a %q line's %s", TypeStep, err)}
 			return Event{}, rd.err
 		}
 	}

@@ -382,7 +382,7 @@ func (f *PodFolder) Fold(s *StepJSON) error {
 		f.pod = s.Pod
 	case s.PodDelta != nil:
 		if f.pod == nil {
-			return fmt.Errorf("a pod_delta before any step line with the whole pod")
+			return fmt.Errorf("pod_delta comes before any step line with the whole pod")
 		}
 		pod, err := s.PodDelta.Apply(f.pod)
 		if err != nil {
