@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,10 +15,18 @@ import (
 )
 
 // TestPlayerPodDelta: a version 2 recording (pod_delta on most step
-// lines) plays with the whole pod at every position: the pod the run's
-// --json-full-pod printer printed after that step.
+// lines) plays with the whole pod at every position, back and forth: the
+// pod the run's --json-full-pod printer printed after that step.
 func TestPlayerPodDelta(t *testing.T) {
-	run := stepstest.New(t, "../../internal/scenario/data/crashloop.yaml", nil)
+	// A wide pod has whole pods kept every keepEvery positions, and the
+	// deltas between folded at once.
+	for _, file := range []string{"../../internal/scenario/data/crashloop.yaml", stepstest.WideManifest(t, t.TempDir(), 70)} {
+		t.Run(filepath.Base(file), func(t *testing.T) { playerPodDelta(t, file) })
+	}
+}
+
+func playerPodDelta(t *testing.T, file string) {
+	run := stepstest.New(t, file, nil)
 	eng := run.Engine
 	var rec, full bytes.Buffer
 	r := record.New(&rec, true)
@@ -41,6 +50,13 @@ func TestPlayerPodDelta(t *testing.T) {
 	if p.Len() != len(lines) || p.Header().Version != record.Version {
 		t.Fatalf("%d positions (version %d), %d steps run", p.Len(), p.Header().Version, len(lines))
 	}
+	kept := 0
+	for _, rn := range p.runs {
+		if rn.pod != nil {
+			kept++
+		}
+	}
+	t.Logf("%d positions, %d whole pods kept (every %d)", p.Len(), kept, p.keepEvery)
 	for pos := len(lines); pos >= 1; pos-- { // backwards, as p goes back
 		var w report.StepJSON
 		if err := json.Unmarshal([]byte(lines[pos-1]), &w); err != nil {

@@ -450,3 +450,85 @@ func (p *Printer) SetFullPod(full bool) {
 	defer p.mu.Unlock()
 	p.pods.full = full
 }
+
+// ApplyAll returns the pod after ds, applied in order to prev: what
+// applying each with Apply gives, with prev's lists copied once and each
+// delta written into the copy (a nil delta changes nothing). A replay
+// that keeps a whole pod now and then, and the deltas between, rebuilds
+// any position with it in time linear in the pod.
+func ApplyAll(prev *PodJSON, ds []*PodDelta) (*PodJSON, error) {
+	cur := own(prev)
+	var index map[string]map[string]int // kind → name → index, built at need
+	for _, d := range ds {
+		if d == nil {
+			continue
+		}
+		if d.ContainerLists != nil || d.ConditionTypes != nil {
+			// A list that changed its names: Apply, then own the result.
+			next, err := d.Apply(cur)
+			if err != nil {
+				return nil, err
+			}
+			cur, index = own(next), nil
+			continue
+		}
+		cur.Phase, cur.Display, cur.Ready, cur.Restarts = d.Phase, d.Display, d.Ready, d.Restarts
+		if d.Status != nil {
+			st := rest(*d.Status)
+			st.Conditions, st.InitContainerStatuses = cur.Status.Conditions, cur.Status.InitContainerStatuses
+			st.ContainerStatuses, st.EphemeralContainerStatuses = cur.Status.ContainerStatuses, cur.Status.EphemeralContainerStatuses
+			cur.Status = st
+		}
+		for _, cd := range d.Conditions {
+			old := conditionOf(cur.Status.Conditions, cd.Type)
+			if old == nil {
+				return nil, fmt.Errorf("pod_delta: condition %q is not in the pod's list of conditions", cd.Type)
+			}
+			c := cd.PodCondition
+			if cd.MessageEdit != nil {
+				msg, ok := cd.MessageEdit.apply(old.Message)
+				if !ok {
+					return nil, fmt.Errorf("pod_delta: condition %q's message_edit (at %d, cut %d) does not fit the message before (%d characters)",
+						cd.Type, cd.MessageEdit.At, cd.MessageEdit.Cut, utf8.RuneCountInString(old.Message))
+				}
+				c.Message = msg
+			}
+			*old = c
+		}
+		if len(d.Containers) > 0 && index == nil {
+			index = map[string]map[string]int{}
+			for _, kind := range kinds {
+				list := *statusLists(&cur.Status, kind)
+				index[kind] = make(map[string]int, len(list))
+				for i := range list {
+					if _, dup := index[kind][list[i].Name]; !dup {
+						index[kind][list[i].Name] = i
+					}
+				}
+			}
+		}
+		for _, c := range d.Containers {
+			i, ok := index[c.Kind][c.Name]
+			if !ok {
+				if !slices.Contains(kinds, c.Kind) {
+					return nil, fmt.Errorf("pod_delta: container %q of kind %q (expected init, regular or ephemeral)", c.Name, c.Kind)
+				}
+				return nil, fmt.Errorf("pod_delta: %s container %q is not in the pod's list of %s container statuses", c.Kind, c.Name, c.Kind)
+			}
+			(*statusLists(&cur.Status, c.Kind))[i] = c.ContainerStatus
+		}
+	}
+	return cur, nil
+}
+
+// own is a copy of pod whose lists (conditions, container statuses) are
+// its own, to write into.
+func own(pod *PodJSON) *PodJSON {
+	c := *pod
+	c.Status.Conditions = slices.Clone(pod.Status.Conditions)
+	for _, kind := range kinds {
+		l := statusLists(&c.Status, kind)
+		*l = slices.Clone(*l)
+	}
+	return &c
+}

@@ -68,6 +68,8 @@ func TestPodDeltaFolds(t *testing.T) {
 			}
 			var f PodFolder
 			var folded []StepJSON
+			var base *PodJSON
+			var since []*PodDelta
 			deltas, wholes := 0, 0
 			for i, line := range lines {
 				var s, want StepJSON
@@ -88,6 +90,11 @@ func TestPodDeltaFolds(t *testing.T) {
 				} else {
 					wholes++
 				}
+				if s.Pod != nil {
+					base, since = s.Pod, nil
+				} else {
+					since = append(since, s.PodDelta)
+				}
 				if err := f.Fold(&s); err != nil {
 					t.Fatalf("step %d: %v", s.ID, err)
 				}
@@ -95,6 +102,14 @@ func TestPodDeltaFolds(t *testing.T) {
 				exp, _ := json.Marshal(want.Pod)
 				if !bytes.Equal(got, exp) {
 					t.Fatalf("step %d (%s): folded pod\n%s\nwant\n%s", s.ID, s.Name, got, exp)
+				}
+				// The deltas since the last whole pod, at once.
+				all, err := ApplyAll(base, since)
+				if err != nil {
+					t.Fatalf("step %d: ApplyAll: %v", s.ID, err)
+				}
+				if got, _ := json.Marshal(all); !bytes.Equal(got, exp) {
+					t.Fatalf("step %d (%s): ApplyAll of %d deltas\n%s\nwant\n%s", s.ID, s.Name, len(since), got, exp)
 				}
 				folded = append(folded, s)
 			}
@@ -153,6 +168,10 @@ func TestPodDeltaApply(t *testing.T) {
 	if g, w := mustJSON(t, got), mustJSON(t, cur); g != w {
 		t.Errorf("applied\n%s\nwant\n%s", g, w)
 	}
+	before := mustJSON(t, prev)
+	if all, err := ApplyAll(prev, []*PodDelta{&back, DiffPod(cur, cur)}); err != nil || mustJSON(t, all) != mustJSON(t, cur) || mustJSON(t, prev) != before {
+		t.Errorf("ApplyAll: %v\n%s\nwant\n%s (the pod before unchanged)", err, mustJSON(t, all), mustJSON(t, cur))
+	}
 	if same := DiffPod(cur, cur); same.Status != nil || same.Conditions != nil || same.Containers != nil || same.ContainerLists != nil || same.ConditionTypes != nil {
 		t.Errorf("no change gave %s", mustJSON(t, same))
 	}
@@ -171,6 +190,9 @@ func TestPodDeltaApply(t *testing.T) {
 		}
 		if _, err := d.Apply(prev); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+		if _, err := ApplyAll(prev, []*PodDelta{nil, &d}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: ApplyAll's error %v, want %q", tc.name, err, tc.want)
 		}
 	}
 	var f PodFolder
