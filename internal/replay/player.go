@@ -24,7 +24,7 @@ var ErrRetry = errors.New("retry is not available in a replay: it shows what the
 
 // run is one step line of the recording: a step that ran.
 type run struct {
-	step     steps.Step        // as it ended: state, result, calls
+	step     steps.Step      // as it ended: state, result, calls
 	requests []steps.Request // the exact requests it was about to send (step-started)
 	// pod is the whole pod after it, kept where the line had it whole
 	// (every line of a version 1 recording) and every keepEvery runs;
@@ -34,8 +34,8 @@ type run struct {
 	pod    *report.PodJSON
 	delta  *report.PodDelta
 	events int // kubelet events recorded up to it
-	logs     int               // log lines recorded up to it
-	plan     int               // the plan version in force when it ran
+	logs   int // log lines recorded up to it
+	plan   int // the plan version in force when it ran
 }
 
 // entry is one step of a plan version.
