@@ -204,7 +204,7 @@ func TestReplayBadFiles(t *testing.T) {
 		{"manifest", write("pod.yaml", manifest), `^error: replay \S+: not a podstep recording: line 1 is not a JSON object: it starts "# The simplest pod`, ""},
 		{"png", write("x.png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")), `not a podstep recording: it starts with binary data`, ""},
 		{"newer", write("new.rec", []byte(`{"type":"header","format":"podstep-recording","version":7}`+"\n")),
-			`^error: replay \S+: recording format version 7 is newer than this podstep reads \(1 and older\): upgrade podstep\n$`, ""},
+			`^error: replay \S+: recording format version 7 is newer than this podstep reads \(2 and older\): upgrade podstep\n$`, ""},
 		{"cut", write("cut.rec", fixture[:cutAt+25]),
 			`^error: replay \S+: line 21 \(byte ` + strconv.Itoa(cutAt) + `\): the file ends inside this line, after 25 bytes of it \(cut off\)\n$`, "admit"},
 		{"killed", write("killed.rec", fixture[:cutAt]),

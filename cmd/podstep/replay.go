@@ -22,6 +22,8 @@ type replayOptions struct {
 	serve  live.Flags // --serve: the live page of the recording
 	// predict is --predict: ask before each step (internal/predict).
 	predict bool
+	// jsonFullPod is --json-full-pod: the whole pod on every step line.
+	jsonFullPod bool
 }
 
 func newReplayCmd() *cobra.Command {
@@ -63,6 +65,7 @@ first, then where and why it stopped).`,
 	f.BoolVar(&o.predict, "predict", false, "before each step, ask what comes next (answers from stdin), then say right or wrong and why; a score at the end (implies --auto)")
 	f.BoolVar(&o.auto, "auto", false, "print every step without stopping, as run --auto did")
 	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text, short (one line per step) or json")
+	f.BoolVar(&o.jsonFullPod, "json-full-pod", false, "with -o json: the whole pod on every step line (\"pod\"), as podstep run --json-full-pod, instead of what the step changed (\"pod_delta\"); a version 1 recording replays so anyway")
 	o.serve.AddFlags(f)
 	f.StringVar(&o.html, "html", "", "write the recording as one self-contained HTML timeline page to this file (prints nothing else)")
 	return cmd
@@ -72,6 +75,9 @@ first, then where and why it stopped).`,
 func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 	if err := session.CheckOutput(o.output, report.Text, report.Short, report.JSON); err != nil {
 		return err
+	}
+	if o.jsonFullPod && o.output != report.JSON {
+		return session.Usagef("--json-full-pod is a shape of -o json's step lines: it goes with -o json")
 	}
 	if o.html != "" {
 		return replayHTML(cmd, path, o.html)
@@ -117,7 +123,9 @@ func replay(cmd *cobra.Command, path string, o *replayOptions) error {
 		}
 		return nil
 	}
-	if err := rd.Print(report.New(stdout, o.output)); err != nil {
+	printer := report.New(stdout, o.output)
+	printer.SetFullPod(o.jsonFullPod)
+	if err := rd.Print(printer); err != nil {
 		return session.Usagef("replay %s: %v", path, err)
 	}
 	return nil

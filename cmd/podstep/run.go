@@ -52,6 +52,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.Auto, "auto", false, "run every step without stopping (for CI and scripts)")
 	f.BoolVar(&o.Keep, "keep", false, "leave the pod running at the end (remove it later with podstep cleanup)")
 	f.StringVarP(&o.Output, "output", "o", report.Text, "output of --auto: text (each step, what it changed in the pod, its kubelet events), short (one line per step) or json")
+	f.BoolVar(&o.JSONFullPod, "json-full-pod", false, "with -o json: the whole pod on every step line (\"pod\", as kubectl get -w -o json prints each change), instead of what the step changed (\"pod_delta\"; the whole pod on the first step and now and then): quadratic in the containers")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "one line per step, without what it changed or its events: -o short")
 	f.BoolVar(&o.Predict, "predict", false, "before each step, ask what comes next (multiple choice, answers from stdin), then say right or wrong and why; a score at the end (in the TUI on a terminal, else as --auto)")
 	f.StringVar(&o.Record, "record", "", "record the run into this file for podstep replay (FILE.gz: compressed)")

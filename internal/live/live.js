@@ -2,11 +2,60 @@
 // (/events), drawn into the page. Every text from the run goes in with
 // textContent, never as HTML. Nothing is sent back: the page only reads.
 "use strict";
+// fold:begin
+// podstepFoldPod returns the whole pod after a step line's pod_delta
+// (recording format 2; Go: report.PodDelta.Apply), given the whole pod
+// before; null when a delta does not fit it. The pod before is not
+// changed.
+function podstepFoldPod(prev, d) {
+  const ps = prev.status || {};
+  const st = Object.assign({}, d.status || ps);
+  const fields = { init: "initContainerStatuses", regular: "containerStatuses", ephemeral: "ephemeralContainerStatuses" };
+  delete st.conditions;
+  for (const f of Object.values(fields)) delete st[f];
+  const was = new Map((ps.conditions || []).map((c) => [c.type, c]));
+  const changed = new Map((d.conditions || []).map((c) => [c.type, c]));
+  const conds = [];
+  for (const t of d.condition_types || (ps.conditions || []).map((c) => c.type)) {
+    const old = was.get(t), c = changed.get(t);
+    if (!c) { if (!old) return null; conds.push(old); continue; }
+    const n = Object.assign({}, c);
+    if (n.message_edit) {
+      const e = n.message_edit, r = Array.from((old && old.message) || "");
+      if (!old || e.at > r.length || e.at + e.cut > r.length) return null;
+      r.splice(e.at, e.cut, ...Array.from(e.put));
+      n.message = r.join("");
+      delete n.message_edit;
+    }
+    conds.push(n);
+  }
+  if (conds.length) st.conditions = conds;
+  for (const [kind, f] of Object.entries(fields)) {
+    const before = ps[f] || [];
+    const news = new Map();
+    for (const c of d.containers || []) if (c.kind === kind) { const n = Object.assign({}, c); delete n.kind; news.set(n.name, n); }
+    const lists = d.container_lists || {};
+    const names = Object.prototype.hasOwnProperty.call(lists, kind) ? lists[kind] : before.map((c) => c.name);
+    const byName = new Map(before.map((c) => [c.name, c]));
+    const list = [];
+    for (const n of names) {
+      const c = news.get(n) || byName.get(n);
+      if (!c) return null;
+      list.push(c);
+    }
+    if (list.length) st[f] = list;
+  }
+  return { phase: d.phase, display: d.display, ready: d.ready, restarts: d.restarts, status: st };
+}
+// fold:end
 (function () {
   const $ = (id) => document.getElementById(id);
   const FOLD_MS = 1000; // a gap longer than this between steps is folded
   const FOLD_AS = 150;  // ... and drawn as this many ms
   let plan = [], done = {}, bars = [], events = [], finished = false;
+  // pod is the whole pod after the last step (a step line has it whole,
+  // or what changed: pod_delta); null until a whole one came.
+  let pod = null;
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -26,7 +75,7 @@
   const icon = { pending: "·", running: "▶", done: "✓", failed: "✗", skipped: "⊘" };
 
   function reset() {
-    plan = []; done = {}; bars = []; events = []; finished = false;
+    plan = []; done = {}; bars = []; events = []; finished = false; pod = null;
     ["steps", "events", "timeline", "containers", "podfacts", "scenario"].forEach((id) => clear($(id)));
     $("scenario").hidden = true;
     fitDisplay("—"); $("outcome").textContent = ""; $("outcome").className = "badge";
@@ -82,7 +131,9 @@
     now.appendChild(el("span", "", (icon[s.state] || "") + " step " + s.id + " "));
     now.appendChild(el("span", "name", s.name));
     now.appendChild(el("span", "", " " + (s.summary || "")));
-    if (s.pod) drawPod(s.pod);
+    if (s.pod) pod = s.pod;
+    else if (s.pod_delta) pod = pod && podstepFoldPod(pod, s.pod_delta);
+    if (pod) drawPod(pod);
     for (const e of s.events || []) events.push(e);
     drawEvents();
     addBar(s);

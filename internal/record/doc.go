@@ -12,7 +12,7 @@
 //	step-started  a step began, with the exact requests it is about to send
 //	call-sent     a CRI request went out
 //	call          a CRI call returned (method, request, response, code, error, start, duration)
-//	step          the step object `-o json` prints (result, calls, pod after it, kubelet events)
+//	step          the step object `-o json` prints (result, calls, the pod after it or what changed in it, kubelet events)
 //	log           a line a container wrote to its log, read after a step
 //	summary       the summary object `-o json` prints; the last line
 //
@@ -26,5 +26,8 @@
 //
 // Versions: a reader accepts its own [Version] and every older one; a newer
 // one is refused with a message to upgrade. Within a version, lines may
-// gain fields and new line types may appear; readers ignore both.
+// gain fields and new line types may appear; readers ignore both. Version
+// 2 writes a step's pod as what changed ("pod_delta") but on the first
+// step and now and then; the [Reader] folds it back, so every reader's
+// Event.Step.Pod is the whole pod after the step, as in version 1.
 package record

@@ -21,7 +21,13 @@ const Format = "podstep-recording"
 // one version, lines may gain fields and new line types may appear, which
 // older readers ignore; anything an older reader would misread needs a new
 // version.
-const Version = 1
+//
+// Version 2 (issue 34): a "step" line has the whole pod ("pod") only on
+// the first step line with a pod and where the printer resyncs; the others
+// have what the step changed ("pod_delta", report.PodDelta). Version 1
+// lines have the whole pod on every step line. The Reader folds both:
+// Event.Step.Pod is always the whole pod after the step.
+const Version = 2
 
 // Line types, the "type" field of each line after the header. "start",
 // "step" and "summary" are the objects `podstep run --auto -o json` prints.
@@ -172,9 +178,11 @@ type Event struct {
 	StepStarted *StepStarted
 	CallSent    *CallSent
 	Call        *Call
-	Step        *report.StepJSON
-	Log         *Log
-	Summary     *report.Summary
+	// Step is a step line; its Pod is always the whole pod after the
+	// step (a version 2 line's pod_delta folded by the Reader).
+	Step    *report.StepJSON
+	Log     *Log
+	Summary *report.Summary
 }
 
 // NewHeader is the one way a recording's header begins, for every

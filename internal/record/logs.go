@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/podstep/podstep/internal/steps"
 )
 
 // maxLogRead bounds what is read of one container's log after one step: a
@@ -24,15 +27,37 @@ type logTail struct {
 	offset  int64
 }
 
+// Bounds of reading the logs of a pod of many containers: its containers'
+// logs are all read after a step at most every logScanEvery (and after
+// every teardown step), the step's own container's after every step. Each
+// read of a log is an open and a stat: after every step, for every
+// container, a recording of 1,000 containers made 3 million (issue 34).
+const (
+	logScanAll   = 64 // up to this many containers, all logs after every step
+	logScanEvery = 100 * time.Millisecond
+)
+
 // readLogs records the lines the pod's containers wrote to their CRI logs
 // since the last step, masked as the TUI masks them. A container's log file
 // changes with each restart (<attempt>.log): the old one is read to its end
 // first. Missing files (not started yet, removed at teardown) are skipped.
-func (r *Recorder) readLogs(step int) {
+// A pod of more than logScanAll containers has only the step's own
+// container's log read after most steps (s.Container), all of them every
+// logScanEvery and after teardown steps: a line may be recorded a few steps
+// after the one it was written in.
+func (r *Recorder) readLogs(s *steps.Step) {
 	pod := r.src.Pod()
+	all := len(pod.Spec.InitContainers)+len(pod.Spec.Containers) <= logScanAll || s.Stage == steps.StageTeardown
+	if now := r.now(); all || now.Sub(r.logScan) >= logScanEvery {
+		all, r.logScan = true, now
+	}
+	step := s.ID
 	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			name := list[i].Name
+			if !all && name != s.Container {
+				continue
+			}
 			path := r.src.ContainerLogPath(name)
 			t := r.logs[name]
 			if t != nil && t.path != path {

@@ -66,6 +66,7 @@ type Reader struct {
 	offset int64 // bytes read
 	err    error // sticky: damage or io.EOF
 	ended  bool  // the summary was read
+	pods   report.PodFolder
 }
 
 // NewReader reads and checks the header. It returns a *NotRecordingError
@@ -169,6 +170,14 @@ func (rd *Reader) Next() (Event, error) {
 	}
 	if ev.Type == TypeSummary {
 		rd.ended = true
+	}
+	if ev.Step != nil {
+		// Version 2 writes the whole pod on some step lines and what
+		// changed on the others: every reader gets the whole pod.
+		if err := rd.pods.Fold(ev.Step); err != nil {
+			rd.err = &DamageError{Line: line, Offset: start, Why: fmt.Sprintf("a %q line's %s", TypeStep, err)}
+			return Event{}, rd.err
+		}
 	}
 	return ev, nil
 }

@@ -303,7 +303,7 @@ func TestNotRecording(t *testing.T) {
 	}
 	_, err := NewReader(strings.NewReader(`{"type":"header","format":"podstep-recording","version":99}` + "\n"))
 	var ve *VersionError
-	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "version 99 is newer than this podstep reads (1 and older): upgrade podstep") {
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "version 99 is newer than this podstep reads (2 and older): upgrade podstep") {
 		t.Errorf("newer version: %v", err)
 	}
 }

@@ -24,8 +24,13 @@ func (h Header) Banner(path string) string {
 
 // Print prints the rest of the recording through p, as the run printed
 // it: the start line, each step and the summary. A damaged recording is
-// printed up to the damage, then its error.
+// printed up to the damage, then its error. A version 1 recording has the
+// whole pod on every step line, and so has its JSON replay (SetFullPod):
+// its lines come out as recorded, byte for byte.
 func (r *Reader) Print(p *report.Printer) error {
+	if r.header.Version < 2 {
+		p.SetFullPod(true)
+	}
 	for {
 		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {

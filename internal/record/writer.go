@@ -50,10 +50,11 @@ type Recorder struct {
 	red     *cri.Redactor
 	now     func() time.Time
 
-	plan    []string    // keys of the plan as last written (planKey)
+	plan    []planKey   // keys of the plan as last written
 	running int         // the running step's ID
 	timer   *time.Timer // the flush flushSoon armed
 	logs    map[string]*logTail
+	logScan time.Time // when readLogs last read every container's log
 	started bool
 	closed  bool
 	err     error
@@ -104,7 +105,7 @@ func (r *Recorder) Start(h Header, src Source, rt render.Runtime, pod string) er
 	}
 	r.line(h)
 	r.printer.Start(rt, pod)
-	r.checkPlan(src.Steps())
+	r.checkPlan()
 	r.flush()
 	return r.err
 }
@@ -119,7 +120,7 @@ func (r *Recorder) Observe(ev steps.Event) {
 	switch ev.Kind {
 	case steps.StepStarted:
 		// A retry or the teardown changed the plan since the last step.
-		r.checkPlan(r.src.Steps())
+		r.checkPlan()
 		r.running = ev.Step.ID
 		r.line(StepStarted{Type: TypeStepStarted, ID: ev.Step.ID, Name: ev.Step.Name, Started: ev.Step.Started,
 			Requests: report.Requests(ev.Step.Requests)})
@@ -134,9 +135,9 @@ func (r *Recorder) Observe(ev steps.Event) {
 	case steps.StepDone:
 		r.printer.Step(r.steps.Step(ev))
 		clear(r.calls)
-		r.readLogs(ev.Step.ID)
+		r.readLogs(&ev.Step)
 		// A restart inserted steps, or a failure skipped the rest.
-		r.checkPlan(r.src.Steps())
+		r.checkPlan()
 	}
 	// Each step is flushed as it ends. A step that takes longer (a slow
 	// call, a wait) is flushed flushDelay after it began or sent a call,

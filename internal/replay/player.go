@@ -24,12 +24,18 @@ var ErrRetry = errors.New("retry is not available in a replay: it shows what the
 
 // run is one step line of the recording: a step that ran.
 type run struct {
-	step     steps.Step        // as it ended: state, result, calls
-	requests []steps.Request   // the exact requests it was about to send (step-started)
-	pod      podstate.Snapshot // the pod after it, events excluded
-	events   int               // kubelet events recorded up to it
-	logs     int               // log lines recorded up to it
-	plan     int               // the plan version in force when it ran
+	step     steps.Step      // as it ended: state, result, calls
+	requests []steps.Request // the exact requests it was about to send (step-started)
+	// pod is the whole pod after it, kept where the line had it whole
+	// (every line of a version 1 recording) and every keepEvery runs;
+	// else nil, and delta is what it changed (nil: nothing). PodAt folds
+	// them: a pod per run made a replay's memory quadratic in the
+	// containers (issue 34).
+	pod    *report.PodJSON
+	delta  *report.PodDelta
+	events int // kubelet events recorded up to it
+	logs   int // log lines recorded up to it
+	plan   int // the plan version in force when it ran
 }
 
 // entry is one step of a plan version.
@@ -64,6 +70,11 @@ type Player struct {
 	// tail is the step a damaged recording began last but whose step line
 	// it lacks: what the run was doing when the recording stops.
 	tail *record.StepStarted
+
+	// keepEvery is how many runs may pass without a whole pod kept:
+	// the pod's containers, at least 64 (so the whole pods kept add up
+	// to a few, whatever the pod's size).
+	keepEvery int
 
 	pos      int
 	stageBrk map[steps.Stage]bool
@@ -102,6 +113,7 @@ func Open(r io.Reader) (*Player, error) {
 	}
 	p.start = podstate.New(p.pod, func() time.Time { return p.header.Recorded }).Snapshot()
 	p.start.Events = nil
+	p.keepEvery = max(64, len(p.pod.Spec.InitContainers)+len(p.pod.Spec.Containers)+len(p.pod.Spec.EphemeralContainers))
 	p.plans = [][]entry{nil}
 	go p.load(rd)
 	return p, nil
@@ -111,6 +123,7 @@ func Open(r io.Reader) (*Player, error) {
 func (p *Player) load(rd *record.Reader) {
 	var started *record.StepStarted
 	pod := p.start
+	kept := 0 // runs since the last whole pod kept
 	defer func() {
 		p.lmu.Lock()
 		p.planAt = append(p.planAt, len(p.plans)-1)
@@ -149,6 +162,7 @@ func (p *Player) load(rd *record.Reader) {
 				rn.requests = requestsOf(started.Requests)
 			}
 			started = nil
+			kept++
 			if pj := ev.Step.Pod; pj != nil {
 				prev := pod
 				pod = podstate.Snapshot{Status: pj.Status, Display: pj.Display, Ready: pj.Ready, Restarts: pj.Restarts}
@@ -157,9 +171,15 @@ func (p *Player) load(rd *record.Reader) {
 					// own diff of the pod before and after.
 					rn.step.Changes = podstate.Diff(prev, pod)
 				}
+				// The Reader folded a pod_delta into ev.Step.Pod and left it.
+				if ev.Step.PodDelta == nil || kept >= p.keepEvery || len(p.runs) == 0 {
+					rn.pod, kept = pj, 0
+				} else {
+					rn.delta = ev.Step.PodDelta
+				}
 			}
 			p.events = append(p.events, ev.Step.Events...)
-			rn.pod, rn.events, rn.logs = pod, len(p.events), len(p.logs)
+			rn.events, rn.logs = len(p.events), len(p.logs)
 			p.planAt = append(p.planAt, rn.plan)
 			p.runs = append(p.runs, rn)
 			p.more.Broadcast()
@@ -432,7 +452,34 @@ func (p *Player) PodAt(pos int) podstate.Snapshot {
 		return p.start
 	}
 	rn := p.runs[pos-1]
-	s := rn.pod
+	s := p.start
+	// The last whole pod kept at or before pos, then the deltas since.
+	from := pos - 1
+	for from >= 0 && p.runs[from].pod == nil {
+		from--
+	}
+	var base *report.PodJSON
+	if from >= 0 {
+		base = p.runs[from].pod
+	}
+	var ds []*report.PodDelta
+	for i := from + 1; i < pos; i++ {
+		if d := p.runs[i].delta; d != nil {
+			ds = append(ds, d)
+		}
+	}
+	if base == nil && len(ds) > 0 {
+		base = &report.PodJSON{Phase: s.Status.Phase, Display: s.Display, Ready: s.Ready, Restarts: s.Restarts, Status: s.Status}
+	}
+	if len(ds) > 0 {
+		// The Reader applied the same deltas one by one: they fit.
+		if pod, err := report.ApplyAll(base, ds); err == nil {
+			base = pod
+		}
+	}
+	if base != nil {
+		s = podstate.Snapshot{Status: base.Status, Display: base.Display, Ready: base.Ready, Restarts: base.Restarts}
+	}
 	s.Events = p.events[:rn.events:rn.events]
 	return s
 }

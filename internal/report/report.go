@@ -117,6 +117,7 @@ type Printer struct {
 	// `podstep cleanup`, or `podstep cleanup --sim` on the simulated runtime.
 	cleanup string
 	buf     bytes.Buffer // a text step's lines, written at once
+	pods    podLines
 }
 
 // New returns a printer; format is Text, Short or JSON.
@@ -190,7 +191,7 @@ func (p *Printer) Step(s StepJSON) {
 
 func (p *Printer) step(s StepJSON) {
 	if p.json {
-		p.emit(s)
+		p.emit(p.pods.line(s))
 		return
 	}
 	p.stepText(cleanStep(s))
@@ -412,7 +413,14 @@ type StepJSON struct {
 	Started    time.Time  `json:"started"`
 	DurationMs float64    `json:"duration_ms"`
 	Calls      []CallJSON `json:"calls"`
-	Pod        *PodJSON   `json:"pod,omitempty"`
+	// Pod is the whole pod after the step, on the first step line that
+	// has a pod and wherever the printer resyncs (PodDelta); else nil, and
+	// PodDelta says what changed. A consumer folds them (PodFolder); the
+	// record.Reader does so for every reader of a recording.
+	Pod *PodJSON `json:"pod,omitempty"`
+	// PodDelta is what the step changed in the pod since the step line
+	// before, when Pod is nil (recording format version 2 and later).
+	PodDelta *PodDelta `json:"pod_delta,omitempty"`
 	// Changes are what the step changed in the pod (steps.Step.Changes);
 	// [] when nothing changed. Only nil is left out: the step objects of
 	// recordings made before podstep had them replay as they were.

@@ -32,6 +32,10 @@ type RunFlags struct {
 	Predict bool          // --predict: ask before each step (internal/predict)
 	Trace   trace.Options // --otlp-endpoint, --otlp-protocol
 
+	// JSONFullPod is --json-full-pod: -o json's step lines have the whole
+	// pod each ("pod"), not what the step changed ("pod_delta").
+	JSONFullPod bool
+
 	// Tracing is the run's export, set by Run (nil: no tracing); the
 	// command closes it with the run's exit error.
 	Tracing *Tracing
@@ -89,6 +93,9 @@ func (o *RunFlags) Validate() error {
 		if o.Output == report.JSON || o.File == "-" {
 			return Usagef("--predict reads answers from stdin and asks on stdout: it goes with -o text or short and a manifest that is not stdin")
 		}
+	}
+	if o.JSONFullPod && o.Output != report.JSON {
+		return Usagef("--json-full-pod is a shape of -o json's step lines: it goes with -o json")
 	}
 	if o.FleetHostDir != "" && !filepath.IsAbs(o.FleetHostDir) {
 		return Usagef("--fleet-host-dir %q: expected an absolute path", o.FleetHostDir)
@@ -160,6 +167,7 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	}
 	// A reader of stdout that goes away (`| head`) interrupts the run.
 	printer := report.New(sig.Stdout(env.Stdout), o.Output)
+	printer.SetFullPod(o.JSONFullPod)
 	if o.Output == report.JSON {
 		eng.Subscribe(printer.Observe) // each step's object has the pod's status
 	} else {

@@ -111,6 +111,10 @@ func (s *Session) onPod(p *Pod) {
 		}
 	} else {
 		pr := report.New(s.o.Stdout, s.o.Output)
+		// The step lines of the pods followed interleave on stdout, and
+		// none says whose it is: each has its pod whole, not a pod_delta
+		// that a reader could not tell which pod to apply to.
+		pr.SetFullPod(true)
 		pr.Start(s.o.Runtime, p.Key())
 		p.Subscribe(pr.Observe)
 		s.printers[p] = pr

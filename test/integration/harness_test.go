@@ -34,6 +34,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/test/internal/testenv"
 )
 
@@ -138,6 +139,7 @@ type result struct {
 	startEv *startEvent
 	steps   []stepEvent
 	summary *summaryEvent
+	pods    report.PodFolder // folds the step lines' pod_delta
 }
 
 // String shows the invocation for a failure message: JSON output as one
@@ -329,6 +331,25 @@ func (r *result) parseLine(line []byte) error {
 		var s stepEvent
 		if err := json.Unmarshal(line, &s); err != nil {
 			return err
+		}
+		// -o json has the whole pod on the first step line and what
+		// changed on most others (pod_delta): Pod is the whole pod after
+		// every step, folded as podstep's readers fold it.
+		var sj report.StepJSON
+		if err := json.Unmarshal(line, &sj); err != nil {
+			return err
+		}
+		if err := r.pods.Fold(&sj); err != nil {
+			return fmt.Errorf("step %d: %w", sj.ID, err)
+		}
+		if sj.Pod != nil {
+			b, err := json.Marshal(sj.Pod)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal(b, &s.Pod); err != nil {
+				return err
+			}
 		}
 		r.steps = append(r.steps, s)
 	case "summary":
