@@ -199,7 +199,12 @@ func TestCallOrderMatchesKubeletTrace(t *testing.T) {
 			}
 			last := start + 1 + slices.Index(full[start+1:], "Version")
 			want := without(full[:last], periodic...)
-			c := newSim(t)
+			// The init container runs long enough for a relist to see it
+			// running before one sees it exit, as the kubelet's did (two
+			// PodSandboxStatus calls: one per PLEG event). With newSim's
+			// 20 ms, a relist delayed by a loaded machine (the race pass)
+			// saw only the exit.
+			c := simtest.Client(t, sim.Options{InitRunTime: 500 * time.Millisecond})
 			e := runAll(t, load(t, repoFile("testdata/kubelet-traces/"+name+".yaml")), c, testOptions(t))
 			if f, failed := e.Failed(); failed {
 				t.Fatalf("step %s failed: %s", f.Name, f.Result.Message)
