@@ -104,7 +104,10 @@ func checkShippedRecording(t *testing.T, shipped string) {
 	}
 	for _, e := range diff.Compare(a, b).Calls {
 		for _, fd := range e.Fields {
-			if !staleFieldsIgnored.MatchString(fd.Path) {
+			// Which attempt of a restarted container a relist reads first
+			// is the order the runtime lists them in.
+			listOrder := e.Method == "ContainerStatus" && fd.Path == "container_id"
+			if !staleFieldsIgnored.MatchString(fd.Path) && !listOrder {
 				t.Errorf("%s (%s) %s: recorded %s, today %s: re-record with hack/record-examples.sh", e.Method, e.StepA, fd.Path, orAbsent(fd.A), orAbsent(fd.B))
 			}
 		}
