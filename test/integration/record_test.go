@@ -6,13 +6,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/podstep/podstep/internal/golden"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/podstep/podstep/internal/golden"
+	"github.com/podstep/podstep/internal/record"
 )
 
 // TestRecordReplayOnContainerd records a run of the init pod on the
@@ -37,8 +39,8 @@ func TestRecordReplayOnContainerd(t *testing.T) {
 	if err := json.Unmarshal([]byte(text[:strings.IndexByte(text, '\n')]), &h); err != nil {
 		t.Fatalf("header: %v", err)
 	}
-	if h.Version != 1 || h.Runtime.Name != "containerd" || h.Runtime.Simulated || h.Runtime.Endpoint != e.endpoint {
-		t.Errorf("header: version %d, runtime %+v; want 1 and containerd at %s", h.Version, h.Runtime, e.endpoint)
+	if h.Version != record.Version || h.Runtime.Name != "containerd" || h.Runtime.Simulated || h.Runtime.Endpoint != e.endpoint {
+		t.Errorf("header: version %d, runtime %+v; want %d and containerd at %s", h.Version, h.Runtime, record.Version, e.endpoint)
 	}
 	if !strings.Contains(text, `"type":"log","step":`) || !strings.Contains(text, `"container":"app","attempt":0,`) ||
 		!strings.Contains(text, `"stream":"stdout","line":"ready"}`) {
