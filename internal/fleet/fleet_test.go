@@ -36,17 +36,7 @@ func TestRunNotStartedAndCleanedUp(t *testing.T) {
 		created = append(created, obj)
 		return false, nil, nil
 	})
-	c := &Client{API: kubefake.New(cs), Server: "fake", bySec: map[int64]int{}}
-	b, err := manifest.Load("../../testdata/pods/hello.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progress bytes.Buffer
-	out, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 300 * time.Millisecond,
-		Concurrency: 1, Progress: &progress, PodName: "default/hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, progress := runHello(t, cs, Options{Timeout: 300 * time.Millisecond, Concurrency: 1})
 	for _, r := range out.Results {
 		if r.Status != NotStarted || !strings.Contains(r.Error, "no runner started within 300ms") {
 			t.Errorf("node %s: %s %q", r.Node, r.Status, r.Error)
@@ -93,17 +83,7 @@ func TestRunReplayEndpointAnnotation(t *testing.T) {
 		return n
 	}
 	cs := fake.NewClientset(node("a", "unix:///var/lib/replay/containerd.sock"), node("b", ""), node("c", ""), node("d", "tcp://x:1"))
-	c := &Client{API: kubefake.New(cs), Server: "fake", bySec: map[int64]int{}}
-	b, err := manifest.Load("../../testdata/pods/hello.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progress bytes.Buffer
-	out, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 200 * time.Millisecond,
-		Concurrency: 4, Progress: &progress, PodName: "default/hello"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, progress := runHello(t, cs, Options{Timeout: 200 * time.Millisecond, Concurrency: 4})
 	p := progress.String()
 	if n := strings.Count(p, "HandlePodCleanups"); n != 1 || !strings.Contains(p, "2 node(s) replay on their kubelet's own runtime (b, c)") ||
 		!strings.Contains(p, AnnotationReplayEndpoint+"=unix:///PATH") {
@@ -127,11 +107,7 @@ func TestRunReplayEndpointAnnotation(t *testing.T) {
 	}
 
 	// -r for every node: no warning
-	progress.Reset()
-	if _, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: 100 * time.Millisecond,
-		Endpoint: "unix:///run/x.sock", Progress: &progress, Nodes: []string{"b"}}); err != nil {
-		t.Fatal(err)
-	}
+	_, progress = runHello(t, cs, Options{Timeout: 100 * time.Millisecond, Endpoint: "unix:///run/x.sock", Nodes: []string{"b"}})
 	if strings.Contains(progress.String(), "HandlePodCleanups") {
 		t.Errorf("warning with -r:\n%s", progress.String())
 	}
@@ -179,18 +155,26 @@ func TestRunnerCannotStart(t *testing.T) {
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError", Message: shared}}}}}
 		return false, nil, nil
 	})
-	c := &Client{API: kubefake.New(cs), Server: "fake", bySec: map[int64]int{}}
+	out, _ := runHello(t, cs, Options{Timeout: time.Minute, Concurrency: 1, HostDir: "/var/lib/podstep-fleet"})
+	if len(out.Results) != 1 || out.Results[0].Status != NotStarted || !strings.HasPrefix(out.Results[0].Error, "the runner cannot start: CreateContainerError") || strings.Contains(out.Results[0].Error, "within") {
+		t.Fatalf("results: %+v", out.Results)
+	}
+}
+
+// runHello runs the fleet of testdata/pods/hello.yaml through the fake
+// clientset cs with o (its pod, namespace, image, progress and pod name
+// filled in) and returns the outcome and the progress written.
+func runHello(t *testing.T, cs *fake.Clientset, o Options) (*Outcome, *bytes.Buffer) {
+	t.Helper()
 	b, err := manifest.Load("../../testdata/pods/hello.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
-	out, err := Run(context.Background(), c, Options{Pod: b.Pod, Namespace: "podstep-fleet", Image: "img", Timeout: time.Minute,
-		Concurrency: 1, Progress: &progress, PodName: "default/hello", HostDir: "/var/lib/podstep-fleet"})
+	o.Pod, o.Namespace, o.Image, o.Progress, o.PodName = b.Pod, "podstep-fleet", "img", &progress, "default/hello"
+	out, err := Run(context.Background(), &Client{API: kubefake.New(cs), Server: "fake", bySec: map[int64]int{}}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Results) != 1 || out.Results[0].Status != NotStarted || !strings.HasPrefix(out.Results[0].Error, "the runner cannot start: CreateContainerError") || strings.Contains(out.Results[0].Error, "within") {
-		t.Fatalf("results: %+v", out.Results)
-	}
+	return out, &progress
 }
