@@ -8,13 +8,15 @@
 // mounts the same volume: the provisioned directory, or the node's
 // registered mock driver called as the kubelet calls it.
 //
-// Environment (hack/test.sh's cluster phase, from cluster-up.sh's output):
-// the package's (helpers_test.go), and
+// Each test runs once per node (containerd 1.6, containerd 2), one after
+// the other. Environment (hack/test.sh's cluster phase, from cluster-up.sh's
+// output): the package's (helpers_test.go), and per node N (16, 2)
 //
-//	PODSTEP_REPLAY_ENDPOINT_16     the replay runtime (a containerd 1.6 harness no kubelet watches)
-//	PODSTEP_CSI_ENDPOINT_16        node 1.6's mock CSI driver socket (its controller service
+//	PODSTEP_REPLAY_ENDPOINT_N      the replay runtime of the node's containerd version (a harness
+//	                               no kubelet watches)
+//	PODSTEP_CSI_ENDPOINT_N         the node's mock CSI driver socket (its controller service
 //	                               makes the volumes of CSI PersistentVolumes: CreateVolume)
-//	PODSTEP_CSI_REGISTRY_16        node 1.6's kubelet's plugins_registry (where the mock registered)
+//	PODSTEP_CSI_REGISTRY_N         the node's kubelet's plugins_registry (where the mock registered)
 //
 // CI=true turns every missing variable into a failure.
 package cluster
@@ -52,7 +54,7 @@ const (
 	csiDriver = "io.kubernetes.storage.mock"
 )
 
-// storageEnv is node 1.6 of the cluster, its replay runtime and its mock CSI driver.
+// storageEnv is one node of the cluster, its replay runtime and its mock CSI driver.
 type storageEnv struct {
 	c      *Cluster
 	node   Node
@@ -63,25 +65,26 @@ type storageEnv struct {
 	csiEndpoint, csiRegistry string
 }
 
-func storageSetup(t *testing.T, withCSI bool) *storageEnv {
+// storageRuntimes are the nodes' runtimes, each test's subtests.
+var storageRuntimes = []string{"1.6", "2"}
+
+// storageSetup is the cluster's node of runtime rt ("1.6" or "2") with its
+// replay runtime, and with its mock CSI driver when withCSI.
+func storageSetup(t *testing.T, rt string, withCSI bool) *storageEnv {
 	t.Helper()
 	c := newCluster(t)
-	e := &storageEnv{c: c, node: c.Node("1.6"), bin: os.Getenv("PODSTEP_BIN"), replay: os.Getenv("PODSTEP_REPLAY_ENDPOINT_16")}
+	n := strings.ReplaceAll(rt, ".", "")
+	get := func(k string, missing *[]string) string {
+		v := os.Getenv(k)
+		if v == "" {
+			*missing = append(*missing, k)
+		}
+		return v
+	}
 	var missing []string
-	if e.bin == "" {
-		missing = append(missing, "PODSTEP_BIN")
-	}
-	if e.replay == "" {
-		missing = append(missing, "PODSTEP_REPLAY_ENDPOINT_16")
-	}
+	e := &storageEnv{c: c, node: c.Node(rt), bin: get("PODSTEP_BIN", &missing), replay: get("PODSTEP_REPLAY_ENDPOINT_"+n, &missing)}
 	if withCSI {
-		e.csiEndpoint, e.csiRegistry = os.Getenv("PODSTEP_CSI_ENDPOINT_16"), os.Getenv("PODSTEP_CSI_REGISTRY_16")
-		if e.csiEndpoint == "" {
-			missing = append(missing, "PODSTEP_CSI_ENDPOINT_16")
-		}
-		if e.csiRegistry == "" {
-			missing = append(missing, "PODSTEP_CSI_REGISTRY_16")
-		}
+		e.csiEndpoint, e.csiRegistry = get("PODSTEP_CSI_ENDPOINT_"+n, &missing), get("PODSTEP_CSI_REGISTRY_"+n, &missing)
 	}
 	if len(missing) > 0 {
 		notRun(t, strings.Join(missing, ", ")+" not set")
@@ -215,7 +218,12 @@ func (e *storageEnv) needCSIDriver(t *testing.T) {
 // runtime mounts the same directory: its container (the same script) finds
 // the file and copies it, and the copy appears in the PV's directory.
 func TestStorageLocalPathStatefulSet(t *testing.T) {
-	e := storageSetup(t, false)
+	for _, rt := range storageRuntimes {
+		t.Run("containerd-"+rt, func(t *testing.T) { testLocalPathStatefulSet(t, storageSetup(t, rt, false)) })
+	}
+}
+
+func testLocalPathStatefulSet(t *testing.T, e *storageEnv) {
 	e.needStorageClass(t)
 	ns := e.c.newNamespace(t, "lpath")
 	// The first run of the script writes a token; a later run (podstep's
@@ -334,7 +342,12 @@ func compareWithKubeletCSICalls(t *testing.T, ns, pod string) {
 // pod-info keys after the kubelet's capability calls, NodeUnpublishVolume at
 // teardown, no NodeStageVolume (inline volumes are never staged).
 func TestStorageCSIInlineVolume(t *testing.T) {
-	e := storageSetup(t, true)
+	for _, rt := range storageRuntimes {
+		t.Run("containerd-"+rt, func(t *testing.T) { testCSIInlineVolume(t, storageSetup(t, rt, true)) })
+	}
+}
+
+func testCSIInlineVolume(t *testing.T, e *storageEnv) {
 	e.needCSIDriver(t)
 	ns := e.c.newNamespace(t, "csiinl")
 	pod := &corev1.Pod{
@@ -378,7 +391,12 @@ func TestStorageCSIInlineVolume(t *testing.T) {
 // node's registered mock: stage and publish in the kubelet's order under its
 // own root dir, unpublish and unstage at teardown.
 func TestStorageCSIPersistentVolume(t *testing.T) {
-	e := storageSetup(t, true)
+	for _, rt := range storageRuntimes {
+		t.Run("containerd-"+rt, func(t *testing.T) { testCSIPersistentVolume(t, storageSetup(t, rt, true)) })
+	}
+}
+
+func testCSIPersistentVolume(t *testing.T, e *storageEnv) {
 	e.needCSIDriver(t)
 	ns := e.c.newNamespace(t, "csipv")
 	handle := e.createMockVolume(t, "podstep-"+ns)
