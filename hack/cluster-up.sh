@@ -477,11 +477,16 @@ KC
 	mv "$LP_KUBECONFIG.tmp" "$LP_KUBECONFIG"
 	unset token
 fi
+# ready when its log says "Provisioner started" (--debug) once more than before this start (the log
+# is appended to), or at once when it was running already
+LP_LOG=$CLUSTER_DIR/logs/local-path-provisioner.log
+lp_before=$(grep -c 'Provisioner started' "$LP_LOG" 2>/dev/null || true)
+for p in $(pids_with_arg "--kubeconfig=$LP_KUBECONFIG"); do alive "$p" && lp_before=0; done
+lp_started() { [ "$(grep -c 'Provisioner started' "$LP_LOG" 2>/dev/null || true)" -gt "${lp_before:-0}" ]; }
 start local-path-provisioner "--kubeconfig=$LP_KUBECONFIG" env "POD_NAMESPACE=$LP_NS" "SERVICE_ACCOUNT_NAME=$LP_SA" \
 	"$LOCAL_PATH" --debug start "--config=$CLUSTER_DIR/local-path-config.json" "--kubeconfig=$LP_KUBECONFIG" \
 	"--namespace=$LP_NS" "--service-account-name=$LP_SA" --configmap-name=local-path-config "--helper-image=$BUSYBOX_IMAGE"
-wait_for "local-path-provisioner started (StorageClass $STORAGE_CLASS, volumes in $LOCAL_PATH_DIR)" local-path-provisioner \
-	grep -q 'Provisioner started' "$CLUSTER_DIR/logs/local-path-provisioner.log"
+wait_for "local-path-provisioner started (StorageClass $STORAGE_CLASS, volumes in $LOCAL_PATH_DIR)" local-path-provisioner lp_started
 
 # The mock CSI driver (hack/csi-mock-build.sh: the e2e mock of Kubernetes v1.37.0) on each node, as
 # a CSI driver's DaemonSet pod would run there: its node (and controller) service on the node's
