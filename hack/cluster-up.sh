@@ -449,9 +449,12 @@ api_create "/api/v1/namespaces/$LP_NS/configmaps" "$(jq -n --arg ns "$LP_NS" --a
 		teardown: "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"\n",
 		"helperPod.yaml": ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: helper-pod\nspec:\n  priorityClassName: system-node-critical\n  tolerations:\n  - key: node.kubernetes.io/disk-pressure\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: helper-pod\n    image: " + $image + "\n    imagePullPolicy: IfNotPresent\n")
 	}}')"
-# its ServiceAccount's token (the provisioner's own identity, as in kind's pod), in its kubeconfig
+# its ServiceAccount's token (the provisioner's own identity, as in kind's pod), in its kubeconfig:
+# a new one whenever the provisioner is not running (a token lives 24 h)
 LP_KUBECONFIG=$CLUSTER_DIR/local-path.kubeconfig
-if [ ! -s "$LP_KUBECONFIG" ]; then
+lp_running=
+for p in $(pids_with_arg "--kubeconfig=$LP_KUBECONFIG"); do alive "$p" && lp_running=1; done
+if [ -z "$lp_running" ] || [ ! -s "$LP_KUBECONFIG" ]; then
 	token=$(curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" -H 'Content-Type: application/json' -X POST \
 		--data-binary '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":86400}}' \
 		"https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$LP_NS/serviceaccounts/$LP_SA/token" | jq -r .status.token) ||
@@ -481,7 +484,7 @@ fi
 # is appended to), or at once when it was running already
 LP_LOG=$CLUSTER_DIR/logs/local-path-provisioner.log
 lp_before=$(grep -c 'Provisioner started' "$LP_LOG" 2>/dev/null || true)
-for p in $(pids_with_arg "--kubeconfig=$LP_KUBECONFIG"); do alive "$p" && lp_before=0; done
+[ -z "$lp_running" ] || lp_before=0
 lp_started() { [ "$(grep -c 'Provisioner started' "$LP_LOG" 2>/dev/null || true)" -gt "${lp_before:-0}" ]; }
 start local-path-provisioner "--kubeconfig=$LP_KUBECONFIG" env "POD_NAMESPACE=$LP_NS" "SERVICE_ACCOUNT_NAME=$LP_SA" \
 	"$LOCAL_PATH" --debug start "--config=$CLUSTER_DIR/local-path-config.json" "--kubeconfig=$LP_KUBECONFIG" \
