@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stop the cluster hack/cluster-up.sh started (same PODSTEP_CLUSTER_* variables) and remove every
-# trace of it: the processes (kubelets first, then the scheduler, controller-manager, API server,
-# etcd), the kubelets' pods on the two runtimes (stopped and removed through the CRI, so their
-# network is torn down as the kubelet would: hack/crisweep), mounts under the folder (secret and
+# trace of it: the processes (local-path-provisioner, the kubelets, each node's mock CSI driver,
+# then the scheduler, controller-manager, API server, etcd), the kubelets' pods on the two runtimes
+# (stopped and removed through the CRI, so their network is torn down as the kubelet would:
+# hack/crisweep; local-path's helper pods and volumes among them), mounts under the folder (secret and
 # projected volumes' tmpfs), the nodes' cgroup roots, the bridges up made, the kubelets' iptables
 # canary chains when no other kubelet runs, and the folder. The runtimes themselves stay up
 # (hack/containerd-down.sh stops them). Safe when nothing is up; run it as often as you like.
@@ -42,12 +43,19 @@ stop() {
 	terminate 10 "${pids[@]}"
 }
 
-# 1. the kubelets (so none restarts a pod while it is swept), then the control plane, then etcd
+# 1. local-path-provisioner (it makes helper pods), the kubelets (so none restarts a pod while it is
+#    swept), the mock CSI drivers, then the control plane, then etcd
+stop local-path-provisioner "--kubeconfig=$CLUSTER_DIR/local-path.kubeconfig"
 kubelets=()
 for n in "${NODES[@]}"; do
 	kubelets+=("kubelet-$(node_var "$n" NODE_NAME)" "--config=$(node_dir "$n")/kubelet-config.yaml")
 done
 stop "${kubelets[@]}"
+csimocks=()
+for n in "${NODES[@]}"; do
+	csimocks+=("csimock-$(node_var "$n" NODE_NAME)" "--endpoint=$(node_csi_socket "$n")")
+done
+stop "${csimocks[@]}"
 # the podstep proxies between kubelets and runtimes (PODSTEP_CLUSTER_PROXY), if any
 proxies=()
 for n in "${NODES[@]}"; do

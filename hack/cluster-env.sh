@@ -22,11 +22,17 @@
 #   PODSTEP_CLUSTER_RECORD_DIR  with it, where each proxy records every pod it follows: DIR/NODE/
 #                               NAMESPACE_NAME_UID.rec.gz (default $PODSTEP_CLUSTER_DIR/recordings,
 #                               removed by down)
+#   PODSTEP_CLUSTER_HELPER_IMAGE  the image of local-path-provisioner's helper pods (default the
+#                               harnesses' docker.io/library/busybox:1.35: sh, mkdir, rm)
+# Storage lives in the folder too: local-path-provisioner's volumes in $PODSTEP_CLUSTER_DIR/local-path,
+# each node's mock CSI driver socket in NODE_DIR/csi/csi.sock, its registration in the node's
+# NODE_DIR/root/plugins_registry. Neither listens on a port.
 #
 # Sets: CLUSTER_DIR, PORT_BASE, ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, CM_PORT,
 # SCHED_PORT, NODES (16 2), and per node N in NODES: NODE_NAME_N, ENDPOINT_N, KUBELET_PORT_N,
 # HEALTHZ_PORT_N, LIVE_PORT_N, RUNTIME_LABEL_N; CLUSTER_ID (the folder's base name, which names the nodes'
-# cgroup roots: /CLUSTER_ID-NODE), PKI, KUBECONFIG_ADMIN.
+# cgroup roots: /CLUSTER_ID-NODE), PKI, KUBECONFIG_ADMIN; STORAGE_CLASS, LOCAL_PATH_DIR, BUSYBOX_IMAGE,
+# CSI_DRIVER.
 
 CLUSTER_DIR=${PODSTEP_CLUSTER_DIR:-/var/lib/podstep-cluster}
 CLUSTER_DIR=${CLUSTER_DIR%/}
@@ -76,11 +82,19 @@ KUBECONFIG_ADMIN=$CLUSTER_DIR/admin.kubeconfig
 # kube-proxy runs: Service addresses are not reachable, but they are allocated as in any cluster.
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
+# Storage: the default StorageClass (local-path-provisioner's) and the folder of its volumes; the
+# mock CSI driver's name (the e2e mock's own) on every node.
+STORAGE_CLASS=local-path
+LOCAL_PATH_DIR=$CLUSTER_DIR/local-path
+BUSYBOX_IMAGE=${PODSTEP_CLUSTER_HELPER_IMAGE:-docker.io/library/busybox:1.35}
+CSI_DRIVER=io.kubernetes.storage.mock
 
 # node_var N WHAT: the value of WHAT_N (NODE_NAME, ENDPOINT, KUBELET_PORT, HEALTHZ_PORT, LIVE_PORT, RUNTIME_LABEL)
 node_var() { local v="${2}_$1"; printf '%s' "${!v}"; }
 # node_dir N: the node's folder (kubelet root dir, config, certificates, logs)
 node_dir() { printf '%s/nodes/%s' "$CLUSTER_DIR" "$(node_var "$1" NODE_NAME)"; }
+# node_csi_socket N: the node's mock CSI driver's socket (its node and controller services)
+node_csi_socket() { printf '%s/csi/csi.sock' "$(node_dir "$1")"; }
 # node_cgroup N: the node's cgroupRoot (each kubelet has its own: kubepods and the QoS tiers below)
 node_cgroup() { printf '/%s-%s' "$CLUSTER_ID" "$(node_var "$1" NODE_NAME)"; }
 

@@ -375,6 +375,149 @@ done
 wait_for "ServiceAccount default/default" kube-controller-manager api /api/v1/namespaces/default/serviceaccounts/default
 wait_for "ConfigMap default/kube-root-ca.crt" kube-controller-manager api /api/v1/namespaces/default/configmaps/kube-root-ca.crt
 wait_for "kube-scheduler healthz" kube-scheduler curl -fsSk "https://127.0.0.1:$SCHED_PORT/healthz"
+log "nodes ready in $(elapsed)"
+
+# --- storage: local-path-provisioner (the default StorageClass) and the mock CSI driver ----------
+# As kind ships it: rancher/local-path-provisioner v0.0.30 (hack/local-path-build.sh), its RBAC and
+# ConfigMap of deploy/local-path-storage.yaml in namespace local-path-storage, the StorageClass
+# local-path (provisioner rancher.io/local-path, WaitForFirstConsumer, reclaim Delete) made the
+# default one. What differs from kind's Deployment: the provisioner runs as a process on this host
+# (no image of it exists here), with a kubeconfig holding a token of its own ServiceAccount
+# (TokenRequest, 24 h) where kind's pod has the in-cluster config; its config file is written here
+# (kind mounts the ConfigMap); its helper pods (which make and remove each volume's directory with
+# the ConfigMap's setup and teardown scripts: sh, mkdir, rm) run the harness's busybox image, and the
+# volumes live in $LOCAL_PATH_DIR (kind: /var/local-path-provisioner on the node). kind names the
+# class "standard"; this is upstream's name.
+api_create() { # api_create PATH YAML: POST the object; one that exists already (409) is kept
+	local code out=$CLUSTER_DIR/run/api-create.out
+	code=$(curl -sS -o "$out" -w '%{http_code}' --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+		-H 'Content-Type: application/yaml' -X POST --data-binary "$2" "https://127.0.0.1:$APISERVER_PORT$1") || true
+	case $code in
+	200 | 201 | 202 | 409) ;;
+	*) die "POST $1: HTTP $code: $(head -c 600 "$out")" ;;
+	esac
+}
+LOCAL_PATH=$(bash "$HERE/local-path-build.sh" | tail -n 1)
+CSIMOCK=$(bash "$HERE/csi-mock-build.sh" | tail -n 1)
+mkdir -p "$LOCAL_PATH_DIR"
+LP_NS=local-path-storage LP_SA=local-path-provisioner-service-account
+api_create /api/v1/namespaces "{apiVersion: v1, kind: Namespace, metadata: {name: $LP_NS}}"
+api_create "/api/v1/namespaces/$LP_NS/serviceaccounts" "{apiVersion: v1, kind: ServiceAccount, metadata: {name: $LP_SA, namespace: $LP_NS}}"
+api_create "/apis/rbac.authorization.k8s.io/v1/namespaces/$LP_NS/roles" "
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: local-path-provisioner-role, namespace: $LP_NS}
+rules:
+- {apiGroups: [''], resources: [pods], verbs: [get, list, watch, create, patch, update, delete]}"
+api_create /apis/rbac.authorization.k8s.io/v1/clusterroles "
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: local-path-provisioner-role}
+rules:
+- {apiGroups: [''], resources: [nodes, persistentvolumeclaims, configmaps, pods, pods/log], verbs: [get, list, watch]}
+- {apiGroups: [''], resources: [persistentvolumes], verbs: [get, list, watch, create, patch, update, delete]}
+- {apiGroups: [''], resources: [events], verbs: [create, patch]}
+- {apiGroups: [storage.k8s.io], resources: [storageclasses], verbs: [get, list, watch]}"
+api_create "/apis/rbac.authorization.k8s.io/v1/namespaces/$LP_NS/rolebindings" "
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: local-path-provisioner-bind, namespace: $LP_NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: local-path-provisioner-role}
+subjects: [{kind: ServiceAccount, name: $LP_SA, namespace: $LP_NS}]"
+api_create /apis/rbac.authorization.k8s.io/v1/clusterrolebindings "
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: local-path-provisioner-bind}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: local-path-provisioner-role}
+subjects: [{kind: ServiceAccount, name: $LP_SA, namespace: $LP_NS}]"
+api_create /apis/storage.k8s.io/v1/storageclasses "
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: $STORAGE_CLASS
+  annotations: {storageclass.kubernetes.io/is-default-class: 'true'}
+provisioner: rancher.io/local-path
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Delete"
+LP_CONFIG=$(jq -cn --arg p "$LOCAL_PATH_DIR" '{nodePathMap: [{node: "DEFAULT_PATH_FOR_NON_LISTED_NODES", paths: [$p]}]}')
+printf '%s\n' "$LP_CONFIG" >"$CLUSTER_DIR/local-path-config.json"
+api_create "/api/v1/namespaces/$LP_NS/configmaps" "$(jq -n --arg ns "$LP_NS" --arg config "$LP_CONFIG" --arg image "$BUSYBOX_IMAGE" '{
+	apiVersion: "v1", kind: "ConfigMap", metadata: {name: "local-path-config", namespace: $ns},
+	data: {
+		"config.json": $config,
+		setup: "#!/bin/sh\nset -eu\nmkdir -m 0777 -p \"$VOL_DIR\"\n",
+		teardown: "#!/bin/sh\nset -eu\nrm -rf \"$VOL_DIR\"\n",
+		"helperPod.yaml": ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: helper-pod\nspec:\n  priorityClassName: system-node-critical\n  tolerations:\n  - key: node.kubernetes.io/disk-pressure\n    operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: helper-pod\n    image: " + $image + "\n    imagePullPolicy: IfNotPresent\n")
+	}}')"
+# its ServiceAccount's token (the provisioner's own identity, as in kind's pod), in its kubeconfig:
+# a new one whenever the provisioner is not running (a token lives 24 h)
+LP_KUBECONFIG=$CLUSTER_DIR/local-path.kubeconfig
+lp_running=
+for p in $(pids_with_arg "--kubeconfig=$LP_KUBECONFIG"); do alive "$p" && lp_running=1; done
+if [ -z "$lp_running" ] || [ ! -s "$LP_KUBECONFIG" ]; then
+	token=$(curl -fsS --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" -H 'Content-Type: application/json' -X POST \
+		--data-binary '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":86400}}' \
+		"https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$LP_NS/serviceaccounts/$LP_SA/token" | jq -r .status.token) ||
+		die "TokenRequest for $LP_NS/$LP_SA failed"
+	{ [ -n "$token" ] && [ "$token" != null ]; } || die "TokenRequest for $LP_NS/$LP_SA: no token"
+	(
+		umask 077
+		cat >"$LP_KUBECONFIG.tmp" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: podstep
+  cluster: {server: "https://127.0.0.1:$APISERVER_PORT", certificate-authority: "$PKI/ca.crt"}
+users:
+- name: $LP_SA
+  user: {token: "$token"}
+contexts:
+- name: podstep
+  context: {cluster: podstep, user: $LP_SA, namespace: $LP_NS}
+current-context: podstep
+KC
+	)
+	mv "$LP_KUBECONFIG.tmp" "$LP_KUBECONFIG"
+	unset token
+fi
+# ready when its log says "Provisioner started" (--debug) once more than before this start (the log
+# is appended to), or at once when it was running already
+LP_LOG=$CLUSTER_DIR/logs/local-path-provisioner.log
+lp_before=$(grep -c 'Provisioner started' "$LP_LOG" 2>/dev/null || true)
+[ -z "$lp_running" ] || lp_before=0
+lp_started() { [ "$(grep -c 'Provisioner started' "$LP_LOG" 2>/dev/null || true)" -gt "${lp_before:-0}" ]; }
+start local-path-provisioner "--kubeconfig=$LP_KUBECONFIG" env "POD_NAMESPACE=$LP_NS" "SERVICE_ACCOUNT_NAME=$LP_SA" \
+	"$LOCAL_PATH" --debug start "--config=$CLUSTER_DIR/local-path-config.json" "--kubeconfig=$LP_KUBECONFIG" \
+	"--namespace=$LP_NS" "--service-account-name=$LP_SA" --configmap-name=local-path-config "--helper-image=$BUSYBOX_IMAGE"
+wait_for "local-path-provisioner started (StorageClass $STORAGE_CLASS, volumes in $LOCAL_PATH_DIR)" local-path-provisioner lp_started
+
+# The mock CSI driver (hack/csi-mock-build.sh: the e2e mock of Kubernetes v1.37.0) on each node, as
+# a CSI driver's DaemonSet pod would run there: its node (and controller) service on the node's
+# csi.sock, registered with that node's kubelet through the kubelet's plugins_registry (csimock
+# serves the registration socket node-driver-registrar would). Its CSIDriver: no attach (no
+# external-attacher runs here; the mock then wants no publish_context "device"), pod info on mount,
+# persistent and inline (Ephemeral) volumes. It keeps volumes in memory: a CSI PersistentVolume's
+# volumeHandle must come from that node's mock's CreateVolume (no external-provisioner runs here).
+api_create /apis/storage.k8s.io/v1/csidrivers "
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: $CSI_DRIVER}
+spec: {attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: [Persistent, Ephemeral]}"
+for n in "${NODES[@]}"; do
+	name=$(node_var "$n" NODE_NAME)
+	sock=$(node_csi_socket "$n")
+	reg=$(node_dir "$n")/root/plugins_registry
+	[ ${#reg} -le $((107 - ${#CSI_DRIVER} - 10)) ] ||
+		die "PODSTEP_CLUSTER_DIR=$CLUSTER_DIR is too long: the mock's registration socket $reg/$CSI_DRIVER-reg.sock passes the 107 bytes of a unix socket path"
+	start "csimock-$name" "--endpoint=$sock" "$CSIMOCK" "--endpoint=$sock" "--name=$CSI_DRIVER" "--registration=$reg"
+done
+csi_registered() { api "/apis/storage.k8s.io/v1/csinodes/$1" | jq -e --arg d "$CSI_DRIVER" '[.spec.drivers[]?.name] | index($d)'; }
+for n in "${NODES[@]}"; do
+	name=$(node_var "$n" NODE_NAME)
+	wait_for "CSI driver $CSI_DRIVER registered with $name's kubelet (CSINode)" "csimock-$name" csi_registered "$name"
+done
+log "storage ready ($(elapsed))"
+
 log "cluster up in $(elapsed)"
 
 # The registries of the harnesses (for pull-secret tests): read from their config.
@@ -383,12 +526,17 @@ for n in "${NODES[@]}"; do
 	[ -z "$reg" ] || log "REGISTRY_$n=$reg"
 done
 log "PODSTEP_CLUSTER_DIR=$CLUSTER_DIR"
+log "STORAGE_CLASS=$STORAGE_CLASS"
+log "LOCAL_PATH_DIR=$LOCAL_PATH_DIR"
+log "CSI_DRIVER=$CSI_DRIVER"
 # kubectl of the cluster's version, if built (bash hack/control-plane-build.sh kubectl): not by default.
 if [ -x "$K8S_BIN/kubectl" ]; then log "KUBECTL=$K8S_BIN/kubectl"; fi
 for n in "${NODES[@]}"; do
 	log "NODE_$n=$(node_var "$n" NODE_NAME)"
 	log "NODE_IP_$n=${NODE_IP[$n]}"
 	log "ENDPOINT_$n=$(node_var "$n" ENDPOINT)"
+	log "CSI_ENDPOINT_$n=unix://$(node_csi_socket "$n")"
+	log "CSI_REGISTRY_$n=$(node_dir "$n")/root/plugins_registry"
 	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "KUBELET_ENDPOINT_$n=unix://$(node_dir "$n")/cri-proxy.sock"
 	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "LIVE_URL_$n=http://127.0.0.1:$(node_var "$n" LIVE_PORT)/"
 	[ -z "${PODSTEP_CLUSTER_PROXY:-}" ] || log "RECORD_DIR_$n=${PODSTEP_CLUSTER_RECORD_DIR:-$CLUSTER_DIR/recordings}/$(node_var "$n" NODE_NAME)"

@@ -109,8 +109,8 @@ late_record() {
 	while IFS=$'\t' read -r rc name; do record "$name" "$rc"; done <"$1"
 }
 
-# The pinned binaries built from the Go module proxy (hack/prebuild.sh: the kubelet, Jaeger,
-# containerd 2 and runc, etcd, the control plane), in the background from the start at the lowest
+# The pinned binaries built from the Go module proxy (hack/prebuild.sh: the kubelet, the mock CSI
+# driver, Jaeger, containerd 2 and runc, etcd, the control plane, local-path-provisioner), in the background from the start at the lowest
 # CPU priority: cold, they take the CPU the lint and unit phases leave idle; warm, seconds. Only as
 # root (the phases that use them need root). PODSTEP_PREBUILD=0: each is built by its phase.
 PREBUILD_PID=
@@ -463,7 +463,8 @@ done
 # PODSTEP_TEST_CLUSTER=0 leaves the phase out (a failure under CI=true). Each kubelet runs behind
 # `podstep proxy --record-dir` (cluster-up.sh's PODSTEP_CLUSTER_PROXY), which TestFidelity's
 # comparison with a real kubelet needs; PODSTEP_TEST_CLUSTER_PROXY=0 runs the kubelets without it
-# (TestFidelity then fails under CI=true).
+# (TestFidelity then fails under CI=true). cluster-up.sh also starts local-path-provisioner (the
+# default StorageClass) and the mock CSI driver on each node (TestStorage*: their sockets are passed).
 cluster_phase() {
 	local rt out up start rc env=() n
 	section "cluster: both harnesses up"
@@ -546,6 +547,8 @@ cluster_phase() {
 		PODSTEP_KUBELET_ENDPOINT_16="$(cluster_value KUBELET_ENDPOINT_16)" PODSTEP_KUBELET_ENDPOINT_2="$(cluster_value KUBELET_ENDPOINT_2)" \
 		PODSTEP_RECORD_DIR_16="$(cluster_value RECORD_DIR_16)" PODSTEP_RECORD_DIR_2="$(cluster_value RECORD_DIR_2)" \
 		PODSTEP_LIVE_URL_16="$(cluster_value LIVE_URL_16)" PODSTEP_LIVE_URL_2="$(cluster_value LIVE_URL_2)" \
+		PODSTEP_CSI_ENDPOINT_16="$(cluster_value CSI_ENDPOINT_16)" PODSTEP_CSI_ENDPOINT_2="$(cluster_value CSI_ENDPOINT_2)" \
+		PODSTEP_CSI_REGISTRY_16="$(cluster_value CSI_REGISTRY_16)" PODSTEP_CSI_REGISTRY_2="$(cluster_value CSI_REGISTRY_2)" \
 		go test -count=1 -timeout 20m -tags cluster ./test/cluster/ -v
 	rc=$?
 	record "cluster suite on 2 nodes (containerd 1.6, containerd 2) ($((SECONDS - start)) s)" $rc
