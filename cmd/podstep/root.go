@@ -98,7 +98,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
 	pf.Bool("force", false, "write an output file (--record, --html, --crictl) even where its path is a symbolic link, FIFO or device")
 
-	root.AddCommand(scenarioFlag(newRunCmd(g)), scenarioFlag(newPlanCmd(g)), newScenariosCmd(), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), scenarioFlag(newBenchCmd(g)), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g))
+	root.AddCommand(scenarioFlag(newRunCmd(g)), scenarioFlag(newPlanCmd(g)), newScenariosCmd(), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), scenarioFlag(newBenchCmd(g)), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g), newExplainCmd())
 	completeOutputs(root)
 	for _, c := range root.Commands() {
 		if c.Flags().Lookup("break") != nil { // the shell completes --break's stages
@@ -134,6 +134,7 @@ var outputValues = map[string][]string{
 	"fleet":          {"text", "json"},
 	"scenarios":      {"text", "json"},
 	"scenarios show": {"text", "json", "yaml"},
+	"explain":        {"text", "json"},
 }
 
 // completeOutputs has the shell complete -o/--output on every command that

@@ -187,7 +187,7 @@ func (r *Result) Failure() *report.Failure {
 	}
 	for _, s := range r.Steps {
 		if s.State == steps.Failed {
-			return &report.Failure{Stage: s.Stage, Step: s.Name, Reason: s.Reason, Message: s.Message}
+			return &report.Failure{Stage: s.Stage, Step: s.Name, Reason: s.Reason, Message: s.Message, Explanation: s.Explanation}
 		}
 	}
 	return nil

@@ -97,6 +97,10 @@ function podstepFoldPod(prev, d) {
     const cur = ol.querySelector("li.running") || ol.querySelector("li.pending");
     if (cur) cur.scrollIntoView({ block: "nearest" });
   }
+  // explained is a failure's explanation (internal/explain) in one line.
+  function explained(x) {
+    return "why: " + (x.title || "") + (x.fix ? " · fix: " + x.fix : "") + " (podstep explain " + (x.id || "") + ")";
+  }
   function stepRow(s, p) {
     const st = stateClass(s.state);
     const li = el("li", stateClass(st) + " " + stageClass(s.stage || p.stage));
@@ -108,6 +112,7 @@ function podstepFoldPod(prev, d) {
     li.appendChild(name);
     li.appendChild(el("span", "dur", s.duration_ms !== undefined ? ms(s.duration_ms) : ""));
     if (st === "failed" && (s.reason || s.message)) li.appendChild(el("span", "why", (s.reason || "") + (s.message ? ": " + s.message : "")));
+    if (st === "failed" && s.explanation) li.appendChild(el("span", "explain", explained(s.explanation)));
     return li;
   }
 
@@ -254,7 +259,8 @@ function podstepFoldPod(prev, d) {
     o.className = "badge " + stateClass(s.outcome);
     if (s.failure) {
       const f = $("failure");
-      f.textContent = "✗ " + s.failure.stage + " / " + s.failure.step + ": " + s.failure.reason + ": " + s.failure.message;
+      f.textContent = "✗ " + s.failure.stage + " / " + s.failure.step + ": " + s.failure.reason + ": " + s.failure.message +
+        (s.failure.explanation ? " — " + explained(s.failure.explanation) : "");
       f.hidden = false;
     }
     if (s.display) fitDisplay(s.display);

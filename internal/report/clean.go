@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/podstep/podstep/internal/explain"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/safe"
@@ -23,6 +24,7 @@ func cleanStep(s StepJSON) StepJSON {
 	s.Stage = steps.Stage(l(string(s.Stage)))
 	s.Warnings = cleanStrings(s.Warnings)
 	s.RestsOn = cleanStrings(s.RestsOn)
+	s.Explanation = cleanExplanation(s.Explanation)
 	if s.Details != nil {
 		d := make([]steps.Detail, len(s.Details))
 		for i, x := range s.Details {
@@ -60,6 +62,17 @@ func cleanEvents(evs []podstate.Event) []podstate.Event {
 	return out
 }
 
+// cleanExplanation sanitises an explanation: its commands hold the pod's
+// names, and a recording's explanation is the recording's text.
+func cleanExplanation(x *explain.Explanation) *explain.Explanation {
+	if x == nil {
+		return nil
+	}
+	l := safe.Line
+	return &explain.Explanation{ID: l(x.ID), Title: l(x.Title), Causes: cleanStrings(x.Causes), Next: l(x.Next),
+		Confirm: cleanStrings(x.Confirm), Fix: l(x.Fix)}
+}
+
 func cleanStrings(ss []string) []string {
 	if ss == nil {
 		return nil
@@ -75,7 +88,8 @@ func cleanSummary(s Summary) Summary {
 	l := safe.Line
 	s.Pod, s.Outcome, s.Display, s.Ready, s.PodIP = l(s.Pod), l(s.Outcome), l(s.Display), l(s.Ready), l(s.PodIP)
 	if s.Failed != nil {
-		f := Failure{Stage: steps.Stage(l(string(s.Failed.Stage))), Step: l(s.Failed.Step), Reason: l(s.Failed.Reason), Message: l(s.Failed.Message)}
+		f := Failure{Stage: steps.Stage(l(string(s.Failed.Stage))), Step: l(s.Failed.Step), Reason: l(s.Failed.Reason), Message: l(s.Failed.Message),
+			Explanation: cleanExplanation(s.Failed.Explanation)}
 		s.Failed = &f
 	}
 	if s.Leftover != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/podstep/podstep/internal/explain"
 	"io"
 	"strings"
 	"sync"
@@ -82,6 +83,9 @@ type Failure struct {
 	Step    string      `json:"step"`
 	Reason  string      `json:"reason"`
 	Message string      `json:"message"`
+	// Explanation is the known failure the failed step matches
+	// (internal/explain); nil when none.
+	Explanation *explain.Explanation `json:"explanation,omitempty"`
 }
 
 // Timing splits a run's wall time into the runtime's and podstep's own.
@@ -117,7 +121,10 @@ type Printer struct {
 	// `podstep cleanup`, or `podstep cleanup --sim` on the simulated runtime.
 	cleanup string
 	buf     bytes.Buffer // a text step's lines, written at once
-	pods    podLines
+	// explained are the explanations printed whole already: a crash loop
+	// fails many steps the same way; the later ones name the entry only.
+	explained map[string]bool
+	pods      podLines
 }
 
 // New returns a printer; format is Text, Short or JSON.
@@ -207,6 +214,8 @@ var (
 	changeCol = color.New(color.FgYellow, color.Bold)
 	// restsCol marks what a simulated verdict rests on.
 	restsCol = color.New(color.FgMagenta)
+	// explainCol colours a failure's explanation (internal/explain).
+	explainCol = color.New(color.FgCyan)
 )
 
 // SpecVsSent is the detail of a proxied create step that compares the
@@ -239,6 +248,7 @@ func (p *Printer) stepText(s StepJSON) {
 	}
 	if s.State == steps.Failed {
 		fmt.Fprintf(p.w, "       %s %s\n", color.New(color.FgRed).Sprint(s.Reason+":"), s.Message)
+		p.explanation(s.Explanation)
 	}
 	if !p.short {
 		for _, r := range s.RestsOn {
@@ -347,6 +357,9 @@ func (p *Printer) Finish(s Summary) {
 		if s.Failed != nil {
 			fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
 				s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
+			if x := s.Failed.Explanation; x != nil {
+				fmt.Fprintf(p.w, "%s %s (podstep explain %s)\n", explainCol.Sprint("why:"), x.Title, x.ID)
+			}
 		}
 		return
 	}
@@ -367,6 +380,9 @@ func (p *Printer) Finish(s Summary) {
 	if s.Failed != nil {
 		fmt.Fprintf(p.w, "%s stage %s, step %s: %s: %s\n", color.New(color.FgRed, color.Bold).Sprint("error:"),
 			s.Failed.Stage, s.Failed.Step, s.Failed.Reason, s.Failed.Message)
+		if x := s.Failed.Explanation; x != nil {
+			fmt.Fprintf(p.w, "%s %s (podstep explain %s)\n", explainCol.Sprint("why:"), x.Title, x.ID)
+		}
 	}
 	if len(s.RestsOn) > 0 {
 		fmt.Fprintf(p.w, "%s\n", restsCol.Sprint("on the simulated runtime the verdict rests on:"))
@@ -409,10 +425,13 @@ type StepJSON struct {
 	Message   string         `json:"message,omitempty"`
 	// RestsOn is what the step's verdict rests on, on the simulated
 	// runtime (steps.Result.RestsOn).
-	RestsOn    []string   `json:"rests_on,omitempty"`
-	Started    time.Time  `json:"started"`
-	DurationMs float64    `json:"duration_ms"`
-	Calls      []CallJSON `json:"calls"`
+	RestsOn []string `json:"rests_on,omitempty"`
+	// Explanation is the known failure a failed step matches
+	// (steps.Result.Explanation, internal/explain); nil when none.
+	Explanation *explain.Explanation `json:"explanation,omitempty"`
+	Started     time.Time            `json:"started"`
+	DurationMs  float64              `json:"duration_ms"`
+	Calls       []CallJSON           `json:"calls"`
 	// Pod is the whole pod after the step, on the first step line that
 	// has a pod and wherever the printer resyncs (PodDelta); else nil, and
 	// PodDelta says what changed. A consumer folds them (PodFolder); the
@@ -466,7 +485,8 @@ func (b *StepBuilder) Step(ev steps.Event) StepJSON {
 	out := StepJSON{Type: "step", ID: s.ID, Stage: s.Stage, Name: s.Name, Title: s.Title, Container: s.Container,
 		Mirrors: s.Mirrors, State: s.State, Summary: s.Result.Summary, Details: s.Result.Details,
 		Warnings: s.Result.Warnings, Reason: s.Result.Reason, Message: s.Result.Message, RestsOn: s.Result.RestsOn,
-		Started: s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{},
+		Explanation: s.Result.Explanation,
+		Started:     s.Started, DurationMs: ms(s.Duration), Calls: []CallJSON{},
 		Changes: orEmpty(s.Changes), Events: orEmpty(s.Events)}
 	conv := b.Call
 	if conv == nil {
@@ -500,3 +520,28 @@ func CallToJSON(c cri.Call) CallJSON {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// explanation prints a failed step's explanation under its error: whole the
+// first time an entry shows, its title alone after that and in -q.
+func (p *Printer) explanation(x *explain.Explanation) {
+	if x == nil {
+		return
+	}
+	if p.short || p.explained[x.ID] {
+		fmt.Fprintf(p.w, "       %s %s (podstep explain %s)\n", explainCol.Sprint("why:"), x.Title, x.ID)
+		return
+	}
+	if p.explained == nil {
+		p.explained = map[string]bool{}
+	}
+	p.explained[x.ID] = true
+	fmt.Fprintf(p.w, "       %s %s (podstep explain %s)\n", explainCol.Sprint("why:"), x.Title, x.ID)
+	for i, c := range x.Causes {
+		fmt.Fprintf(p.w, "         %s %s\n", dim.Sprintf("likely %d.", i+1), c)
+	}
+	fmt.Fprintf(p.w, "         %s %s\n", dim.Sprint("the kubelet next:"), x.Next)
+	for _, c := range x.Confirm {
+		fmt.Fprintf(p.w, "         %s %s\n", dim.Sprint("confirm:"), c)
+	}
+	fmt.Fprintf(p.w, "         %s %s\n", dim.Sprint("fix:"), x.Fix)
+}

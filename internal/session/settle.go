@@ -187,7 +187,7 @@ func Outcome(r Result, sum *report.Summary) (int, string) {
 		f := r.Failed
 		code = ExitPodFailed
 		sum.Outcome = "failed"
-		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message}
+		sum.Failed = &report.Failure{Stage: f.Stage, Step: f.Name, Reason: f.Result.Reason, Message: f.Result.Message, Explanation: f.Result.Explanation}
 		if f.Result.Reason == reason.RuntimeUnavailable {
 			code = ExitRuntime
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/podstep/podstep/internal/explain"
 	"path/filepath"
 	"sync"
 	"time"
@@ -217,13 +218,17 @@ type containerRuntime struct {
 	imageUserUnknown bool
 	// simImage is the image as the simulator's ImageStatus described it
 	// (sim.ImageOf: the config it read from the registry, if any).
-	simImage  sim.Image
-	config    *runtimeapi.ContainerConfig // published
-	id        string                      // published
-	oldIDs    []string                    // published: containers of earlier attempts, still in the runtime
-	restarts  int                         // the attempt number: metadata.attempt and <restarts>.log
-	startedAt time.Time
-	exited    bool
+	simImage sim.Image
+	config   *runtimeapi.ContainerConfig // published
+	id       string                      // published
+	oldIDs   []string                    // published: containers of earlier attempts, still in the runtime
+	restarts int                         // the attempt number: metadata.attempt and <restarts>.log
+	// exitExplained explains the container's last non-zero exit
+	// (internal/explain): a crash loop's give-up step shows it, the cause
+	// of the loop.
+	exitExplained *explain.Explanation
+	startedAt     time.Time
+	exited        bool
 
 	// expanded is set once the redactor knows this container's Secret
 	// expansions, computed for the pod IPs expandedFor (noteExpansions).
@@ -452,6 +457,9 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 	e.emit(Event{Kind: StepStarted, Step: snap})
 
 	res := e.redactResult(s.act.run(ctx, e))
+	if res.Err != nil && res.Explanation == nil {
+		res.Explanation = e.explain(s.Container, res, nil)
+	}
 	// The pod's snapshot, a copy as big as the pod, only for those who
 	// read it: one per step made a run quadratic in the containers.
 	changes, events, pod := e.tracker.StepChanges(e.opts.KeepPods || e.subs.wantPod())

@@ -107,6 +107,9 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 	if restsOn != "" {
 		r.RestsOn = []string{restsOn}
 	}
+	// A crash loop of failing hooks is explained by the hook.
+	r.Explanation = e.explain(s.name, r, nil)
+	c.exitExplained = r.Explanation
 	return r
 }
 

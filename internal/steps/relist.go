@@ -295,6 +295,13 @@ func (e *Engine) afterExits(ctx context.Context, exits []exit, relists int) Resu
 		}
 		r := fail(reasonOr(why.reason, reason.Error), fmt.Errorf("%s", summary), summary)
 		r.Details = details
+		for _, x := range exits {
+			x.c.exitExplained = nil
+			if x.code != 0 {
+				x.c.exitExplained = e.explainExit(x, fmt.Sprintf("container %q exited with code %d (%s)", x.c.spec.Name, x.code, x.reason))
+			}
+		}
+		r.Explanation = why.c.exitExplained
 		return r
 	}
 	return ok(summary, details...)

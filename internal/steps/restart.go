@@ -152,6 +152,9 @@ func (s backoffStep) run(ctx context.Context, e *Engine) Result {
 			s.name, plural(c.restarts, "time", "times"), e.opts.MaxRestarts, next)
 		r := fail(reason.ErrCrashLoopBackOff, err, err.Error())
 		r.Details = details
+		// The loop's cause is the last exit's (a back-off alone explains
+		// nothing); crash-loop-back-off when that exit had none (exit 0).
+		r.Explanation = c.exitExplained
 		return r
 	}
 	if inBackOff {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/explain"
 	"github.com/podstep/podstep/internal/podstate"
 )
 
@@ -90,6 +91,10 @@ type Result struct {
 	// read of a container's command ("script: exits 0 after `echo done`"),
 	// or what it assumed ("assumed: ..."); see sim.Decide. Nil elsewhere.
 	RestsOn []string `json:"rests_on,omitempty"`
+	// Explanation is the known failure the step's matches (internal/explain:
+	// what failed, likely causes, what the kubelet does next, how to confirm,
+	// the fix); nil when the step succeeded or no entry matches.
+	Explanation *explain.Explanation `json:"explanation,omitempty"`
 	// Err is the failure, nil when the step succeeded.
 	Err error `json:"-"`
 }

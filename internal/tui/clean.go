@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"github.com/podstep/podstep/internal/explain"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
@@ -41,6 +42,16 @@ func cleanSteps(ss []steps.Step) []steps.Step {
 				ro[j] = line(x)
 			}
 			r.RestsOn = ro
+		}
+		if x := r.Explanation; x != nil {
+			y := explain.Explanation{ID: line(x.ID), Title: line(x.Title), Next: line(x.Next), Fix: line(x.Fix)}
+			for _, c := range x.Causes {
+				y.Causes = append(y.Causes, line(c))
+			}
+			for _, c := range x.Confirm {
+				y.Confirm = append(y.Confirm, line(c))
+			}
+			r.Explanation = &y
 		}
 		if len(s.Changes) > 0 {
 			c := make([]podstate.Change, len(s.Changes))

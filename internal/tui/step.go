@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"github.com/podstep/podstep/internal/explain"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -144,6 +145,7 @@ func (m *stepModel) render(rv runView, s steps.Step, w int) []string {
 		for _, l := range render.Wrap(fmt.Sprintf("failed after %s: %s", m.fmtDur(s.Duration), msg), w) {
 			add(st.Failed.Render(l))
 		}
+		add(explanationLines(st, s.Result.Explanation, w)...)
 		add(m.changeLines(s, w)...)
 		switch {
 		case rv.replay:
@@ -357,5 +359,35 @@ func splitSpecVsSent(v string) []string {
 			out[len(out)-1] += "; " + p
 		}
 	}
+	return out
+}
+
+// explanationLines show a failed step's explanation (internal/explain): what
+// failed, the likeliest cause, one command to confirm and the fix; `podstep
+// explain ID` has the rest.
+func explanationLines(st styles, x *explain.Explanation, w int) []string {
+	if x == nil {
+		return nil
+	}
+	var out []string
+	add := func(label, text string) {
+		for i, l := range render.Wrap(label+text, w-2) {
+			if i == 0 {
+				out = append(out, "  "+st.Dim.Render(l))
+			} else {
+				out = append(out, "    "+st.Dim.Render(l))
+			}
+		}
+	}
+	for _, l := range render.Wrap("why: "+x.Title+" (podstep explain "+x.ID+")", w) {
+		out = append(out, st.Warning.Render(l))
+	}
+	if len(x.Causes) > 0 {
+		add("likely: ", x.Causes[0])
+	}
+	if len(x.Confirm) > 0 {
+		add("confirm: ", x.Confirm[0])
+	}
+	add("fix: ", x.Fix)
 	return out
 }

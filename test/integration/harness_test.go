@@ -212,7 +212,9 @@ type stepEvent struct {
 	Started    time.Time  `json:"started"`
 	DurationMs float64    `json:"duration_ms"`
 	Calls      []callJSON `json:"calls"`
-	Pod        *struct {
+	// Explanation is the known failure a failed step matches (docs/explain.md).
+	Explanation *explanation `json:"explanation"`
+	Pod         *struct {
 		Phase   string           `json:"phase"`
 		Display string           `json:"display"`
 		Ready   string           `json:"ready"`
@@ -221,10 +223,21 @@ type stepEvent struct {
 }
 
 type failure struct {
-	Stage   string `json:"stage"`
-	Step    string `json:"step"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
+	Stage       string       `json:"stage"`
+	Step        string       `json:"step"`
+	Reason      string       `json:"reason"`
+	Message     string       `json:"message"`
+	Explanation *explanation `json:"explanation"`
+}
+
+// explanation is a failure's entry of podstep's table (docs/explain.md).
+type explanation struct {
+	ID      string   `json:"id"`
+	Title   string   `json:"title"`
+	Causes  []string `json:"causes"`
+	Next    string   `json:"kubelet_next"`
+	Confirm []string `json:"confirm"`
+	Fix     string   `json:"fix"`
 }
 
 type timing struct {

@@ -1,0 +1,172 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// explainCase is one known failure (internal/explain's table) made for
+// real: the pod, and the entry its failing steps must name.
+type explainCase struct {
+	// name is the entry's Reproduced name (internal/explain checks that
+	// every entry has a case here).
+	name string
+	// manifest is the pod (and its objects); REG is replaced by the
+	// harness registry's host:port, SECRET by a pull secret for it.
+	manifest string
+	// password is the pull secret's password ("": the registry's own).
+	password string
+	// want is the entry the failed steps name, and the summary's; on
+	// containerd 1.6 want16 when it differs.
+	want, want16 string
+	// extra flags.
+	extra []string
+}
+
+const busybox = "docker.io/library/busybox:1.35"
+
+// TestExplainReal makes every failure of podstep's explanation table on
+// the harness's containerd (1.6 and 2.4, one suite run each) and checks
+// the entry shown: in the failed steps' and the summary's JSON
+// "explanation", and as the text output's why: line.
+func TestExplainReal(t *testing.T) {
+	e, reg := setupRegistry(t)
+	arm64 := base64.StdEncoding.EncodeToString(arm64ELF())
+	pod := func(name, spec string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n" + spec
+	}
+	cases := []explainCase{
+		{name: "image-not-found", manifest: "SECRET" + pod("nf", "  imagePullSecrets: [{name: reg}]\n  containers: [{name: app, image: REG/podstep/no-such-image:1.0}]\n"),
+			want: "image-not-found"},
+		{name: "image-unauthorized", manifest: "SECRET" + pod("unauth", "  imagePullSecrets: [{name: reg}]\n  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			password: "Wrong-Password-1", want: "image-unauthorized"},
+		// containerd 1.6 answers a pull without credentials with the same
+		// 401 as a wrong password.
+		{name: "image-pull-access-denied", manifest: pod("denied", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			want: "image-pull-access-denied", want16: "image-unauthorized"},
+		{name: "image-never-pull", manifest: pod("never", "  containers: [{name: app, image: docker.io/library/absent-image:1.0, imagePullPolicy: Never}]\n"),
+			want: "image-never-pull"},
+		{name: "executable-not-found", manifest: pod("noexec", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [\"/no/such/binary\"]}]\n"),
+			want: "executable-not-found"},
+		{name: "executable-not-found-in-path", manifest: pod("notinpath", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [nosuchcommand]}]\n"),
+			want: "executable-not-found"},
+		// An ELF header for arm64 (e_machine 183) in a ConfigMap mounted
+		// executable: runc starts the container, its exec fails, and the
+		// log's last line says so.
+		{name: "exec-format-error", manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\nbinaryData: {arm64: " + arm64 + "}\n---\n" +
+			pod("execformat", "  volumes: [{name: cm, configMap: {name: bad, defaultMode: 0755}}]\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [/cm/arm64], volumeMounts: [{name: cm, mountPath: /cm}]}]\n"),
+			want: "exec-format-error", extra: []string{"--max-restarts", "0"}},
+		{name: "oom-killed", manifest: pod("oom", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done'], resources: {limits: {memory: 16Mi}}}]\n"),
+			want: "oom-killed", extra: []string{"--settle", "3s"}},
+		{name: "run-as-non-root", manifest: pod("nonroot", "  securityContext: {runAsNonRoot: true}\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
+			want: "run-as-non-root"},
+		{name: "config-object-missing", manifest: pod("cmmissing", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1'], env: [{name: X, valueFrom: {configMapKeyRef: {name: absent, key: k}}}]}]\n"),
+			want: "config-object-missing"},
+		{name: "config-object-missing-volume", manifest: pod("secretvol", "  volumes: [{name: creds, secret: {secretName: absent}}]\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1'], volumeMounts: [{name: creds, mountPath: /creds}]}]\n"),
+			want: "config-object-missing"},
+		// The crash loop of a failing hook is explained by the hook.
+		{name: "poststart-hook-failed", manifest: pod("hookfail", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '30'], lifecycle: {postStart: {exec: {command: [sh, -c, 'echo no config; exit 3']}}}}]\n"),
+			want: "poststart-hook-failed", extra: []string{"--max-restarts", "0"}},
+		{name: "container-exited-error", manifest: pod("crash", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo bad config >&2; exit 3']}]\n"),
+			want: "container-exited-error", extra: []string{"--settle", "2s"}},
+		// A container that completes under restartPolicy Always loops with
+		// no error of its own: the back-off is the explanation.
+		{name: "crash-loop-back-off", manifest: pod("completes", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo done']}]\n"),
+			want: "crash-loop-back-off", extra: []string{"--max-restarts", "0", "--settle", "2s"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			want := c.want
+			if e.rt.major == 1 && c.want16 != "" {
+				want = c.want16
+			}
+			password := reg.password
+			if c.password != "" {
+				password = c.password
+			}
+			secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: reg}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: %s\n---\n",
+				base64.StdEncoding.EncodeToString(fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, reg.addr,
+					base64.StdEncoding.EncodeToString([]byte(reg.user+":"+password)))))
+			m := strings.NewReplacer("SECRET", secret, "IMAGE", reg.image, "REG", reg.addr).Replace(c.manifest)
+			file := filepath.Join(t.TempDir(), c.name+".yaml")
+			if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d := newDirs(t)
+			r := e.run(t, d, file, c.extra...)
+			if r.code != 1 || r.summary.Failure == nil {
+				t.Fatalf("want exit 1 with a failure\n%s", r)
+			}
+			if x := r.summary.Failure.Explanation; x == nil || x.ID != want {
+				t.Errorf("summary.failure.explanation = %+v, want id %s\n%s", x, want, r)
+			} else if x.Title == "" || len(x.Causes) == 0 || x.Next == "" || len(x.Confirm) == 0 || x.Fix == "" {
+				t.Errorf("summary.failure.explanation %s is not whole: %+v", want, x)
+			}
+			failed := 0
+			for _, s := range r.steps {
+				if s.State != "failed" || s.Stage == "teardown" {
+					continue
+				}
+				failed++
+				if s.Explanation == nil || s.Explanation.ID != want {
+					t.Errorf("step %s (%s: %s): explanation %+v, want %s", s.Name, s.Reason, s.Message, s.Explanation, want)
+				}
+			}
+			if failed == 0 {
+				t.Errorf("no failed step\n%s", r)
+			}
+			// The commands name this pod's objects.
+			confirm := strings.Join(r.summary.Failure.Explanation.Confirm, "\n")
+			if strings.Contains(confirm, "{POD}") || strings.Contains(confirm, "{IMAGE}") || strings.Contains(confirm, "{CONTAINER_ID}") {
+				t.Errorf("placeholders left in the commands:\n%s", confirm)
+			}
+			e.assertNothingLeft(t, d, "default", r.summary.Pod[strings.IndexByte(r.summary.Pod, '/')+1:], r.summary.UID)
+
+			// Text: the why: line under the error, whole once.
+			d2 := newDirs(t)
+			txt := e.podstep(t, append([]string{"run", "--auto", "-f", file, "-r", e.endpoint, "--grace-period", "0",
+				"--root-dir", d2.root, "--log-dir", d2.logs}, c.extra...)...)
+			if txt.code != 1 || !strings.Contains(txt.stdout, "(podstep explain "+want+")") || !strings.Contains(txt.stdout, "fix: ") {
+				t.Errorf("text output lacks the explanation %s\n%s", want, txt)
+			}
+		})
+	}
+}
+
+// arm64ELF is an ELF header for an arm64 executable (e_machine 183), a
+// program header and 8 bytes: a kernel of another architecture refuses to
+// exec it (ENOEXEC, "exec format error").
+func arm64ELF() []byte {
+	b := []byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	le16 := func(v uint16) { b = append(b, byte(v), byte(v>>8)) }
+	le32 := func(v uint32) { le16(uint16(v)); le16(uint16(v >> 16)) }
+	le64 := func(v uint64) { le32(uint32(v)); le32(uint32(v >> 32)) }
+	le16(2)        // e_type: executable
+	le16(183)      // e_machine: AArch64
+	le32(1)        // e_version
+	le64(0x400078) // e_entry
+	le64(64)       // e_phoff
+	le64(0)        // e_shoff
+	le32(0)        // e_flags
+	le16(64)       // e_ehsize
+	le16(56)       // e_phentsize
+	le16(1)        // e_phnum
+	le16(0)        // e_shentsize
+	le16(0)        // e_shnum
+	le16(0)        // e_shstrndx
+	le32(1)        // p_type: PT_LOAD
+	le32(5)        // p_flags: R+X
+	le64(0)        // p_offset
+	le64(0x400000) // p_vaddr
+	le64(0x400000) // p_paddr
+	le64(0x80)     // p_filesz
+	le64(0x80)     // p_memsz
+	le64(0x1000)   // p_align
+	return append(b, make([]byte, 8)...)
+}
