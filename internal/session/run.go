@@ -312,5 +312,5 @@ func tornDown(eng *steps.Engine) bool {
 // shadowFlags are the run's shadow settings: --shadow, the pod's images,
 // its cgroup root below the node's (shadow.CgroupRoot).
 func (o *RunFlags) shadowFlags(b *manifest.Bundle, stderr io.Writer) ShadowFlags {
-	return ShadowFlags{Mode: o.Shadow, Images: PodImages(b), CgroupRoot: shadow.CgroupRoot(o.CgroupRoot), Log: stderr}
+	return ShadowFlags{Base: ShadowBase(), Mode: o.Shadow, Images: PodImages(b), CgroupRoot: shadow.CgroupRoot(o.CgroupRoot), Log: stderr}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/podstep/podstep/internal/cri"
@@ -107,7 +109,7 @@ func (e Endpoints) startShadow(ctx context.Context, endpoint, why string, opts c
 		return nil, RuntimeErr(err)
 	}
 	conn := &Conn{Client: c, Shadow: sh,
-		Runtime: render.Runtime{Endpoint: sh.Endpoint, Why: why + "; ran on " + sh.Describe()}}
+		Runtime: render.Runtime{Endpoint: sh.Endpoint, Why: why + "; " + reason + "; ran on " + sh.Describe()}}
 	conn.Stop = func() {
 		c.Close()
 		if conn.KeepShadow {
@@ -121,4 +123,13 @@ func (e Endpoints) startShadow(ctx context.Context, endpoint, why string, opts c
 		}
 	}
 	return conn, nil
+}
+
+// ShadowBase is where shadows live: PODSTEP_SHADOW_DIR, else
+// shadow.DefaultBase (under root's podstep dir).
+func ShadowBase() string {
+	if d := os.Getenv("PODSTEP_SHADOW_DIR"); filepath.IsAbs(d) {
+		return d
+	}
+	return shadow.DefaultBase
 }

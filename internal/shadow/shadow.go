@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -268,25 +267,26 @@ func (s *Shadow) copyImages(ctx context.Context, images []string) ([]string, err
 func (s *Shadow) copyImage(ctx context.Context, ctr, ref string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	exp := exec.CommandContext(ctx, ctr, "-a", s.Node.Socket, "-n", "k8s.io", "images", "export", "--platform", "linux/"+goarch(), "-", ref)
-	imp := exec.CommandContext(ctx, ctr, "-a", s.Layout.Socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/"+goarch(), "-")
-	pr, pw := io.Pipe()
-	exp.Stdout, imp.Stdin = pw, pr
-	var expErr, impErr strings.Builder
-	exp.Stderr, imp.Stderr, imp.Stdout = &expErr, &impErr, io.Discard
-	if err := imp.Start(); err != nil {
-		return err
-	}
-	err1 := exp.Run()
-	pw.CloseWithError(err1)
-	err2 := imp.Wait()
-	switch {
-	case err1 != nil:
-		return fmt.Errorf("ctr images export: %v: %s", err1, strings.TrimSpace(expErr.String()))
-	case err2 != nil:
-		return fmt.Errorf("ctr images import: %v: %s", err2, strings.TrimSpace(impErr.String()))
+	// Through a file in the shadow's dir: ctr import reads its stream
+	// twice (index, then blobs) and a pipe from export came short.
+	tar := filepath.Join(s.Layout.Dir, "image.tar")
+	defer os.Remove(tar)
+	platform := "linux/" + goarch()
+	for _, args := range [][]string{
+		{"-a", s.Node.Socket, "-n", "k8s.io", "images", "export", "--platform", platform, tar, ref},
+		{"-a", s.Layout.Socket(), "-n", "k8s.io", "images", "import", "--platform", platform, tar},
+	} {
+		if out, err := exec.CommandContext(ctx, ctr, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ctr images %s: %v: %s", args[5], err, lastLine(string(out)))
+		}
 	}
 	return nil
+}
+
+// lastLine is the last line of a command's output (its error, after any warnings).
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
 }
 
 // writeMarker writes the marker (temp + rename).
@@ -348,7 +348,7 @@ func Leftovers(base string) []Leftover {
 		}
 		dir := filepath.Join(base, e.Name())
 		m, err := readMarker(dir)
-		if err == nil && m.Holder.Alive() {
+		if err == nil && m.Holder.Alive() && !zombie(m.Holder.PID) {
 			continue
 		}
 		out = append(out, Leftover{Dir: dir, Marker: m, Err: err})
