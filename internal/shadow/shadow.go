@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -153,20 +155,27 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	if err := os.WriteFile(l.Config(), cfg, 0o600); err != nil {
 		return s, err
 	}
-	if err := s.start(ctx, o.Wait); err != nil {
-		return s, err
-	}
 	images := o.Images
 	if derived.SandboxImage != "" {
 		images = append([]string{derived.SandboxImage}, images...)
 	}
-	copied, err := s.copyImages(ctx, images)
-	if err != nil {
+	// The images are exported from the node while the shadow starts.
+	exported := make(chan exportResult, 1)
+	go func() { exported <- s.exportImages(ctx, images) }()
+	if err := s.start(ctx, o.Wait); err != nil {
+		<-exported
 		return s, err
 	}
-	s.marker.Images = copied
-	if len(copied) > 0 {
-		s.Differences = append(s.Differences, fmt.Sprintf("images: %s copied from the node's runtime; any other pulled at run time", strings.Join(copied, ", ")))
+	ex := <-exported
+	if ex.err != nil {
+		return s, ex.err
+	}
+	if err := s.importImages(ctx, ex); err != nil {
+		return s, err
+	}
+	s.marker.Images = ex.refs
+	if len(ex.refs) > 0 {
+		s.Differences = append(s.Differences, fmt.Sprintf("images: %s copied from the node's runtime; any other pulled at run time", strings.Join(ex.refs, ", ")))
 	} else {
 		s.Differences = append(s.Differences, "images: pulled at run time (none copied from the node's runtime)")
 	}
@@ -227,61 +236,84 @@ func (s *Shadow) start(ctx context.Context, wait time.Duration) error {
 	return nil
 }
 
-// copyImages copies each image the node's runtime has into the shadow
-// (the node's ctr: `images export` from the node, `images import` into the
-// shadow, namespace k8s.io), so that a node with no registry access runs
-// the pod as it would. Images the node does not have are left to the pull.
-func (s *Shadow) copyImages(ctx context.Context, images []string) ([]string, error) {
+// exportResult is what exportImages wrote: the node's refs of the images
+// it has, each in a tar file, and the ctr that wrote them.
+type exportResult struct {
+	ctr   string
+	refs  []string
+	files []string
+	err   error
+}
+
+// exportImages exports each image the node's runtime has (the node's ctr
+// beside its containerd: `images export`, namespace k8s.io, this platform)
+// into the shadow's dir, so that a node with no registry access runs the
+// pod as it would. Images the node does not have are left to the pull;
+// no ctr: all are.
+func (s *Shadow) exportImages(ctx context.Context, images []string) exportResult {
+	var r exportResult
 	if len(images) == 0 {
-		return nil, nil
+		return r
 	}
-	ctr := filepath.Join(filepath.Dir(s.Node.Exe), "ctr")
-	if _, err := os.Stat(ctr); err != nil {
-		return nil, nil // no ctr beside the node's containerd: pulled at run time
+	r.ctr = filepath.Join(filepath.Dir(s.Node.Exe), "ctr")
+	if _, err := os.Stat(r.ctr); err != nil {
+		return exportResult{}
 	}
 	node, err := cri.Dial(s.Node.Endpoint, "", cri.Options{Timeout: 10 * time.Second})
 	if err != nil {
-		return nil, err
+		return exportResult{err: err}
 	}
 	defer node.Close()
-	var copied []string
-	seen := map[string]bool{}
 	for _, img := range images {
 		st, err := node.ImageStatus(ctx, criImage(img))
 		if err != nil || st.GetImage() == nil || len(st.GetImage().GetRepoTags()) == 0 {
 			continue
 		}
 		ref := st.GetImage().GetRepoTags()[0]
-		if seen[ref] {
+		if slices.Contains(r.refs, ref) {
 			continue
 		}
-		seen[ref] = true
-		if err := s.copyImage(ctx, ctr, ref); err != nil {
-			return copied, fmt.Errorf("copy image %s from the node's runtime: %w", ref, err)
+		file := filepath.Join(s.Layout.Dir, fmt.Sprintf("image-%d.tar", len(r.files)))
+		if err := s.ctr(ctx, r.ctr, s.Node.Socket, "export", "--platform", platform(), file, ref); err != nil {
+			r.err = fmt.Errorf("copy image %s from the node's runtime: %w", ref, err)
+			return r
 		}
-		copied = append(copied, ref)
+		r.refs, r.files = append(r.refs, ref), append(r.files, file)
 	}
-	return copied, nil
+	return r
 }
 
-func (s *Shadow) copyImage(ctx context.Context, ctr, ref string) error {
+// importImages imports the exported images into the shadow, at once, and
+// removes their files.
+func (s *Shadow) importImages(ctx context.Context, ex exportResult) error {
+	errs := make([]error, len(ex.files))
+	var wg sync.WaitGroup
+	for i, f := range ex.files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer os.Remove(f)
+			if err := s.ctr(ctx, ex.ctr, s.Layout.Socket(), "import", "--platform", platform(), f); err != nil {
+				errs[i] = fmt.Errorf("copy image %s from the node's runtime: %w", ex.refs[i], err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ctr runs `ctr -a SOCKET -n k8s.io images VERB ARGS...`.
+func (s *Shadow) ctr(ctx context.Context, ctr, sock, verb string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	// Through a file in the shadow's dir: ctr import reads its stream
-	// twice (index, then blobs) and a pipe from export came short.
-	tar := filepath.Join(s.Layout.Dir, "image.tar")
-	defer os.Remove(tar)
-	platform := "linux/" + goarch()
-	for _, args := range [][]string{
-		{"-a", s.Node.Socket, "-n", "k8s.io", "images", "export", "--platform", platform, tar, ref},
-		{"-a", s.Layout.Socket(), "-n", "k8s.io", "images", "import", "--platform", platform, tar},
-	} {
-		if out, err := exec.CommandContext(ctx, ctr, args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("ctr images %s: %v: %s", args[5], err, lastLine(string(out)))
-		}
+	out, err := exec.CommandContext(ctx, ctr, append([]string{"-a", sock, "-n", "k8s.io", "images", verb}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ctr images %s: %v: %s", verb, err, lastLine(string(out)))
 	}
 	return nil
 }
+
+func platform() string { return "linux/" + goarch() }
 
 // lastLine is the last line of a command's output (its error, after any warnings).
 func lastLine(out string) string {
