@@ -311,6 +311,12 @@ func tornDown(eng *steps.Engine) bool {
 
 // shadowFlags are the run's shadow settings: --shadow, the pod's images,
 // its cgroup root below the node's (shadow.CgroupRoot).
+// A fleet runner (--fleet-host-dir) does not start one on auto: the fleet
+// does not make shadows yet (issue 37 item 2), and a runner's mount
+// namespace is not the host's.
 func (o *RunFlags) shadowFlags(b *manifest.Bundle, stderr io.Writer) ShadowFlags {
+	if o.FleetHostDir != "" && o.Shadow == ShadowAuto {
+		return ShadowFlags{Mode: ShadowNever}
+	}
 	return ShadowFlags{Base: ShadowBase(), Mode: o.Shadow, Images: PodImages(b), CgroupRoot: shadow.CgroupRoot(o.CgroupRoot), Log: stderr}
 }

@@ -14,4 +14,11 @@
 // process, shims, mounts, netns, bridge, iptables rules, dirs); a podstep
 // killed before Stop leaves a marker (shadow.json) that Leftovers finds and
 // Remove uses (`podstep cleanup`).
+//
+// For the fleet's runner (issue 37 item 2, not wired yet): a runner in the
+// host's PID namespace calls Find on the node's endpoint as seen from the
+// host; with the host's mount namespace entered (nsenter -t 1 -m, as
+// `kubectl debug node` users chroot /host) every path Find returns and
+// Start writes is the host's, so Start and Stop work unchanged; Options.Base
+// must then be a host path. Leftovers/Remove serve a runner's cleanup the same way.
 package shadow

@@ -306,6 +306,12 @@ func (s *Shadow) importImages(ctx context.Context, ex exportResult) error {
 func (s *Shadow) ctr(ctx context.Context, ctr, sock, verb string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if s.Node.Major >= 2 {
+		// containerd 2's ctr goes through the transfer API by default, whose
+		// export was seen cut short (import: "short read", "unrecognized
+		// image format"); --local reads and writes the stores directly.
+		args = append([]string{"--local"}, args...)
+	}
 	out, err := exec.CommandContext(ctx, ctr, append([]string{"-a", sock, "-n", "k8s.io", "images", verb}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr images %s: %v: %s", verb, err, lastLine(string(out)))
