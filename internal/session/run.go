@@ -167,7 +167,9 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	if c.Shadow != nil {
 		// The shadow's pods go under a cgroup of podstep's own; --keep keeps
 		// the shadow with the pod (unless interrupted: then both go).
-		o.CgroupRoot = ep.Shadow.CgroupRoot
+		if ep.Shadow.CgroupRoot != "" {
+			o.CgroupRoot = ep.Shadow.CgroupRoot
+		}
 		defer func() { c.KeepShadow = o.Keep && !sig.Interrupted() }()
 	}
 	if err := o.UseRuntime(c); err != nil {
@@ -318,5 +320,10 @@ func (o *RunFlags) shadowFlags(b *manifest.Bundle, stderr io.Writer) ShadowFlags
 	if o.FleetHostDir != "" && o.Shadow == ShadowAuto {
 		return ShadowFlags{Mode: ShadowNever}
 	}
-	return ShadowFlags{Base: ShadowBase(), Mode: o.Shadow, Images: PodImages(b), CgroupRoot: shadow.CgroupRoot(o.CgroupRoot), Log: stderr}
+	f := ShadowFlags{Base: ShadowBase(), Mode: o.Shadow, Images: PodImages(b), Log: stderr}
+	if o.CgroupsPerQOS {
+		// Without cgroupsPerQOS the pods have no cgroup parent (podcfg.CgroupParent).
+		f.CgroupRoot = shadow.CgroupRoot(o.CgroupRoot)
+	}
+	return f
 }

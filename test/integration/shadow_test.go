@@ -108,6 +108,15 @@ func shadowLeft(t *testing.T, dir string) []string {
 	if _, err := os.Lstat(dir); err == nil {
 		left = append(left, "dir "+dir)
 	}
+	// The pods' cgroups (run --cgroups-per-qos): no other shadow runs in
+	// these tests, so none may be left under /podstep.
+	cgs, _ := filepath.Glob("/sys/fs/cgroup/*/podstep")
+	if more, _ := filepath.Glob("/sys/fs/cgroup/podstep"); len(more) > 0 {
+		cgs = append(cgs, more...)
+	}
+	for _, cg := range cgs {
+		left = append(left, "cgroup "+cg)
+	}
 	return left
 }
 
@@ -152,9 +161,14 @@ func TestShadowRunLeavesNodeAndHostAsTheyWere(t *testing.T) {
 	c := dialCRI(t, e.endpoint)
 	before, chainsBefore := nodeState(t, c), cniChains(t)
 	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint, "--shadow=always",
-		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+		"--cgroups-per-qos", "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
 	if r.code != 0 || r.summary == nil || r.summary.Outcome != "running" {
 		t.Fatalf("want exit 0, outcome running\n%s", r)
+	}
+	// The kubelet kills processes in kubepods/pod<UID> cgroups it does not
+	// know: the shadow's pods are under /podstep.
+	if !strings.Contains(r.stdout, `"cgroup_parent":"/podstep/kubepods/besteffort/pod`) {
+		t.Errorf("RunPodSandbox's cgroup_parent is not under /podstep/kubepods\n%s", r)
 	}
 	why := r.startEv.Runtime.Why
 	if !strings.Contains(why, "ran on a shadow of containerd") || !strings.Contains(why, "at "+e.endpoint) {
