@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -237,19 +236,19 @@ func (s *Shadow) start(ctx context.Context, wait time.Duration) error {
 }
 
 // exportResult is what exportImages wrote: the node's refs of the images
-// it has, each in a tar file, and the ctr that wrote them.
+// it has, in one tar file, and the ctr that wrote it.
 type exportResult struct {
-	ctr   string
-	refs  []string
-	files []string
-	err   error
+	ctr  string
+	refs []string
+	file string
+	err  error
 }
 
-// exportImages exports each image the node's runtime has (the node's ctr
-// beside its containerd: `images export`, namespace k8s.io, this platform)
-// into the shadow's dir, so that a node with no registry access runs the
-// pod as it would. Images the node does not have are left to the pull;
-// no ctr: all are.
+// exportImages exports the images the node's runtime has, in one archive
+// (the node's ctr beside its containerd: `images export`, namespace
+// k8s.io, this platform) into the shadow's dir, so that a node with no
+// registry access runs the pod as it would. Images the node does not have
+// are left to the pull; no ctr: all are.
 func (s *Shadow) exportImages(ctx context.Context, images []string) exportResult {
 	var r exportResult
 	if len(images) == 0 {
@@ -269,37 +268,31 @@ func (s *Shadow) exportImages(ctx context.Context, images []string) exportResult
 		if err != nil || st.GetImage() == nil || len(st.GetImage().GetRepoTags()) == 0 {
 			continue
 		}
-		ref := st.GetImage().GetRepoTags()[0]
-		if slices.Contains(r.refs, ref) {
-			continue
+		if ref := st.GetImage().GetRepoTags()[0]; !slices.Contains(r.refs, ref) {
+			r.refs = append(r.refs, ref)
 		}
-		file := filepath.Join(s.Layout.Dir, fmt.Sprintf("image-%d.tar", len(r.files)))
-		if err := s.ctr(ctx, r.ctr, s.Node.Socket, "export", "--platform", platform(), file, ref); err != nil {
-			r.err = fmt.Errorf("copy image %s from the node's runtime: %w", ref, err)
-			return r
-		}
-		r.refs, r.files = append(r.refs, ref), append(r.files, file)
+	}
+	if len(r.refs) == 0 {
+		return r
+	}
+	r.file = filepath.Join(s.Layout.Dir, "images.tar")
+	if err := s.ctr(ctx, r.ctr, s.Node.Socket, "export", append([]string{"--platform", platform(), r.file}, r.refs...)...); err != nil {
+		r.err = fmt.Errorf("copy images %s from the node's runtime: %w", strings.Join(r.refs, ", "), err)
 	}
 	return r
 }
 
-// importImages imports the exported images into the shadow, at once, and
-// removes their files.
+// importImages imports the exported images into the shadow and removes
+// their archive.
 func (s *Shadow) importImages(ctx context.Context, ex exportResult) error {
-	errs := make([]error, len(ex.files))
-	var wg sync.WaitGroup
-	for i, f := range ex.files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer os.Remove(f)
-			if err := s.ctr(ctx, ex.ctr, s.Layout.Socket(), "import", "--platform", platform(), f); err != nil {
-				errs[i] = fmt.Errorf("copy image %s from the node's runtime: %w", ex.refs[i], err)
-			}
-		}()
+	if ex.file == "" {
+		return nil
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	defer os.Remove(ex.file)
+	if err := s.ctr(ctx, ex.ctr, s.Layout.Socket(), "import", "--platform", platform(), ex.file); err != nil {
+		return fmt.Errorf("copy images %s from the node's runtime: %w", strings.Join(ex.refs, ", "), err)
+	}
+	return nil
 }
 
 // ctr runs `ctr -a SOCKET -n k8s.io images VERB ARGS...`.
