@@ -118,8 +118,13 @@ func (e Endpoints) startShadow(ctx context.Context, endpoint, why string, opts c
 			}
 			return
 		}
-		if err := sh.Stop(context.WithoutCancel(ctx)); err != nil && e.Shadow.Log != nil {
+		err := sh.Stop(context.WithoutCancel(ctx))
+		switch {
+		case e.Shadow.Log == nil:
+		case err != nil:
 			fmt.Fprintf(e.Shadow.Log, "podstep: the shadow runtime was not fully removed (podstep cleanup removes the rest): %s\n", safe.Line(err.Error()))
+		default:
+			fmt.Fprintf(e.Shadow.Log, "podstep: the shadow of %s removed (process, shims, mounts, network, dir %s)\n", safe.Line(sh.Version), sh.Layout.Dir)
 		}
 	}
 	return conn, nil

@@ -368,9 +368,16 @@ func removeSharedChains(before []string) {
 		if err != nil {
 			continue
 		}
+		// portmap's MASQ and SETMARK chains hold its own fixed rules: idle
+		// when no port mapping is left in CNI-HOSTPORT-DNAT.
+		idle := !strings.Contains(save, "\n-A CNI-HOSTPORT-DNAT ")
 		var gone []string
 		for _, c := range sharedChains {
-			if !strings.Contains(save, "\n:"+c+" ") || slices.Contains(before, table+"/"+c) || strings.Contains(save, "\n-A "+c+" ") {
+			if !strings.Contains(save, "\n:"+c+" ") || slices.Contains(before, table+"/"+c) {
+				continue
+			}
+			fixed := idle && (c == "CNI-HOSTPORT-MASQ" || c == "CNI-HOSTPORT-SETMARK")
+			if strings.Contains(save, "\n-A "+c+" ") && !fixed {
 				continue
 			}
 			gone = append(gone, c)
@@ -383,6 +390,9 @@ func removeSharedChains(before []string) {
 			if i := slices.Index(f, "-j"); len(f) > 1 && f[0] == "-A" && i >= 0 && i+1 < len(f) && slices.Contains(gone, f[i+1]) {
 				_ = iptablesDelete(table, l)
 			}
+		}
+		for _, c := range gone {
+			_ = exec.Command("iptables", "-w", "-t", table, "-F", c).Run()
 		}
 		for _, c := range gone {
 			_ = exec.Command("iptables", "-w", "-t", table, "-X", c).Run()

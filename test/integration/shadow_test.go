@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,38 +156,110 @@ func newChains(before, after map[string]bool) []string {
 	return out
 }
 
+// A pod that runs (hello; hostport: portmap's DNAT rules), one that fails
+// (an image no registry has), and a run interrupted with SIGINT: each on a
+// shadow, the node's runtime as it was, and nothing of the shadow left.
 func TestShadowRunLeavesNodeAndHostAsTheyWere(t *testing.T) {
 	e := setup(t)
-	d := newDirs(t)
-	c := dialCRI(t, e.endpoint)
-	before, chainsBefore := nodeState(t, c), cniChains(t)
-	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint, "--shadow=always",
-		"--cgroups-per-qos", "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
-	if r.code != 0 || r.summary == nil || r.summary.Outcome != "running" {
-		t.Fatalf("want exit 0, outcome running\n%s", r)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	hello, err := os.ReadFile(e.pod("hello"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The kubelet kills processes in kubepods/pod<UID> cgroups it does not
-	// know: the shadow's pods are under /podstep.
-	if !strings.Contains(r.stdout, `"cgroup_parent":"/podstep/kubepods/besteffort/pod`) {
-		t.Errorf("RunPodSandbox's cgroup_parent is not under /podstep/kubepods\n%s", r)
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(hello), "docker.io/library/busybox:1.35", "127.0.0.1:1/none:1", 1)), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	why := r.startEv.Runtime.Why
-	if !strings.Contains(why, "ran on a shadow of containerd") || !strings.Contains(why, "at "+e.endpoint) {
-		t.Errorf("start.runtime.why = %q: want it to say the run was on a shadow of containerd at %s", why, e.endpoint)
+	for _, tt := range []struct {
+		name, file string
+		interrupt  bool
+		code       int
+	}{
+		{"hello runs", e.pod("hello"), false, 0},
+		{"hostport runs", e.pod("hostport"), false, 0},
+		{"a pull that fails", bad, false, 1},
+		{"interrupted", e.pod("hello"), true, 130},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDirs(t)
+			c := dialCRI(t, e.endpoint)
+			before, chainsBefore := nodeState(t, c), cniChains(t)
+			args := []string{"run", "--auto", "-o", "json", "-f", tt.file, "-r", e.endpoint, "--shadow=always",
+				"--cgroups-per-qos", "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}
+			var r *result
+			if tt.interrupt {
+				r = e.interruptedRun(t, append(args, "--settle", "60s"), syscall.SIGINT)
+			} else {
+				r = e.podstep(t, args...)
+			}
+			if r.code != tt.code || r.startEv == nil {
+				t.Fatalf("want exit %d\n%s", tt.code, r)
+			}
+			why := r.startEv.Runtime.Why
+			if !strings.Contains(why, "ran on a shadow of containerd") || !strings.Contains(why, "at "+e.endpoint) {
+				t.Errorf("start.runtime.why = %q: want it to say the run was on a shadow of containerd at %s", why, e.endpoint)
+			}
+			dir := shadowDir(t, r.startEv.Runtime.Endpoint)
+			if tt.code == 0 {
+				if r.summary == nil || !strings.HasPrefix(r.summary.PodIP, "10.234.") {
+					t.Errorf("want a pod IP of the shadow's own subnet (10.234.x), not the node's %s\n%s", e.subnet, r)
+				}
+				// The kubelet kills processes in kubepods/pod<UID> cgroups it
+				// does not know: the shadow's pods are under /podstep.
+				if !strings.Contains(r.stdout, `"cgroup_parent":"/podstep/kubepods/besteffort/pod`) {
+					t.Errorf("RunPodSandbox's cgroup_parent is not under /podstep/kubepods\n%s", r)
+				}
+			}
+			if after := nodeState(t, c); !slices.Equal(before, after) {
+				t.Errorf("the node's runtime changed:\nbefore %q\nafter  %q", before, after)
+			}
+			if left := shadowLeft(t, dir); len(left) > 0 {
+				t.Errorf("the shadow left:\n%s", strings.Join(left, "\n"))
+			}
+			if left := newChains(chainsBefore, cniChains(t)); len(left) > 0 {
+				t.Errorf("CNI iptables chains left: %q", left)
+			}
+		})
 	}
-	dir := shadowDir(t, r.startEv.Runtime.Endpoint)
-	if !strings.HasPrefix(r.summary.PodIP, "10.234.") || strings.HasPrefix(r.summary.PodIP, strings.TrimSuffix(e.subnet, "0/24")) {
-		t.Errorf("pod IP %q: want one of the shadow's own subnet (10.234.x), not the node's %s", r.summary.PodIP, e.subnet)
+}
+
+// interruptedRun starts podstep with args, sends sig once a container has
+// started (a StartContainer call in its JSON), and returns what it did.
+func (e *env) interruptedRun(t *testing.T, args []string, sig syscall.Signal) *result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if after := nodeState(t, c); !slices.Equal(before, after) {
-		t.Errorf("the node's runtime changed:\nbefore %q\nafter  %q", before, after)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if left := shadowLeft(t, dir); len(left) > 0 {
-		t.Errorf("the shadow left:\n%s", strings.Join(left, "\n"))
+	var stdout strings.Builder
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	sent := false
+	for sc.Scan() {
+		stdout.WriteString(sc.Text() + "\n")
+		if !sent && strings.Contains(sc.Text(), `"StartContainer"`) {
+			_ = cmd.Process.Signal(sig)
+			sent = true
+		}
 	}
-	if left := newChains(chainsBefore, cniChains(t)); len(left) > 0 {
-		t.Errorf("CNI iptables chains left: %q", left)
+	err = cmd.Wait()
+	r := &result{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
 	}
+	if !sent {
+		t.Fatalf("no StartContainer before the output ended\n%s", r)
+	}
+	r.parseJSON(t)
+	return r
 }
 
 // --keep keeps the shadow with the pod (shadowLeft sees it: the check can
