@@ -59,6 +59,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	o.Trace.AddFlags(f)
 	o.serve.AddFlags(f)
 	o.image.AddFlags(f)
+	addShadowFlag(f, &o.RunFlags)
 	return cmd
 }
 

@@ -74,6 +74,8 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Shadow runtimes first: a pod dir of a run on one is then an orphan.
+	shadows := cleanup.Shadows(ctx, ShadowBase())
 	var (
 		left, pods int
 		uids       map[string]bool
@@ -101,7 +103,7 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 		}
 		return uids[uid]
 	}
-	dirs := append(cleanup.Orphans(o.RootDir, o.LogDir, present), simDirs...)
+	dirs := append(append(shadows, cleanup.Orphans(o.RootDir, o.LogDir, present)...), simDirs...)
 	if endpoint == "" && len(dirs) == 0 {
 		fmt.Fprintf(w, "nothing to clean: no runtime answered at %s, and no pod dir under %s or %s is left by a run that ended\n", WellKnown(), o.RootDir, o.LogDir)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/podstep/podstep/internal/imageconfig"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/rmtree"
+	"github.com/podstep/podstep/internal/shadow"
 	"github.com/podstep/podstep/internal/sim"
 )
 
@@ -36,6 +37,9 @@ type Endpoints struct {
 	// NoFallback: no runtime answering is exit 3, not the simulated runtime
 	// (podstep info: a health check must not pass on a node without one).
 	NoFallback bool
+	// Shadow is run's --shadow: a private copy of the node's runtime for
+	// the replay (shadow.go).
+	Shadow ShadowFlags
 }
 
 // Check refuses flags that contradict each other (exit 2): --sim is the
@@ -61,6 +65,10 @@ type Conn struct {
 	// Dir is the run's sim dir on the simulated runtime (SimDirPrefix),
 	// "" on a real one.
 	Dir string
+	// Shadow is the shadow runtime the run is on (nil: none); KeepShadow
+	// leaves it running at Stop (--keep).
+	Shadow     *shadow.Shadow
+	KeepShadow bool
 }
 
 // Choose is the one endpoint choice, as crictl's: the first of named that
@@ -144,6 +152,10 @@ func Connect(ctx context.Context, e Endpoints) (*Conn, error) {
 	imageEP := e.Image
 	if imageEP == "" {
 		imageEP = os.Getenv("IMAGE_SERVICE_ENDPOINT")
+	}
+	// A shadow serves both services: the node's image endpoint is not used.
+	if sc, err := e.startShadow(ctx, endpoint, why, opts); sc != nil || err != nil {
+		return sc, err
 	}
 	c, err := cri.Dial(endpoint, imageEP, opts)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/scenario"
+	"github.com/podstep/podstep/internal/shadow"
 	"github.com/podstep/podstep/internal/steps"
 	"github.com/podstep/podstep/internal/trace"
 )
@@ -35,6 +36,9 @@ type RunFlags struct {
 	// JSONFullPod is --json-full-pod: -o json's step lines have the whole
 	// pod each ("pod"), not what the step changed ("pod_delta").
 	JSONFullPod bool
+
+	// Shadow is --shadow: auto, always or never (ShadowAuto, ...).
+	Shadow string
 
 	// Tracing is the run's export, set by Run (nil: no tracing); the
 	// command closes it with the run's exit error.
@@ -100,6 +104,9 @@ func (o *RunFlags) Validate() error {
 	if o.FleetHostDir != "" && !filepath.IsAbs(o.FleetHostDir) {
 		return Usagef("--fleet-host-dir %q: expected an absolute path", o.FleetHostDir)
 	}
+	if err := CheckShadow(o.Shadow, false); err != nil {
+		return err
+	}
 	if o.Quiet {
 		if o.Output == report.JSON {
 			return Usagef("--quiet is -o short, the short text form: it does not go with -o json")
@@ -114,6 +121,9 @@ func (o *RunFlags) Validate() error {
 // every command's (session's codes).
 func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 	if err := o.Validate(); err != nil {
+		return err
+	}
+	if err := CheckShadow(o.Shadow, env.Endpoints.Sim); err != nil {
 		return err
 	}
 	// A fleet runner's dirs go with it, however the run ends (but a second
@@ -147,12 +157,21 @@ func (o *RunFlags) Run(ctx context.Context, env RunEnv) error {
 
 	ep := env.Endpoints
 	ep.SimDirs = o.SimDirs()
+	ep.Shadow = o.shadowFlags(bundle, env.Stderr)
 	c, err := Connect(ctx, ep)
 	if err != nil {
 		rec.Discard()
 		return sig.NotStarted(err)
 	}
 	defer c.Stop()
+	if c.Shadow != nil {
+		// The shadow's pods go under a cgroup of podstep's own; --keep keeps
+		// the shadow with the pod (unless interrupted: then both go).
+		if ep.Shadow.CgroupRoot != "" {
+			o.CgroupRoot = ep.Shadow.CgroupRoot
+		}
+		defer func() { c.KeepShadow = o.Keep && !sig.Interrupted() }()
+	}
 	if err := o.UseRuntime(c); err != nil {
 		rec.Discard()
 		return err
@@ -290,4 +309,21 @@ func (o *RunFlags) interactive(ctx context.Context, env RunEnv, eng *steps.Engin
 func tornDown(eng *steps.Engine) bool {
 	all := eng.StepsAsRun()
 	return len(all) > 0 && all[len(all)-1].Stage == steps.StageTeardown
+}
+
+// shadowFlags are the run's shadow settings: --shadow, the pod's images,
+// its cgroup root below the node's (shadow.CgroupRoot).
+// A fleet runner (--fleet-host-dir) does not start one on auto: the fleet
+// does not make shadows yet (issue 37 item 2), and a runner's mount
+// namespace is not the host's.
+func (o *RunFlags) shadowFlags(b *manifest.Bundle, stderr io.Writer) ShadowFlags {
+	if o.FleetHostDir != "" && o.Shadow == ShadowAuto {
+		return ShadowFlags{Mode: ShadowNever}
+	}
+	f := ShadowFlags{Base: ShadowBase(), Mode: o.Shadow, Images: PodImages(b), Log: stderr}
+	if o.CgroupsPerQOS {
+		// Without cgroupsPerQOS the pods have no cgroup parent (podcfg.CgroupParent).
+		f.CgroupRoot = shadow.CgroupRoot(o.CgroupRoot)
+	}
+	return f
 }

@@ -1,0 +1,24 @@
+// Package shadow starts a private instance of a node's container runtime
+// (containerd 1.6 or 2.x) for a replay: the node's own binary, its config
+// with only the paths changed (root, state, sockets, runc roots, CNI conf
+// dir under podstep's dir), the node's runtimes and CNI plugins, and a
+// private network cloned from the node's first CNI config. The node's
+// kubelet watches its own runtime and removes what it does not know
+// (kubelet_pods.go HandlePodCleanups → killing sandboxes of pods it does not
+// know; cleanupOrphanedPodCgroups; cleanupOrphanedPodDirs): a replay on a
+// shadow is out of its sight.
+//
+// Find names the node's runtime from its CRI endpoint; Watched says whether
+// a kubelet uses it; Start derives the config (Derive, DeriveNetwork,
+// FreeSubnet) and starts it; Shadow.Stop removes all of it (sandboxes,
+// process, shims, mounts, netns, bridge, iptables rules, dirs); a podstep
+// killed before Stop leaves a marker (shadow.json) that Leftovers finds and
+// Remove uses (`podstep cleanup`).
+//
+// For the fleet's runner (issue 37 item 2, not wired yet): a runner in the
+// host's PID namespace calls Find on the node's endpoint as seen from the
+// host; with the host's mount namespace entered (nsenter -t 1 -m, as
+// `kubectl debug node` users chroot /host) every path Find returns and
+// Start writes is the host's, so Start and Stop work unchanged; Options.Base
+// must then be a host path. Leftovers/Remove serve a runner's cleanup the same way.
+package shadow

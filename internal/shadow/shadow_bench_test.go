@@ -1,0 +1,55 @@
+package shadow
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+)
+
+// BenchmarkStartStop is a shadow's cost on top of a replay: Start (config,
+// network, the node's containerd up and answering its CRI Version, the
+// images copied) then Stop (everything removed), on the real containerd at
+// $PODSTEP_ENDPOINT (a harness: hack/containerd-up.sh). Run as root:
+//
+//	PODSTEP_ENDPOINT=unix:///var/lib/podstep-harness/run/containerd.sock \
+//	  go test ./internal/shadow -run '^$' -bench StartStop -count 6
+func BenchmarkStartStop(b *testing.B) {
+	ep := os.Getenv("PODSTEP_ENDPOINT")
+	if ep == "" || os.Geteuid() != 0 {
+		b.Skip("needs root and PODSTEP_ENDPOINT: a real containerd (hack/containerd-up.sh)")
+	}
+	ctx := context.Background()
+	node, err := Find(ctx, ep)
+	if err != nil {
+		b.Fatal(err)
+	}
+	base := b.TempDir()
+	for _, bc := range []struct {
+		name   string
+		images []string
+	}{
+		{"no-images", nil}, // the node's sandbox image is copied all the same
+		{"hello", []string{"docker.io/library/busybox:1.35"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var start, stop time.Duration
+			n := 0
+			for b.Loop() {
+				t0 := time.Now()
+				s, err := Start(ctx, node, Options{Base: base, Images: bc.images, CgroupRoot: CgroupRoot("")})
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := s.Stop(ctx); err != nil {
+					b.Fatal(err)
+				}
+				start, stop, n = start+t1.Sub(t0), stop+time.Since(t1), n+1
+			}
+			// The two halves: Start (up, answering, images copied), Stop (all removed).
+			b.ReportMetric(float64(start.Milliseconds())/float64(n), "start-ms/op")
+			b.ReportMetric(float64(stop.Milliseconds())/float64(n), "stop-ms/op")
+		})
+	}
+}

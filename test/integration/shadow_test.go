@@ -1,0 +1,387 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/test/internal/testenv"
+)
+
+// The shadow runtime (issue 37, internal/shadow): `run --shadow=always` on
+// the harness runs the pod in a private copy of the harness's containerd,
+// leaves the harness's own sandboxes, containers and images as they were,
+// and leaves nothing of the copy on the host at the end (processes,
+// mounts, links, iptables rules, dirs); nor does a killed run once
+// `podstep cleanup` ran.
+
+// nodeState is what the node's runtime holds: every sandbox, container and
+// image (podstep's or not), as sorted "id state" lines.
+func nodeState(t *testing.T, c *criClient) []string {
+	t.Helper()
+	ctx := ctx10(t)
+	var out []string
+	sbs, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sbs.Items {
+		out = append(out, "sandbox "+s.Id+" "+s.State.String())
+	}
+	cs, err := c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ctr := range cs.Containers {
+		out = append(out, "container "+ctr.Id+" "+ctr.State.String())
+	}
+	imgs, err := c.img.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range imgs.Images {
+		out = append(out, "image "+i.Id+" "+strings.Join(i.RepoTags, ","))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// shadowDir is the shadow's dir from the run's runtime endpoint
+// (unix://BASE/ID/run/containerd.sock).
+func shadowDir(t *testing.T, endpoint string) string {
+	t.Helper()
+	sock := strings.TrimPrefix(endpoint, "unix://")
+	dir := filepath.Dir(filepath.Dir(sock))
+	if !strings.Contains(dir, "shadows/") {
+		t.Fatalf("runtime endpoint %q is not a shadow's", endpoint)
+	}
+	return dir
+}
+
+// shadowLeft is everything of the shadow in dir still on the host: a
+// process naming its dir, a mount under it, its bridge, an iptables rule of
+// its network, the dir itself.
+func shadowLeft(t *testing.T, dir string) []string {
+	t.Helper()
+	id := filepath.Base(dir)
+	var left []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), dir) {
+			left = append(left, "process "+e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	for _, m := range testenv.MountsUnder(dir) {
+		left = append(left, "mount "+m)
+	}
+	if out, err := exec.Command("ip", "-o", "link").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "pstep"+id) {
+				left = append(left, "link "+l)
+			}
+		}
+	}
+	for _, table := range []string{"nat", "filter"} {
+		out, err := exec.Command("iptables-save", "-t", table).Output()
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "podstep-shadow-"+id) {
+				left = append(left, "iptables "+table+": "+l)
+			}
+		}
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		left = append(left, "dir "+dir)
+	}
+	// The pods' cgroups (run --cgroups-per-qos): no other shadow runs in
+	// these tests, so none may be left under /podstep.
+	cgs, _ := filepath.Glob("/sys/fs/cgroup/*/podstep")
+	if more, _ := filepath.Glob("/sys/fs/cgroup/podstep"); len(more) > 0 {
+		cgs = append(cgs, more...)
+	}
+	for _, cg := range cgs {
+		left = append(left, "cgroup "+cg)
+	}
+	return left
+}
+
+// cniChains are the CNI-* chains of the nat and filter tables, each with
+// whether it holds a rule of another network (not a shadow's): the
+// harnesses of other runs make and remove theirs meanwhile.
+func cniChains(t *testing.T) map[string]bool {
+	out := map[string]bool{}
+	for _, table := range []string{"nat", "filter"} {
+		b, err := exec.Command("iptables-save", "-t", table).Output()
+		if err != nil {
+			t.Fatalf("iptables-save: %v", err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			f := strings.Fields(l)
+			if strings.HasPrefix(l, ":CNI-") {
+				out[table+" "+f[0][1:]] = out[table+" "+f[0][1:]] || false
+			} else if len(f) > 1 && f[0] == "-A" && strings.HasPrefix(f[1], "CNI-") && strings.Contains(l, "name: ") && !strings.Contains(l, "podstep-shadow-") {
+				out[table+" "+f[1]] = true
+			}
+		}
+	}
+	return out
+}
+
+// newChains are the CNI chains in after, not in before, holding no rule
+// of another network: what a shadow's network left.
+func newChains(before, after map[string]bool) []string {
+	var out []string
+	for c, others := range after {
+		if _, ok := before[c]; !ok && !others {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A pod that runs (hello; hostport: portmap's DNAT rules), one that fails
+// (an image no registry has), and a run interrupted with SIGINT: each on a
+// shadow, the node's runtime as it was, and nothing of the shadow left.
+func TestShadowRunLeavesNodeAndHostAsTheyWere(t *testing.T) {
+	e := setup(t)
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	hello, err := os.ReadFile(e.pod("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(hello), "docker.io/library/busybox:1.35", "127.0.0.1:1/none:1", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, file string
+		interrupt  bool
+		code       int
+	}{
+		{"hello runs", e.pod("hello"), false, 0},
+		{"hostport runs", e.pod("hostport"), false, 0},
+		{"a pull that fails", bad, false, 1},
+		{"interrupted", e.pod("hello"), true, 130},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDirs(t)
+			c := dialCRI(t, e.endpoint)
+			before, chainsBefore := nodeState(t, c), cniChains(t)
+			args := []string{"run", "--auto", "-o", "json", "-f", tt.file, "-r", e.endpoint, "--shadow=always",
+				"--cgroups-per-qos", "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}
+			var r *result
+			if tt.interrupt {
+				r = e.interruptedRun(t, append(args, "--settle", "60s"), syscall.SIGINT)
+			} else {
+				r = e.podstep(t, args...)
+			}
+			if r.code != tt.code || r.startEv == nil {
+				t.Fatalf("want exit %d\n%s", tt.code, r)
+			}
+			why := r.startEv.Runtime.Why
+			if !strings.Contains(why, "ran on a shadow of containerd") || !strings.Contains(why, "at "+e.endpoint) {
+				t.Errorf("start.runtime.why = %q: want it to say the run was on a shadow of containerd at %s", why, e.endpoint)
+			}
+			dir := shadowDir(t, r.startEv.Runtime.Endpoint)
+			if tt.code == 0 {
+				if r.summary == nil || !strings.HasPrefix(r.summary.PodIP, "10.234.") {
+					t.Errorf("want a pod IP of the shadow's own subnet (10.234.x), not the node's %s\n%s", e.subnet, r)
+				}
+				// The kubelet kills processes in kubepods/pod<UID> cgroups it
+				// does not know: the shadow's pods are under /podstep.
+				if !strings.Contains(r.stdout, `"cgroup_parent":"/podstep/kubepods/besteffort/pod`) {
+					t.Errorf("RunPodSandbox's cgroup_parent is not under /podstep/kubepods\n%s", r)
+				}
+			}
+			if after := nodeState(t, c); !slices.Equal(before, after) {
+				t.Errorf("the node's runtime changed:\nbefore %q\nafter  %q", before, after)
+			}
+			if left := shadowLeft(t, dir); len(left) > 0 {
+				t.Errorf("the shadow left:\n%s", strings.Join(left, "\n"))
+			}
+			if left := newChains(chainsBefore, cniChains(t)); len(left) > 0 {
+				t.Errorf("CNI iptables chains left: %q", left)
+			}
+		})
+	}
+}
+
+// interruptedRun starts podstep with args, sends sig once a container has
+// started (a StartContainer call in its JSON), and returns what it did.
+func (e *env) interruptedRun(t *testing.T, args []string, sig syscall.Signal) *result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stdout strings.Builder
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	sent := false
+	for sc.Scan() {
+		stdout.WriteString(sc.Text() + "\n")
+		if !sent && strings.Contains(sc.Text(), `"StartContainer"`) {
+			_ = cmd.Process.Signal(sig)
+			sent = true
+		}
+	}
+	err = cmd.Wait()
+	r := &result{args: args, stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	}
+	if !sent {
+		t.Fatalf("no StartContainer before the output ended\n%s", r)
+	}
+	r.parseJSON(t)
+	return r
+}
+
+// --keep keeps the shadow with the pod (shadowLeft sees it: the check can
+// fail), and `podstep cleanup` removes it all once the run has ended.
+func TestShadowKeptThenCleanedUp(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint, "--shadow=always", "--keep",
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	if r.code != 0 || r.summary == nil || !r.summary.Kept {
+		t.Fatalf("want exit 0 and the pod kept\n%s", r)
+	}
+	dir := shadowDir(t, r.startEv.Runtime.Endpoint)
+	left := shadowLeft(t, dir)
+	for _, want := range []string{"process ", "mount ", "link ", "dir "} {
+		if !slices.ContainsFunc(left, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("kept shadow: no %q in what is left: %q", want, left)
+		}
+	}
+	cr := e.podstep(t, "cleanup", "-r", e.endpoint, "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	if cr.code != 0 || !strings.Contains(cr.stdout, "removed "+dir) {
+		t.Errorf("podstep cleanup: want exit 0 and %s removed\n%s", dir, cr)
+	}
+	if left := shadowLeft(t, dir); len(left) > 0 {
+		t.Errorf("after cleanup the shadow left:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// A run killed with SIGKILL cannot stop its shadow: its marker lets
+// `podstep cleanup` remove all of it.
+func TestShadowKilledThenCleanedUp(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint, "--shadow=always",
+		"--settle", "60s", "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var endpoint string
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		l := sc.Text()
+		if endpoint == "" && strings.Contains(l, `"type":"start"`) {
+			var ev struct {
+				Runtime struct{ Endpoint string } `json:"runtime"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatal(err)
+			}
+			endpoint = ev.Runtime.Endpoint
+		}
+		if strings.Contains(l, `"StartContainer"`) {
+			break
+		}
+	}
+	if endpoint == "" {
+		_ = cmd.Process.Kill()
+		t.Fatal("no start line or no StartContainer before the output ended")
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	dir := shadowDir(t, endpoint)
+	if left := shadowLeft(t, dir); !slices.ContainsFunc(left, func(l string) bool { return strings.HasPrefix(l, "process ") }) {
+		t.Fatalf("after SIGKILL the shadow should still run; left: %q", left)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cr := e.podstep(t, "cleanup", "-r", e.endpoint, "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+		if strings.Contains(cr.stdout, "removed "+dir) || time.Now().After(deadline) {
+			if cr.code != 0 {
+				t.Errorf("podstep cleanup\n%s", cr)
+			}
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // the killed run may not be reaped yet
+	}
+	if left := shadowLeft(t, dir); len(left) > 0 {
+		t.Errorf("after cleanup the shadow left:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// --shadow=auto shadows only a runtime a kubelet watches: the harness has
+// no kubelet sandbox, so the run is on it; with one (a sandbox carrying the
+// kubelet's labels, made here), the run goes to a shadow.
+func TestShadowAutoFollowsKubeletSandboxes(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint, "--shadow=auto",
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	if r.code != 0 || r.startEv == nil || r.startEv.Runtime.Endpoint != e.endpoint {
+		t.Fatalf("no kubelet sandbox: want the run on %s itself\n%s", e.endpoint, r)
+	}
+
+	c := dialCRI(t, e.endpoint)
+	ctx := ctx10(t)
+	logDir := t.TempDir()
+	sb, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "kubelet-pod", Namespace: "default", Uid: "6f1c0a4e-shadow-auto"},
+		Labels:       map[string]string{"io.kubernetes.pod.uid": "6f1c0a4e-shadow-auto", "io.kubernetes.pod.name": "kubelet-pod", "io.kubernetes.pod.namespace": "default"},
+		LogDirectory: logDir, Linux: &runtimeapi.LinuxPodSandboxConfig{},
+	}})
+	if err != nil {
+		t.Fatalf("make a kubelet-like sandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx := ctx10(t)
+		_, _ = c.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.PodSandboxId})
+		_, _ = c.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.PodSandboxId})
+	})
+	r = e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint,
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	if r.code != 0 || r.startEv == nil || !strings.Contains(r.startEv.Runtime.Why, "a kubelet watches it") {
+		t.Fatalf("a kubelet's sandbox on the runtime: want the default (--shadow=auto) to run on a shadow, saying why\n%s", r)
+	}
+	if left := shadowLeft(t, shadowDir(t, r.startEv.Runtime.Endpoint)); len(left) > 0 {
+		t.Errorf("the shadow left:\n%s", strings.Join(left, "\n"))
+	}
+}
