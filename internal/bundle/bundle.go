@@ -270,7 +270,8 @@ func (b *writer) cni(dir string) {
 	ipamDirs := map[string]bool{}
 	for _, e := range entries {
 		n := e.Name()
-		if !e.Type().IsRegular() || !(strings.HasSuffix(n, ".conf") || strings.HasSuffix(n, ".conflist") || strings.HasSuffix(n, ".json")) {
+		cniConf := strings.HasSuffix(n, ".conf") || strings.HasSuffix(n, ".conflist") || strings.HasSuffix(n, ".json")
+		if !e.Type().IsRegular() || !cniConf {
 			continue
 		}
 		data, err := b.read(filepath.Join(dir, n))

@@ -181,7 +181,8 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	if o.CgroupRoot != "" {
 		s.Differences = append(s.Differences, fmt.Sprintf("cgroup parent: under %s, not the kubelet's kubepods", o.CgroupRoot))
 	}
-	return s, s.writeMarker()
+	err = s.writeMarker()
+	return s, err
 }
 
 // start runs the node's binary on the derived config and waits for its
@@ -396,7 +397,8 @@ func readMarker(dir string) (Marker, error) {
 	if len(data) > 1<<20 {
 		return m, errors.New("marker too large")
 	}
-	return m, json.Unmarshal(data, &m)
+	err = json.Unmarshal(data, &m)
+	return m, err
 }
 
 // Remove removes a leftover shadow (Leftovers) as Stop does. A dir with no
