@@ -36,7 +36,7 @@ func (e *Entry) json() entryJSON {
 const TestFile = "test/integration/explain_test.go"
 
 func reproducedBy(e *Entry) string {
-	return "TestExplainReal/" + e.Reproduced + " (" + TestFile + ")"
+	return "TestExplainReal/cases/" + e.Reproduced + " (" + TestFile + ")"
 }
 
 // IDList is every entry's ID, comma-separated, for an error message.
@@ -129,7 +129,7 @@ the texts below are what those runtimes answered there, and the unit tests match
 			fmt.Fprintf(w, "  - `%s`\n", strings.ReplaceAll(c, "`", "'"))
 		}
 		fmt.Fprintf(w, "- **Fix:** %s\n", e.Fix)
-		fmt.Fprintf(w, "- **Texts from:** %s; made by `TestExplainReal/%s`.\n", e.Runtimes, e.Reproduced)
+		fmt.Fprintf(w, "- **Texts from:** %s; made by `TestExplainReal/cases/%s`.\n", e.Runtimes, e.Reproduced)
 		fmt.Fprintln(w, "- **Seen:**")
 		for _, s := range e.Seen {
 			fmt.Fprintf(w, "  - `%s`\n", s)

@@ -80,8 +80,22 @@ func TestExplainReal(t *testing.T) {
 		{name: "crash-loop-back-off", manifest: pod("completes", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo done']}]\n"),
 			want: "crash-loop-back-off", extra: []string{"--max-restarts", "0", "--settle", "2s"}},
 	}
-	for _, c := range cases {
+	t.Run("cases", func(t *testing.T) { explainCases(t, e, reg, cases) })
+	// The cases ran at once: nothing of any is left in the runtime.
+	c := dialCRI(t, e.endpoint)
+	if sb := c.managedSandboxes(t); len(sb) > 0 {
+		t.Errorf("%d podstep sandboxes left", len(sb))
+	}
+	if cs := c.managedContainers(t); len(cs) > 0 {
+		t.Errorf("%d podstep containers left", len(cs))
+	}
+}
+
+func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
+	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			// Each case is its own pod: they run at once.
+			t.Parallel()
 			want := c.want
 			if e.rt.major == 1 && c.want16 != "" {
 				want = c.want16
@@ -126,9 +140,14 @@ func TestExplainReal(t *testing.T) {
 			if strings.Contains(confirm, "{POD}") || strings.Contains(confirm, "{IMAGE}") || strings.Contains(confirm, "{CONTAINER_ID}") {
 				t.Errorf("placeholders left in the commands:\n%s", confirm)
 			}
-			e.assertNothingLeft(t, d, "default", r.summary.Pod[strings.IndexByte(r.summary.Pod, '/')+1:], r.summary.UID)
+			assertGone(t, "pod dir", d.podDir(r.summary.UID))
+			assertGone(t, "pod log dir", d.podLogDir("default", r.summary.Pod[strings.IndexByte(r.summary.Pod, '/')+1:], r.summary.UID))
 
-			// Text: the why: line under the error, whole once.
+			// Text: the why: line under the error, whole once (one case: the
+			// printer is the same for all).
+			if i != 0 {
+				return
+			}
 			d2 := newDirs(t)
 			txt := e.podstep(t, append([]string{"run", "--auto", "-f", file, "-r", e.endpoint, "--grace-period", "0",
 				"--root-dir", d2.root, "--log-dir", d2.logs}, c.extra...)...)
