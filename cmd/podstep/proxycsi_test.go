@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,5 +389,49 @@ func TestProxyCSI(t *testing.T) {
 				t.Errorf("the recording does not show the secrets masked")
 			}
 		})
+	}
+}
+
+// TestProxyCSIStartError: a proxy that took a driver's socket over and
+// then fails to start (its --listen socket is in use) puts the socket
+// back before it exits 2, and leaves no marker.
+func TestProxyCSIStartError(t *testing.T) {
+	markers, err := os.MkdirTemp("", "mk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(markers) })
+	t.Setenv(proxy.MarkerDirEnv, markers)
+	drv := startCSIDriver(t)
+	orig := inode(drv.sock)
+	d, upstream := simAndDir(t, "pxe")
+	sock := filepath.Join(d, "p.sock")
+	busy, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = busy.Close() }()
+	go func() {
+		for {
+			c, err := busy.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	px := exec.Command(bin, "proxy", "--auto", "--listen", "unix://"+sock, "--upstream", upstream, "--csi", csiDriverName, "--csi-registry", drv.registry)
+	b, err := px.CombinedOutput()
+	if code := px.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(b), "something already answers on "+sock) {
+		t.Errorf("exit %d (%v), want 2 and the listen error:\n%s", code, err, b)
+	}
+	if !strings.Contains(string(b), "proxy at "+drv.sock) {
+		t.Errorf("the proxy did not take the driver's socket over first: the test proves nothing\n%s", b)
+	}
+	if inode(drv.sock) != orig {
+		t.Errorf("the driver's socket is not back at %s", drv.sock)
+	}
+	if m, _ := filepath.Glob(filepath.Join(markers, "*")); len(m) > 0 {
+		t.Errorf("markers left: %v", m)
 	}
 }

@@ -243,8 +243,11 @@ func (w *Watcher) giveStaged(p *Pod, handle string) {
 func (p *Pod) csiArrived(info *callInfo, c *proxy.Call, shown proto.Message) *openStep {
 	o := p.callArrived(info, c, shown)
 	k := info.csi
-	if o.step.Title == "" || len(o.step.Calls) == 0 {
+	if len(o.step.Calls) == 0 {
 		o.step.Title = k.title
+		if m := csiMirrors[k.method]; m != "" {
+			o.step.Mirrors = m
+		}
 	}
 	if len(k.caps) > 0 && len(o.step.Calls) == 0 {
 		o.step.Calls = append(o.step.Calls, k.caps...)
@@ -394,6 +397,9 @@ func (p *Pod) doneStep(op *csiOp) {
 		delete(p.open, slot)
 	}
 	o.step.Title = op.title
+	if m := csiMirrors[op.calls[len(op.calls)-1].Method]; m != "" {
+		o.step.Mirrors = m
+	}
 	for _, c := range op.calls {
 		c.Request, c.Response = o.keepBody(c.Request), o.keepBody(c.Response)
 		o.step.Calls = append(o.step.Calls, c)
@@ -443,7 +449,6 @@ func csiResult(s *steps.Step, failed *cri.Call) steps.Result {
 	default:
 		what = last.Method
 	}
-	det("mirrors", csiMirrors[last.Method])
 	if failed != nil {
 		r.Summary = last.Method + " failed"
 		r.Reason, r.Message, r.Err = reason.FailedMountVolume, failed.ErrorMessage(), failed.Err
@@ -457,13 +462,13 @@ func csiResult(s *steps.Step, failed *cri.Call) steps.Result {
 }
 
 // csiMirrors names the kubelet code that sends each CSI call (v1.37.0,
-// pkg/volume/csi).
+// pkg/volume/csi), a step's Mirrors.
 var csiMirrors = map[string]string{
-	csi.NodeStageVolume:     "csiAttacher.MountDevice (csi_attacher.go)",
-	csi.NodeUnstageVolume:   "csiAttacher.UnmountDevice (csi_attacher.go)",
-	csi.NodePublishVolume:   "csiMountMgr.SetUpAt (csi_mounter.go)",
-	csi.NodeUnpublishVolume: "csiMountMgr.TearDownAt (csi_mounter.go)",
-	"NodeExpandVolume":      "csiPlugin.NodeExpand (expander.go)",
+	csi.NodeStageVolume:     "operationGenerator.GenerateMountVolumeFunc → csiAttacher.MountDevice (pkg/volume/csi/csi_attacher.go)",
+	csi.NodeUnstageVolume:   "operationGenerator.GenerateUnmountDeviceFunc → csiAttacher.UnmountDevice (pkg/volume/csi/csi_attacher.go)",
+	csi.NodePublishVolume:   "operationGenerator.GenerateMountVolumeFunc → csiMountMgr.SetUpAt (pkg/volume/csi/csi_mounter.go)",
+	csi.NodeUnpublishVolume: "operationGenerator.GenerateUnmountVolumeFunc → csiMountMgr.TearDownAt (pkg/volume/csi/csi_mounter.go)",
+	"NodeExpandVolume":      "operationGenerator.GenerateExpandInUseVolumeFunc → csiPlugin.NodeExpand (pkg/volume/csi/expander.go)",
 }
 
 // isCSI says whether a call came through a CSI driver's socket.

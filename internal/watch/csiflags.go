@@ -66,13 +66,11 @@ func (o *CSIFlags) validate(listen string) error {
 	return nil
 }
 
-// takeOver finds each --csi driver's socket and takes it over (exit 2
-// when a driver is not registered, or its socket cannot be taken over);
-// on a failure, those taken already are put back.
-func (o *CSIFlags) takeOver(ctx context.Context) error {
-	if len(o.want) == 0 {
-		return nil
-	}
+// resolve finds the socket of each --csi DRIVER in the registration dir
+// as the kubelet's plugin watcher does (csi.Discover: GetInfo), and checks
+// that no socket is one the kubelet's plugin watcher watches (exit 2).
+// Nothing is changed.
+func (o *CSIFlags) resolve(ctx context.Context) error {
 	var found map[string]csi.Registered
 	var notes []string
 	for _, name := range o.order {
@@ -83,7 +81,6 @@ func (o *CSIFlags) takeOver(ctx context.Context) error {
 			}
 			r, ok := found[name]
 			if !ok {
-				o.restore(io.Discard)
 				known := make([]string, 0, len(found))
 				for n := range found {
 					known = append(known, n)
@@ -100,20 +97,29 @@ func (o *CSIFlags) takeOver(ctx context.Context) error {
 			}
 			path = strings.TrimPrefix(r.Endpoint, "unix://")
 			if filepath.Clean(path) == filepath.Clean(r.Socket) {
-				o.restore(io.Discard)
 				return session.Usagef("--csi %s: the driver's node socket is its registration socket %s: moving it would deregister the driver from the kubelet (its plugin watcher watches %s)", name, r.Socket, o.Registry)
 			}
 		}
 		if reg, err := filepath.Abs(o.Registry); err == nil && strings.HasPrefix(filepath.Clean(path), reg+string(filepath.Separator)) {
-			o.restore(io.Discard)
 			return session.Usagef("--csi %s: the socket %s is in the kubelet's registration dir %s: the kubelet's plugin watcher would see the proxy's socket as a new registration", name, path, o.Registry)
 		}
-		t, err := proxy.TakeOver(name, path, proxy.MarkerDir())
+		o.want[name] = path
+	}
+	return nil
+}
+
+// takeOver takes over each --csi driver's socket (resolved; exit 2 when
+// one cannot be); on a failure, those taken already are put back.
+func (o *CSIFlags) takeOver(stderr io.Writer) error {
+	for _, name := range o.order {
+		t, err := proxy.TakeOver(name, o.want[name], proxy.MarkerDir())
 		if err != nil {
 			o.restore(io.Discard)
 			return session.Usagef("--csi %s: %v", name, err)
 		}
 		o.takes = append(o.takes, t)
+		fmt.Fprintf(stderr, "podstep: CSI driver %s: proxy at %s → the driver's socket, moved to %s until podstep exits (after a kill: podstep cleanup puts it back)\n",
+			t.Driver, t.Socket, t.Moved)
 	}
 	return nil
 }
@@ -133,8 +139,6 @@ func (o *CSIFlags) serve(hooks proxy.Hooks, stderr io.Writer) error {
 				fmt.Fprintf(stderr, "podstep: CSI driver %s: %v\n", t.Driver, err)
 			}
 		}()
-		fmt.Fprintf(stderr, "podstep: CSI driver %s: proxy at %s → the driver's socket, moved to %s until podstep exits (after a kill: podstep cleanup puts it back)\n",
-			t.Driver, t.Socket, t.Moved)
 	}
 	return nil
 }
@@ -152,4 +156,3 @@ func (o *CSIFlags) restore(stderr io.Writer) {
 	}
 	o.servers = nil
 }
-

@@ -45,6 +45,9 @@ func (o *Flags) Run(ctx context.Context, env Env) error {
 	}
 	ctx, cancel := session.SignalContext(ctx)
 	defer cancel()
+	if err := o.CSI.resolve(ctx); err != nil {
+		return err
+	}
 	signal.Ignore(syscall.SIGPIPE)
 
 	// Tracing is resolved before anything listens: a bad endpoint is bad usage.
@@ -63,7 +66,7 @@ func (o *Flags) Run(ctx context.Context, env Env) error {
 	// The CSI drivers' sockets are taken over last before the session
 	// starts, and put back on every way out (a kill leaves a marker for
 	// podstep cleanup).
-	if err := o.CSI.takeOver(ctx); err != nil {
+	if err := o.CSI.takeOver(env.Stderr); err != nil {
 		return err
 	}
 	defer o.CSI.restore(env.Stderr)
