@@ -349,7 +349,11 @@ func TestProxyCSI(t *testing.T) {
 			if how == "SIGKILL" {
 				return
 			}
-			t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+			defer func() {
+				if t.Failed() {
+					t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+				}
+			}()
 			story, polling := csiStory(t, out.String())
 			if !slices.Equal(story, want) {
 				t.Errorf("the pod's story:\n %s\nwant\n %s", strings.Join(story, "\n "), strings.Join(want, "\n "))
