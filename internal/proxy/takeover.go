@@ -90,9 +90,10 @@ type Takeover struct {
 // that no other user can change what path names (its directory Private:
 // root's or podstep's user's, writable by no one else; the socket root's
 // or the user's), writes the marker in markerDir (made private,
-// fsperm.MkdirAll), links the driver's socket to MovedPath(path) and
-// binds the proxy's socket over path in one rename (fsperm.ListenUnix):
-// a kubelet dialling path always finds a socket. mode and gid are the
+// fsperm.MkdirAll), links the driver's socket to MovedPath(path) (renames
+// it where the file system has no hard links) and binds the proxy's
+// socket over path in one rename (fsperm.ListenUnix): a kubelet dialling
+// path always finds a socket. mode and gid are the
 // driver socket's own. Any failure undoes what was done.
 func TakeOver(driver, path, markerDir string) (*Takeover, error) {
 	path = filepath.Clean(path)
@@ -134,10 +135,16 @@ func TakeOver(driver, path, markerDir string) (*Takeover, error) {
 		return nil, err
 	}
 	// A second name for the driver's socket: the driver keeps answering on
-	// it while the proxy's socket replaces the first.
+	// it while the proxy's socket replaces the first. A file system without
+	// hard links: renamed (the path has no socket until the proxy's is
+	// there; the kubelet retries a failed call).
+	linked := true
 	if err := os.Link(path, moved); err != nil {
-		_ = os.Remove(mf)
-		return nil, fmt.Errorf("CSI driver %s's socket: move it aside: %w", driver, err)
+		if rerr := os.Rename(path, moved); rerr != nil {
+			_ = os.Remove(mf)
+			return nil, fmt.Errorf("CSI driver %s's socket: move it aside: %w", driver, errors.Join(err, rerr))
+		}
+		linked = false
 	}
 	gid := -1
 	if st != nil {
@@ -145,7 +152,11 @@ func TakeOver(driver, path, markerDir string) (*Takeover, error) {
 	}
 	ul, err := fsperm.ListenUnix(path, fi.Mode().Perm()&0o770, gid)
 	if err != nil {
-		_ = os.Remove(moved)
+		if linked {
+			_ = os.Remove(moved)
+		} else {
+			_ = os.Rename(moved, path)
+		}
 		_ = os.Remove(mf)
 		return nil, fmt.Errorf("CSI driver %s: listen on %s: %w", driver, path, err)
 	}

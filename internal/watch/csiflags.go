@@ -33,9 +33,16 @@ type CSIFlags struct {
 }
 
 func (o *CSIFlags) addFlags(f *pflag.FlagSet) {
-	f.StringArrayVar(&o.Drivers, "csi", nil, "also stand in front of this CSI driver's node socket (repeatable): DRIVER, its socket found as the kubelet finds it (GetInfo on its registration in --csi-registry), or DRIVER=unix://PATH, the socket the kubelet dials. The proxy takes the socket over (the driver's is moved aside to .NAME.podstep-driver beside it, and put back at exit; after a kill, by podstep cleanup): the kubelet's NodeStage/NodePublish/... calls become steps of the pods they are for")
+	f.Var((*driverList)(&o.Drivers), "csi", "also stand in front of this CSI driver's node socket (repeatable): DRIVER, its socket found as the kubelet finds it (GetInfo on its registration in --csi-registry), or DRIVER=unix://PATH, the socket the kubelet dials. The proxy takes the socket over (the driver's is moved aside to .NAME.podstep-driver beside it, and put back at exit; after a kill, by podstep cleanup): the kubelet's NodeStage/NodePublish/... calls become steps of the pods they are for")
 	f.StringVar(&o.Registry, "csi-registry", csi.DefaultRegistryDir, "the kubelet's plugin registration dir (<kubelet root-dir>/plugins_registry), where --csi DRIVER is looked up")
 }
+
+// driverList is --csi's value: each use adds one (a comma is no separator).
+type driverList []string
+
+func (l *driverList) String() string     { return strings.Join(*l, ",") }
+func (l *driverList) Set(s string) error { *l = append(*l, s); return nil }
+func (l *driverList) Type() string       { return "DRIVER[=unix://PATH]" }
 
 // validate parses --csi (no socket is touched).
 func (o *CSIFlags) validate(listen string) error {
