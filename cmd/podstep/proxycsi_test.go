@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,7 +274,7 @@ func TestProxyCSI(t *testing.T) {
 			}
 			var out, errOut bytes.Buffer
 			px := exec.Command(bin, "proxy", "--auto", "-o", "json", "--listen", "unix://"+sock, "--upstream", upstream,
-				"--csi", csiDriverName, "--csi-registry", drv.registry, "--record-dir", recs)
+				"--csi", csiDriverName, "--csi-registry", drv.registry, "--record-dir", recs, "--serve", "127.0.0.1:0")
 			px.Stdout, px.Stderr = &out, &errOut
 			if err := px.Start(); err != nil {
 				t.Fatal(err)
@@ -292,6 +293,7 @@ func TestProxyCSI(t *testing.T) {
 				t.Fatalf("the driver's socket is not at %s", moved)
 			}
 			kubeletCSI(t, drv.sock, sock, filepath.Join(d, "kubelet"), drv.volumeID)
+			page := livePage(t, errOut.String())
 			if drv.node != nil {
 				got := drv.node.Methods()
 				wantDriver := []string{"NodeGetCapabilities", "NodeGetCapabilities", "NodeGetCapabilities", "NodeStageVolume",
@@ -387,7 +389,11 @@ func TestProxyCSI(t *testing.T) {
 			if rs, _ := csiStory(t, string(replayed)); !slices.Equal(rs, want) {
 				t.Errorf("the replayed story:\n %s\nwant\n %s\n%s", strings.Join(rs, "\n "), strings.Join(want, "\n "), replayed)
 			}
-			outputs := map[string]string{"stdout": out.String(), "stderr": errOut.String(), "recording": string(recorded), "replay": string(replayed)}
+			if !strings.Contains(page, `"method":"NodeStageVolume"`) || !strings.Contains(page, `"method":"NodeUnstageVolume"`) {
+				t.Errorf("the live page's events have no CSI calls:\n%.2000s", page)
+			}
+			outputs := map[string]string{"stdout": out.String(), "stderr": errOut.String(), "recording": string(recorded), "replay": string(replayed),
+				"live page": page}
 			assertNoSecrets(t, outputs, secretForms(csiStageSecret, csiPublishSecret, csiToken))
 			if !strings.Contains(string(recorded), `"publish-key":"\u003credacted\u003e"`) || !strings.Contains(string(recorded), `\"token\":\"\u003credacted\u003e\"`) {
 				t.Errorf("the recording does not show the secrets masked")
@@ -438,4 +444,24 @@ func TestProxyCSIStartError(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(markers, "*")); len(m) > 0 {
 		t.Errorf("markers left: %v", m)
 	}
+}
+
+// livePage is what the live page (--serve, its address in stderr) sends a
+// new reader of /events within a second: every line of the pod so far.
+func livePage(t *testing.T, stderr string) string {
+	t.Helper()
+	const at = "live page at http://"
+	i := strings.Index(stderr, at)
+	if i < 0 {
+		t.Fatalf("no live page address in stderr:\n%s", stderr)
+	}
+	addr, _, _ := strings.Cut(stderr[i+len(at):], "/")
+	c := &http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + addr + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body) // ends with the client's timeout
+	return string(b)
 }

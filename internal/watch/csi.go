@@ -54,6 +54,9 @@ const capsWindow = 10 * time.Second
 // maxStaged bounds the stage operations remembered per volume handle.
 const maxStaged = 8
 
+// maxPendingPods bounds the pods not seen yet whose CSI calls are kept.
+const maxPendingPods = 1000
+
 // The counted (not shown step by step) kinds of CSI calls.
 const (
 	pollRepublish = "NodePublishVolume (republish)"
@@ -269,6 +272,7 @@ func (w *Watcher) csiDone(info *callInfo, call cri.Call) {
 		w.csi.caps[k.driver] = append(w.csi.caps[k.driver], call)
 	case k.poll != "":
 		w.polling[k.poll]++
+		w.polling[csi.NodeGetCapabilities] += len(k.caps)
 	case k.method == csi.NodeStageVolume:
 		op := &csiOp{kind: info.kind, title: k.title, calls: append(k.caps, call), handle: k.handle, given: map[*Pod]bool{}}
 		l := append(w.csi.staged[k.handle], op)
@@ -281,9 +285,13 @@ func (w *Watcher) csiDone(info *callInfo, call cri.Call) {
 			w.csi.published[k.target] = k.handle
 		}
 		op := &csiOp{kind: info.kind, title: k.title, calls: append(k.caps, call), handle: k.handle}
-		if len(w.csi.pending[k.uid]) < 4*maxStaged {
-			w.csi.pending[k.uid] = append(w.csi.pending[k.uid], op)
+		if len(w.csi.pending[k.uid]) >= 4*maxStaged || len(w.csi.pending) >= maxPendingPods && w.csi.pending[k.uid] == nil {
+			// Bounded: a kubelet whose pods' volumes never mount keeps
+			// trying; the oldest calls are kept, the rest counted.
+			w.polling[k.method+pollNoPod]++
+			break
 		}
+		w.csi.pending[k.uid] = append(w.csi.pending[k.uid], op)
 	default:
 		for _, c := range k.caps {
 			w.polling[c.Method]++

@@ -231,7 +231,7 @@ func (w *Watcher) arrived(c *proxy.Call) {
 		info.step = info.pod.csiArrived(info, c, w.red.Redact(req))
 	case info.pod != nil:
 		info.step = info.pod.callArrived(info, c, w.red.Redact(req))
-	case csiCall:
+	case csiCall && info.csi.poll == "":
 		info.shown = w.red.Redact(req)
 	}
 	w.mu.Unlock()
@@ -270,12 +270,14 @@ func (w *Watcher) done(c *proxy.Call) {
 	delete(w.calls, c.Seq)
 	w.mu.Unlock()
 	var resp proto.Message
-	if c.Err == nil && !c.Streaming && (info != nil && (info.pod != nil || info.csi != nil) || learns[c.Name()]) {
+	// A CSI call counted, not shown (stats, republish), is not decoded.
+	shows := info != nil && (info.pod != nil || info.csi != nil && info.csi.poll == "")
+	if c.Err == nil && !c.Streaming && (shows || learns[c.Name()]) {
 		resp = decode(c.Method, c.Response, true)
 	}
 	var shown proto.Message
 	var err error
-	if info != nil && (info.pod != nil || info.csi != nil) {
+	if shows {
 		shown, err = w.red.Redact(resp), cutErr(w.red.Error(c.Err))
 	}
 	w.mu.Lock()
