@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/podstep/podstep/internal/csi"
 	"github.com/podstep/podstep/internal/csi/csitest"
@@ -23,11 +25,12 @@ import (
 // kubelet's CSI call, as BenchmarkAddedLatency does for the CRI: a driver's
 // socket (csitest's node server, a real gRPC server) taken over
 // (proxy.TakeOver), its calls decoded, redacted and attributed by the
-// watcher; NodeGetCapabilities and a NodePublishVolume with secrets, a
-// service-account token and pod info in turn, at 500 calls/s, each sent
+// watcher; NodeGetCapabilities and a NodePublishVolume of a new volume
+// (a step of the pod its pod info names) with secrets and a
+// service-account token, in turn, at 500 calls/s, each sent
 // once to the driver's moved socket directly and once through the proxy,
 // interleaved. It reports the median and 99th percentile of both and of
-// what the proxy added.
+// what the proxy added. PODSTEP_BENCH_NO_WATCH=1 leaves the watcher out.
 func BenchmarkCSIAddedLatency(b *testing.B) {
 	node := csitest.Serve(b, &csitest.Node{Caps: []csipb.NodeServiceCapability_RPC_Type{csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME}})
 	sock := strings.TrimPrefix(node.Endpoint, "unix://")
@@ -43,7 +46,11 @@ func BenchmarkCSIAddedLatency(b *testing.B) {
 	defer func() { _ = t.Restore() }()
 	w := watch.New(watch.Options{})
 	defer w.Close()
-	srv, err := proxy.New(t.Upstream, w.Hooks())
+	hooks := w.Hooks()
+	if os.Getenv("PODSTEP_BENCH_NO_WATCH") != "" {
+		hooks = proxy.Hooks{} // the bare proxy: what the watcher adds is the difference
+	}
+	srv, err := proxy.New(t.Upstream, hooks)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,12 +66,9 @@ func BenchmarkCSIAddedLatency(b *testing.B) {
 		return csipb.NewNodeClient(conn)
 	}
 	direct, via := dial(t.Moved), dial(sock)
-	target := csi.TargetPath(filepath.Join(os.TempDir(), "podstep-csibench", "pods", "uid-bench"), "pv-bench")
-	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		b.Fatal(err)
-	}
+	podDir := filepath.Join(os.TempDir(), "podstep-csibench", "pods", "uid-bench")
 	defer os.RemoveAll(filepath.Join(os.TempDir(), "podstep-csibench"))
-	publish := &csipb.NodePublishVolumeRequest{VolumeId: "vol-bench", TargetPath: target,
+	publish := &csipb.NodePublishVolumeRequest{VolumeId: "vol-bench",
 		StagingTargetPath: "/var/lib/kubelet/plugins/kubernetes.io/csi/bench.csi/abc/globalmount",
 		VolumeCapability: &csipb.VolumeCapability{
 			AccessType: &csipb.VolumeCapability_Mount{Mount: &csipb.VolumeCapability_MountVolume{FsType: "ext4"}},
@@ -74,13 +78,18 @@ func BenchmarkCSIAddedLatency(b *testing.B) {
 			csi.ServiceAccountKey: "default", csi.EphemeralKey: "false", "size": "1Gi",
 			volume.TokensKey: `{"":{"token":"eyJhbGciOiJSUzI1NiJ9.bench-token.sig","expirationTimestamp":"2026-11-29T16:00:00Z"}}`}}
 	ctx := context.Background()
+	n := 0
 	call := func(c csipb.NodeClient, i int) time.Duration {
 		s := time.Now()
 		var err error
 		if i%2 == 0 {
 			_, err = c.NodeGetCapabilities(ctx, &csipb.NodeGetCapabilitiesRequest{})
 		} else {
-			_, err = c.NodePublishVolume(ctx, publish)
+			// A new volume each time: a step of the pod, not a republish.
+			n++
+			req := proto.Clone(publish).(*csipb.NodePublishVolumeRequest)
+			req.VolumeId, req.TargetPath = fmt.Sprintf("vol-%d", n), csi.TargetPath(podDir, fmt.Sprintf("pv-%d", n))
+			_, err = c.NodePublishVolume(ctx, req)
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -24,8 +24,10 @@ const MarkerDirEnv = "PODSTEP_CSI_MARKERS"
 
 // DefaultMarkerDir is where a proxy standing in front of a CSI driver's
 // socket writes its marker: on /run, a tmpfs, so that a marker never
-// outlives a reboot (after which the driver makes its socket anew).
-const DefaultMarkerDir = "/run/podstep/csi-proxy"
+// outlives a reboot (after which the driver makes its socket anew); a dir
+// of its own (0700), not under /run/podstep, whose mode the CRI socket's
+// group needs.
+const DefaultMarkerDir = "/run/podstep-csi-proxy"
 
 // MarkerDir is the takeover markers' directory: $PODSTEP_CSI_MARKERS, else
 // DefaultMarkerDir.
@@ -273,8 +275,9 @@ func ReadMarker(file string) (*Marker, error) {
 	return m, nil
 }
 
-// Markers reads every marker in dir (none when it does not exist); a
-// directory another user could change is refused.
+// Markers reads every marker in dir (none when it does not exist, or when
+// this user may not read it); a directory another user could change is
+// refused.
 func Markers(dir string) ([]*Marker, error) {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -283,6 +286,9 @@ func Markers(dir string) ([]*Marker, error) {
 		return nil, err
 	}
 	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, nil // root's: another user's cleanup has nothing there it could put back
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,9 @@ const capsWindow = 10 * time.Second
 // maxStaged bounds the stage operations remembered per volume handle.
 const maxStaged = 8
 
+// maxCaps bounds the NodeGetCapabilities calls waiting per driver.
+const maxCaps = 16
+
 // maxPendingPods bounds the pods not seen yet whose CSI calls are kept.
 const maxPendingPods = 1000
 
@@ -138,7 +141,7 @@ func (w *Watcher) csiSecrets(req proto.Message) {
 	}
 	w.red.AddSecrets(csi.Secrets(secrets)...)
 	for _, m := range []map[string]string{vctx, secrets} {
-		if v, ok := m[volume.TokensKey]; ok {
+		if v, ok := m[volume.TokensKey]; ok && !w.tokensSeen(v) {
 			var tokens map[string]struct {
 				Token string `json:"token"`
 			}
@@ -151,6 +154,22 @@ func (w *Watcher) csiSecrets(req proto.Message) {
 			}
 		}
 	}
+}
+
+// tokensSeen says whether the tokens value v was read before (the
+// kubelet sends the same tokens until they are renewed: each is parsed
+// once); it remembers v.
+func (w *Watcher) tokensSeen(v string) bool {
+	w.tokensMu.Lock()
+	defer w.tokensMu.Unlock()
+	if w.tokens[v] {
+		return true
+	}
+	if w.tokens == nil || len(w.tokens) >= 1024 {
+		w.tokens = map[string]bool{}
+	}
+	w.tokens[v] = true
+	return false
 }
 
 // classifyCSI decides the pod and step of a call through a CSI driver's
@@ -206,9 +225,8 @@ func (w *Watcher) classifyCSI(c *proxy.Call, req proto.Message, info *callInfo) 
 		k.title = "NodeExpandVolume " + k.volume + driverWord
 		info.kind = steps.KindVolumes
 		info.pod = w.pods[k.uid]
-	default: // NodeGetVolumeStats, NodeGetInfo, others: node-level
+	default: // NodeGetVolumeStats (after its NodeGetCapabilities: csi_metrics.go), NodeGetInfo, others: node-level
 		k.poll = c.Name()
-		return
 	}
 	k.caps = w.takeCaps(k.driver)
 }
@@ -269,7 +287,13 @@ func (w *Watcher) csiDone(info *callInfo, call cri.Call) {
 	k := info.csi
 	switch {
 	case k.method == csi.NodeGetCapabilities:
-		w.csi.caps[k.driver] = append(w.csi.caps[k.driver], call)
+		l := w.csi.caps[k.driver]
+		if len(l) >= maxCaps {
+			// No operation came for these: node-level.
+			w.polling[csi.NodeGetCapabilities] += len(l) - maxCaps/2
+			l = append(l[:0], l[len(l)-maxCaps/2:]...)
+		}
+		w.csi.caps[k.driver] = append(l, call)
 	case k.poll != "":
 		w.polling[k.poll]++
 		w.polling[csi.NodeGetCapabilities] += len(k.caps)

@@ -100,6 +100,8 @@ type Watcher struct {
 	gone        []*Pod               // removed pods OnRemoved has not seen
 	specNotes   []specQueued         // spec answers OnSpec has not seen
 	csi         csiState             // CSI volumes (csi.go)
+	tokensMu    sync.Mutex           // tokens: outside mu (arrived reads them before it takes mu)
+	tokens      map[string]bool      // the service-account tokens values already told to the redactor
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
 	stop      chan struct{}
