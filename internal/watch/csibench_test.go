@@ -17,7 +17,7 @@ import (
 // (what BenchmarkCSIAddedLatency's proxy waits for before it forwards a
 // call and before it answers): "caps" a NodeGetCapabilities (waiting for
 // its operation), "publish" a NodePublishVolume of a new volume (a step
-// of the pod its pod info names: decoded, secrets told to the redactor,
+// of the pod its pod info names, ten per pod: decoded, secrets told to the redactor,
 // redacted, the step closed with the pod's state), "republish" one for a
 // target already published (counted apart).
 func BenchmarkCSIHooks(b *testing.B) {
@@ -46,8 +46,8 @@ func BenchmarkCSIHooks(b *testing.B) {
 					c.Method, c.Request, c.Response = "/csi.v1.Node/NodeGetCapabilities", nil, caps
 				case "publish":
 					r := proto.Clone(req).(*csipb.NodePublishVolumeRequest)
-					r.TargetPath = csi.TargetPath(fmt.Sprintf("/var/lib/kubelet/pods/uid-bench-%d", seq/1000), fmt.Sprintf("pv-%d", seq))
-					r.VolumeContext[csi.PodUIDKey] = fmt.Sprintf("uid-bench-%d", seq/1000)
+					r.TargetPath = csi.TargetPath(fmt.Sprintf("/var/lib/kubelet/pods/uid-bench-%d", seq/10), fmt.Sprintf("pv-%d", seq))
+					r.VolumeContext[csi.PodUIDKey] = fmt.Sprintf("uid-bench-%d", seq/10)
 					c.Request, _ = proto.Marshal(r)
 				default:
 					c.Request = fixed
