@@ -113,11 +113,11 @@ func TakeOver(driver, path, markerDir string) (*Takeover, error) {
 	if st != nil && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
 		return nil, fmt.Errorf("CSI driver %s's socket %s is owned by uid %d, neither root nor podstep's user: podstep would forward the kubelet's secrets to it", driver, path, st.Uid)
 	}
-	if c, err := net.DialTimeout("unix", path, 2*time.Second); err != nil {
+	c, err := net.DialTimeout("unix", path, 2*time.Second)
+	if err != nil {
 		return nil, fmt.Errorf("CSI driver %s does not answer on %s: %w", driver, path, err)
-	} else {
-		_ = c.Close()
 	}
+	_ = c.Close()
 	if err := fsperm.MkdirAll(markerDir, 0o700, -1); err != nil {
 		return nil, fmt.Errorf("the proxy's marker directory: %w", err)
 	}
@@ -165,7 +165,7 @@ func TakeOver(driver, path, markerDir string) (*Takeover, error) {
 	t.Listener = ul
 	if fi, err := os.Lstat(path); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			t.Dev, t.Ino = uint64(st.Dev), st.Ino //nolint:unconvert // Dev's type varies by platform
+			t.Dev, t.Ino = uint64(st.Dev), st.Ino
 		}
 	}
 	if err := t.writeMarker(); err != nil {
@@ -250,7 +250,7 @@ func (m *Marker) proxyAt() bool {
 		// or still the driver's (Moved is the same socket then).
 		return true
 	}
-	return uint64(st.Dev) == m.Dev && st.Ino == m.Ino //nolint:unconvert // Dev's type varies by platform
+	return uint64(st.Dev) == m.Dev && st.Ino == m.Ino
 }
 
 // ReadMarker reads one marker file (at most 64 KiB, no link).

@@ -293,13 +293,15 @@ func (w *Watcher) csiDone(info *callInfo, call cri.Call) {
 			w.polling[csi.NodeGetCapabilities] += len(l) - maxCaps/2
 			l = append(l[:0], l[len(l)-maxCaps/2:]...)
 		}
-		w.csi.caps[k.driver] = append(l, call)
+		l = append(l, call)
+		w.csi.caps[k.driver] = l
 	case k.poll != "":
 		w.polling[k.poll]++
 		w.polling[csi.NodeGetCapabilities] += len(k.caps)
 	case k.method == csi.NodeStageVolume:
 		op := &csiOp{kind: info.kind, title: k.title, calls: append(k.caps, call), handle: k.handle, given: map[*Pod]bool{}}
-		l := append(w.csi.staged[k.handle], op)
+		l := w.csi.staged[k.handle]
+		l = append(l, op)
 		if len(l) > maxStaged {
 			l = l[len(l)-maxStaged:]
 		}
