@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -85,7 +86,7 @@ type Takeover struct {
 	Listener net.Listener
 	// Upstream is the driver's socket where it was moved (unix://PATH).
 	Upstream string
-	restored bool
+	restored atomic.Bool
 }
 
 // TakeOver stands in front of driver's node socket at path: it checks
@@ -193,16 +194,15 @@ func (t *Takeover) writeMarker() error {
 }
 
 // Restored says whether Restore was called.
-func (t *Takeover) Restored() bool { return t.restored }
+func (t *Takeover) Restored() bool { return t.restored.Load() }
 
 // Restore puts the driver's socket back at its path (the proxy's socket
 // is replaced in one rename), closes the proxy's socket and removes the
 // marker. Calling it again does nothing.
 func (t *Takeover) Restore() error {
-	if t.restored {
+	if t.restored.Swap(true) {
 		return nil
 	}
-	t.restored = true
 	err := t.Marker.Restore()
 	if t.Listener != nil {
 		_ = t.Listener.Close() // unlinks nothing: its name is the driver's again
