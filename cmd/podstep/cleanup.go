@@ -18,7 +18,9 @@ data and log directories recorded on them. Pods of a kubelet sharing the runtime
 never touched. Then it removes the pod dirs under --root-dir and log dirs under --log-dir
 whose podstep run has ended and whose runtime no longer has the pod (or is gone), and
 what your runs on the simulated runtime left (a pod kept with --keep, a killed run).
-With no runtime answering it still does the latter.
+With no runtime answering it still does the latter. It also puts back the CSI drivers'
+sockets that a podstep proxy --csi killed with SIGKILL left moved aside (its marker in
+/run/podstep-csi-proxy names them).
 
 With --sim it only removes what your runs on the simulated runtime left in their dirs
 (` + session.SimDirPrefix + `*, in $TMPDIR when set, else in $XDG_RUNTIME_DIR or /dev/shm when a

@@ -26,10 +26,14 @@ func newProxyCmd(g *globalOptions) *cobra.Command {
 		Long: `podstep proxy listens on a CRI socket and forwards every call, as bytes, to the
 runtime behind it: point a kubelet's --container-runtime-endpoint at it (restarting the
 kubelet) and podstep shows each call as the step of pod creation it belongs to, with the
-pod's state rebuilt from the answers. --hold keeps the followed pod's calls until a keypress.`,
+pod's state rebuilt from the answers. --hold keeps the followed pod's calls until a keypress.
+--csi DRIVER also stands in front of a CSI driver's node socket (taken over: the driver's
+socket is moved aside and put back when the proxy exits), so that the kubelet's NodeStage/
+NodePublish calls show in the pods' volumes stage.`,
 		Example: `  podstep proxy --listen unix:///run/podstep/cri.sock --upstream unix:///run/containerd/containerd.sock --auto
   podstep proxy --listen unix:///run/podstep/cri.sock --pod default/web --record web.rec.gz --auto -o json
-  podstep proxy --listen unix:///run/podstep/cri.sock --pod default/web --hold --hold-stage sandbox,init`,
+  podstep proxy --listen unix:///run/podstep/cri.sock --pod default/web --hold --hold-stage sandbox,init
+  podstep proxy --listen unix:///run/podstep/cri.sock --csi hostpath.csi.k8s.io --record-dir /var/tmp/pods --auto`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			page, err := serve.Start(cmd.ErrOrStderr())

@@ -42,6 +42,13 @@ func TestProxyBadInput(t *testing.T) {
 		{"missing manifest", []string{"proxy", "--auto", "--listen", sock, "--manifest", filepath.Join(dir, "none.yaml")}, "--manifest " + filepath.Join(dir, "none.yaml") + ": no such file or directory"},
 		{"invalid manifest", []string{"proxy", "--auto", "--listen", sock, "--manifest", badManifest}, "bad.yaml"},
 		{"missing kubeconfig", []string{"proxy", "--auto", "--listen", sock, "--kubeconfig", filepath.Join(dir, "none.kubeconfig")}, "none.kubeconfig"},
+		{"csi bad driver name", []string{"proxy", "--auto", "--listen", sock, "--csi", "Bad_Name!"}, `--csi "Bad_Name!": expected DRIVER (a CSI driver name`},
+		{"csi relative path", []string{"proxy", "--auto", "--listen", sock, "--csi", "d.csi=unix://rel/csi.sock"}, `socket path "rel/csi.sock" is not absolute`},
+		{"csi not unix", []string{"proxy", "--auto", "--listen", sock, "--csi", "d.csi=tcp://127.0.0.1:9"}, `expected unix://PATH`},
+		{"csi twice", []string{"proxy", "--auto", "--listen", sock, "--csi", "d.csi", "--csi", "d.csi=unix:///x/csi.sock"}, "driver d.csi given twice"},
+		{"csi is listen", []string{"proxy", "--auto", "--listen", sock, "--csi", "d.csi=" + sock}, "the same socket as --listen"},
+		{"csi not registered", []string{"proxy", "--auto", "--listen", sock, "--csi", "d.csi", "--csi-registry", dir}, "--csi d.csi: no CSI driver of that name is registered in " + dir + " (drivers registered: none)"},
+		{"csi socket in the registry", []string{"proxy", "--auto", "--listen", sock, "--csi", "d.csi=unix://" + filepath.Join(dir, "reg", "x.sock"), "--csi-registry", filepath.Join(dir, "reg")}, "is in the kubelet's registration dir"},
 		// "the TUI follows one pod" needs a terminal on stdout: without one, proxy runs as --auto (TestRoughEdges).
 	} {
 		t.Run(tc.name, func(t *testing.T) {

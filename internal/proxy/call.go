@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -12,8 +13,12 @@ import (
 type Call struct {
 	// Seq numbers calls in the order they arrived, from 1.
 	Seq uint64
-	// Method is the full gRPC method, "/runtime.v1.RuntimeService/Version".
+	// Method is the full gRPC method, "/runtime.v1.RuntimeService/Version"
+	// ("/csi.v1.Node/NodePublishVolume" through a CSI driver's socket).
 	Method string
+	// Via is the server's Via: "" for the CRI, a CSI driver's name for
+	// calls through its socket.
+	Via string
 	// Streaming is true for a streaming method (or one the CRI does not
 	// name), pumped rather than invoked: Request is its first message and
 	// Response empty.
@@ -41,7 +46,8 @@ func (c *Call) Name() string { return MethodName(c.Method) }
 func MethodName(full string) string { return full[strings.LastIndexByte(full, '/')+1:] }
 
 // unary lists the CRI's unary methods by full name, from the generated
-// service descriptors of the cri-api podstep is built with.
+// service descriptors of the cri-api podstep is built with, and the CSI
+// services' (a driver's socket taken over: every CSI method is unary).
 var unary = func() map[string]bool {
 	m := map[string]bool{}
 	for _, sd := range []struct {
@@ -50,6 +56,9 @@ var unary = func() map[string]bool {
 	}{
 		{runtimeapi.RuntimeService_ServiceDesc.ServiceName, methodNames(runtimeapi.RuntimeService_ServiceDesc.Methods)},
 		{runtimeapi.ImageService_ServiceDesc.ServiceName, methodNames(runtimeapi.ImageService_ServiceDesc.Methods)},
+		{csipb.Node_ServiceDesc.ServiceName, methodNames(csipb.Node_ServiceDesc.Methods)},
+		{csipb.Identity_ServiceDesc.ServiceName, methodNames(csipb.Identity_ServiceDesc.Methods)},
+		{csipb.Controller_ServiceDesc.ServiceName, methodNames(csipb.Controller_ServiceDesc.Methods)},
 	} {
 		for _, n := range sd.methods {
 			m["/"+sd.name+"/"+n] = true

@@ -44,10 +44,19 @@ type Hooks struct {
 	// pairs that replace the caller's in the call going upstream (the W3C
 	// trace context of the proxy's own span), and end, called after Done.
 	Span func(ctx context.Context, c *Call) (md []string, end func(*Call))
+	// Seq, when set, numbers the calls (Call.Seq) instead of the server's
+	// own counter: servers in one process (the CRI's and CSI drivers')
+	// share one numbering, which the other hooks key on.
+	Seq func() uint64
 }
 
 // Server forwards every call it gets to the upstream runtime.
 type Server struct {
+	// Via names what the server stands in front of, for its calls
+	// (Call.Via): "" for the CRI runtime, the driver's name for a CSI
+	// driver's socket. Set it before Serve.
+	Via string
+
 	upstream *grpc.ClientConn
 	srv      *grpc.Server
 	hooks    Hooks
@@ -110,7 +119,7 @@ func (s *Server) handle(_ any, ss grpc.ServerStream) error {
 		return status.Error(codes.Internal, "podstep proxy: no method in the stream")
 	}
 	ctx := ss.Context()
-	c := &Call{Seq: s.seq.Add(1), Method: method, Arrived: time.Now(), Streaming: !unary[method]}
+	c := &Call{Seq: s.next(), Via: s.Via, Method: method, Arrived: time.Now(), Streaming: !unary[method]}
 	if dl, ok := ctx.Deadline(); ok {
 		c.Deadline = dl
 	}
@@ -155,6 +164,14 @@ func (s *Server) handle(_ any, ss grpc.ServerStream) error {
 	// may depend on this answer) then finds this one's step finished.
 	s.done(c)
 	return ss.SendMsg(resp)
+}
+
+// next is the next call's number.
+func (s *Server) next() uint64 {
+	if s.hooks.Seq != nil {
+		return s.hooks.Seq()
+	}
+	return s.seq.Add(1)
 }
 
 // arrived tells the observer, opens the call's span (out gets its trace

@@ -9,6 +9,7 @@ import (
 	"github.com/podstep/podstep/internal/cleanup"
 	"github.com/podstep/podstep/internal/cri"
 	"github.com/podstep/podstep/internal/mark"
+	"github.com/podstep/podstep/internal/proxy"
 )
 
 // CleanupOptions are `podstep cleanup`'s settings.
@@ -70,6 +71,8 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 		}
 		return leftErr(0, 0, cleanup.WriteDirs(w, dirs), len(dirs))
 	}
+	// CSI drivers' sockets a killed `podstep proxy --csi` left moved aside.
+	csiLeft := cleanup.CSISockets(w, proxy.MarkerDir())
 	endpoint, _, err := Choose(ctx, o.Named(), "", o.ProbeTimeout())
 	if err != nil {
 		return err
@@ -107,7 +110,10 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 	if endpoint == "" && len(dirs) == 0 {
 		fmt.Fprintf(w, "nothing to clean: no runtime answered at %s, and no pod dir under %s or %s is left by a run that ended\n", WellKnown(), o.RootDir, o.LogDir)
 	}
-	return leftErr(left, pods, cleanup.WriteDirs(w, dirs), len(dirs))
+	if err := leftErr(left, pods, cleanup.WriteDirs(w, dirs), len(dirs)); err != nil || csiLeft == 0 {
+		return err
+	}
+	return &Error{Code: ExitLeftBehind, Err: fmt.Errorf("cleanup: %d CSI driver socket(s) not put back", csiLeft)}
 }
 
 // leftErr is ExitLeftBehind when a pod or a dir was not removed.

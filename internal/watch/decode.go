@@ -3,16 +3,19 @@ package watch
 import (
 	"sync"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// The CRI services, by their full protobuf names.
+// The CRI services, and the CSI node service (a driver's socket taken
+// over: proxy --csi), by their full protobuf names.
 var services = []protoreflect.FullName{
 	protoreflect.FullName(runtimeapi.RuntimeService_ServiceDesc.ServiceName),
 	protoreflect.FullName(runtimeapi.ImageService_ServiceDesc.ServiceName),
+	protoreflect.FullName(csipb.Node_ServiceDesc.ServiceName),
 }
 
 // messages are the request and response types of one method.

@@ -53,6 +53,12 @@ func describe(kind steps.Kind, container string) description {
 	case steps.KindRemoveContainers:
 		d.stage, d.title = steps.StageTeardown, "RemoveContainer"
 		d.explain = "Dead containers are removed by the container garbage collector (or pruned while the pod runs)."
+	case steps.KindVolumes:
+		d.stage, d.title = steps.StageVolumes, "CSI volume"
+		d.explain = "The volume manager mounts the pod's CSI volume through the driver's node service: csiAttacher.MountDevice stages a PersistentVolume (NodeStageVolume, shared by the pods of the volume), csiMountMgr.SetUpAt publishes it for the pod (NodePublishVolume), each after NodeGetCapabilities (pkg/volume/csi)."
+	case steps.KindRemoveDirs:
+		d.stage, d.title = steps.StageTeardown, "CSI volume teardown"
+		d.explain = "The volume manager unmounts the pod's CSI volume: csiMountMgr.TearDownAt (NodeUnpublishVolume), then csiAttacher.UnmountDevice once no pod uses it (NodeGetCapabilities, NodeUnstageVolume) (pkg/volume/csi)."
 	case steps.KindRemoveSandbox:
 		d.stage, d.title = steps.StageTeardown, "RemovePodSandbox"
 		d.explain = "The garbage collector removes the stopped sandbox of a pod that is gone."

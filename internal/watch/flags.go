@@ -40,6 +40,9 @@ type Flags struct {
 	Trace          trace.Options
 	Socket         SocketFlags
 	MaxPods        int
+	// CSI are --csi and --csi-registry: CSI drivers' node sockets the
+	// proxy also stands in front of.
+	CSI CSIFlags
 	// Kubeconfig and Context (--kubeconfig, --context) read each followed
 	// pod's spec from the API server, with the kubeconfig found as kubectl
 	// and `podstep run --pod` find it (internal/cluster); Manifest
@@ -74,6 +77,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.RequestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
 	o.Trace.AddFlags(f)
 	o.Socket.addFlags(f)
+	o.CSI.addFlags(f)
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "read each followed pod's spec from the API server (one GET per pod), to stage init containers as init and show the spec beside what the kubelet sent: this kubeconfig file, as kubectl's (with --context alone: $KUBECONFIG, else ~/.kube/config, else in-cluster)")
 	f.BoolVar(&o.AllowExecPlugins, session.AllowExecPluginsFlag, false, session.AllowExecPluginsUsage)
 	f.StringVar(&o.Context, "context", "", "kubeconfig context to use (default: its current-context); reads the specs from the API server as --kubeconfig does")
@@ -130,6 +134,9 @@ func (o *Flags) Validate() error {
 		return session.Usagef("--max-pods %d: expected 1 to 100000 (removed pods remembered)", o.MaxPods)
 	}
 	if err := o.Socket.validate(o.Listen); err != nil {
+		return err
+	}
+	if err := o.CSI.validate(o.Listen); err != nil {
 		return err
 	}
 	return o.validateSpecs()
@@ -216,5 +223,9 @@ func (o *Flags) ListenAndServe(s *Session, upstream string, x *trace.Exporter) (
 	o.Socket.warn(s.Stderr(), o.Listen)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
+	if err := o.CSI.serve(hooks, s.Stderr()); err != nil {
+		srv.Stop()
+		return nil, nil, nil, err
+	}
 	return srv, spans, served, nil
 }

@@ -127,6 +127,8 @@ func slotOf(kind steps.Kind, container string) string {
 		return "relist"
 	case steps.KindReady:
 		return "probe/" + container
+	case steps.KindVolumes, steps.KindRemoveDirs:
+		return "csi" // a kubelet's CSI calls, from its volume manager
 	}
 	return "work"
 }
@@ -146,7 +148,7 @@ func (o *openStep) joins(kind steps.Kind, container string) bool {
 func single(kind steps.Kind) bool {
 	switch kind {
 	case steps.KindRunSandbox, steps.KindSandboxStatus, steps.KindCreate, steps.KindStart, steps.KindPostStart,
-		steps.KindStopSandbox, steps.KindRemoveSandbox:
+		steps.KindStopSandbox, steps.KindRemoveSandbox, steps.KindVolumes, steps.KindRemoveDirs:
 		return true
 	}
 	return false
@@ -189,7 +191,7 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 	}
 	o.inflight++
 	o.last = now
-	if info.kind != steps.KindRelist {
+	if info.kind != steps.KindRelist && info.csi == nil {
 		p.lastKind_, p.lastCont = info.kind, info.container
 	}
 	info.shown = o.keepBody(shown)
@@ -476,6 +478,10 @@ func (p *Pod) snapshot() podstate.Snapshot {
 // apply updates the pod from a call's answer (w.mu held).
 func (p *Pod) apply(info *callInfo, c *proxy.Call, resp proto.Message, err error) {
 	w := p.w
+	if info.csi != nil {
+		p.csiApply(info, err)
+		return
+	}
 	switch r := info.req.(type) {
 	case *runtimeapi.RunPodSandboxRequest:
 		if err != nil {

@@ -24,6 +24,9 @@ func (p *Pod) result(s *steps.Step) steps.Result {
 			failed = &s.Calls[i]
 		}
 	}
+	if s.Kind == steps.KindVolumes || s.Kind == steps.KindRemoveDirs {
+		return csiResult(s, failed)
+	}
 	det := func(k, v string) { r.Details = append(r.Details, steps.Detail{Key: k, Value: v}) }
 	switch s.Kind {
 	case steps.KindRunSandbox:

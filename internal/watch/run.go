@@ -45,6 +45,9 @@ func (o *Flags) Run(ctx context.Context, env Env) error {
 	}
 	ctx, cancel := session.SignalContext(ctx)
 	defer cancel()
+	if err := o.CSI.resolve(ctx); err != nil {
+		return err
+	}
 	signal.Ignore(syscall.SIGPIPE)
 
 	// Tracing is resolved before anything listens: a bad endpoint is bad usage.
@@ -60,6 +63,13 @@ func (o *Flags) Run(ctx context.Context, env Env) error {
 	if err != nil {
 		return session.Usagef("%v", err)
 	}
+	// The CSI drivers' sockets are taken over last before the session
+	// starts, and put back on every way out (a kill leaves a marker for
+	// podstep cleanup).
+	if err := o.CSI.takeOver(env.Stderr); err != nil {
+		return err
+	}
+	defer o.CSI.restore(env.Stderr)
 	s, err := o.NewSession(ctx, upstream, why, env.Version, env.Flags, env.Stdout, env.Stderr)
 	if err != nil {
 		return err
@@ -77,7 +87,10 @@ func (o *Flags) Run(ctx context.Context, env Env) error {
 		fmt.Fprintf(env.Stderr, "podstep: a span per CRI call to %s (%s)\n", x.Config().URL, x.Config().Protocol)
 	}
 	err = o.wait(ctx, env, s, served)
-	s.Close(func() { srv.GracefulStop(time.Second) })
+	s.Close(func() {
+		o.CSI.restore(env.Stderr) // the kubelet's next CSI calls go to the drivers
+		srv.GracefulStop(time.Second)
+	})
 	if x != nil {
 		spans.End()
 		if x.Shutdown(ctx, env.Stderr) {

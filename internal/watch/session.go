@@ -75,6 +75,7 @@ type Session struct {
 	recPod   *Pod
 	pagePod  atomic.Pointer[Pod]       // the pod the live page shows
 	recs     map[*Pod]*record.Recorder // --record-dir's, until finished
+	seq      atomic.Uint64             // the calls of every server (CRI, CSI drivers), numbered as one
 }
 
 // NewSession makes the session and its watcher.
@@ -92,6 +93,7 @@ func NewSession(o SessionOptions) *Session {
 // Hooks are the watcher's proxy hooks, which also say the first call.
 func (s *Session) Hooks() proxy.Hooks {
 	hooks := s.W.Hooks()
+	hooks.Seq = func() uint64 { return s.seq.Add(1) }
 	arrived, first := hooks.Arrived, sync.Once{}
 	hooks.Arrived = func(c *proxy.Call) {
 		first.Do(func() { fmt.Fprintf(s.o.Stderr, "podstep: first call through the proxy: %s\n", c.Name()) })

@@ -99,6 +99,9 @@ type Watcher struct {
 	forgotten   []*Pod               // forgotten pods OnForget has not seen
 	gone        []*Pod               // removed pods OnRemoved has not seen
 	specNotes   []specQueued         // spec answers OnSpec has not seen
+	csi         csiState             // CSI volumes (csi.go)
+	tokensMu    sync.Mutex           // tokens: outside mu (arrived reads them before it takes mu)
+	tokens      map[string]bool      // the service-account tokens values already told to the redactor
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
 	stop      chan struct{}
@@ -118,6 +121,7 @@ type callInfo struct {
 	req       proto.Message // as sent
 	shown     proto.Message // redacted, as shown
 	step      *openStep
+	csi       *csiCall // a call through a CSI driver's socket
 }
 
 // New returns a watcher; its Hooks go to proxy.New. Close stops its timer.
@@ -155,6 +159,7 @@ func (w *Watcher) Close() {
 	for _, p := range w.list {
 		p.closeAll()
 	}
+	w.closeCSI()
 	w.mu.Unlock()
 	w.deliver()
 }
@@ -216,11 +221,20 @@ func (w *Watcher) arrived(c *proxy.Call) {
 		// spec, when its read is under way.
 		w.awaitSpec(cr.GetPodSandboxId())
 	}
+	csiCall := isCSI(c)
+	if csiCall {
+		w.csiSecrets(req)
+	}
 	w.mu.Lock()
 	info := w.classify(c, req)
 	w.calls[c.Seq] = info
-	if info.pod != nil {
+	switch {
+	case info.pod != nil && csiCall:
+		info.step = info.pod.csiArrived(info, c, w.red.Redact(req))
+	case info.pod != nil:
 		info.step = info.pod.callArrived(info, c, w.red.Redact(req))
+	case csiCall && info.csi.poll == "":
+		info.shown = w.red.Redact(req)
 	}
 	w.mu.Unlock()
 	w.deliver()
@@ -258,22 +272,31 @@ func (w *Watcher) done(c *proxy.Call) {
 	delete(w.calls, c.Seq)
 	w.mu.Unlock()
 	var resp proto.Message
-	if c.Err == nil && !c.Streaming && (info != nil && info.pod != nil || learns[c.Name()]) {
+	// A CSI call counted, not shown (stats, republish), is not decoded.
+	shows := info != nil && (info.pod != nil || info.csi != nil && info.csi.poll == "")
+	if c.Err == nil && !c.Streaming && (shows || learns[c.Name()]) {
 		resp = decode(c.Method, c.Response, true)
 	}
 	var shown proto.Message
 	var err error
-	if info != nil && info.pod != nil {
+	if shows {
 		shown, err = w.red.Redact(resp), cutErr(w.red.Error(c.Err))
 	}
 	w.mu.Lock()
 	if v, ok := resp.(*runtimeapi.VersionResponse); ok && v.GetRuntimeName() != "" {
 		w.runtime = v.GetRuntimeName()
 	}
-	if info == nil || info.pod == nil {
+	switch {
+	case info != nil && info.pod == nil && info.csi != nil:
+		start := c.Start
+		if start.IsZero() {
+			start = c.Arrived
+		}
+		w.csiDone(info, cri.Call{Seq: int(c.Seq), Method: c.Name(), Request: info.shown, Response: shown, Err: err, Start: start, Duration: c.Duration})
+	case info == nil || info.pod == nil:
 		w.polling[c.Name()]++
 		w.learn(resp)
-	} else {
+	default:
 		if !info.pod.followed {
 			w.polling[OtherPods]++
 		}
@@ -364,6 +387,10 @@ func (w *Watcher) deliver() {
 // classify decides which pod and step a call belongs to (w.mu held).
 func (w *Watcher) classify(c *proxy.Call, req proto.Message) *callInfo {
 	info := &callInfo{req: req}
+	if isCSI(c) {
+		w.classifyCSI(c, req, info)
+		return info
+	}
 	switch r := req.(type) {
 	case *runtimeapi.RunPodSandboxRequest:
 		info.pod = w.podOf(r.GetConfig().GetMetadata(), r.GetConfig().GetLabels())
@@ -491,6 +518,9 @@ func (w *Watcher) podOf(md *runtimeapi.PodSandboxMetadata, labels map[string]str
 		return nil
 	}
 	if p := w.pods[uid]; p != nil {
+		if p.labels == nil {
+			p.labels = labels // first seen in a CSI call's pod info
+		}
 		return p
 	}
 	p := newPod(w, uid, ns, name, labels)
@@ -499,6 +529,7 @@ func (w *Watcher) podOf(md *runtimeapi.PodSandboxMetadata, labels map[string]str
 	if p.followed {
 		w.newPods = append(w.newPods, p)
 	}
+	w.flushCSI(p)
 	return p
 }
 
@@ -593,6 +624,7 @@ func (w *Watcher) forget(p *Pod) {
 	if w.imageFor == p {
 		w.imageFor = nil
 	}
+	w.forgetCSI(p)
 	if p.followed {
 		w.forgotten = append(w.forgotten, p)
 	}
