@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"github.com/podstep/podstep/internal/explain"
 	"slices"
 	"sort"
 	"strconv"
@@ -340,6 +341,7 @@ func (p *Pod) closeStep(o *openStep) {
 	s.State = steps.Done
 	if s.Result.Err != nil {
 		s.State = steps.Failed
+		s.Result.Explanation = p.explain(s)
 	}
 	snap := p.snapshot()
 	s.Changes = podstate.Diff(p.prev, snap)
@@ -685,3 +687,17 @@ func short(id string) string {
 
 // podRef names the pod as the kubelet's format.Pod does: "name_namespace(uid)".
 func (p *Pod) podRef() string { return p.Name + "_" + p.Namespace + "(" + p.UID + ")" }
+
+// explain matches a failed step of the kubelet's with the table of known
+// failures (internal/explain), its commands filled in with the pod's names.
+func (p *Pod) explain(s *steps.Step) *explain.Explanation {
+	e := explain.Find(explain.Failure{Reason: s.Result.Reason, Message: s.Result.Message})
+	if e == nil {
+		return nil
+	}
+	v := explain.Values{Pod: p.Name, Namespace: p.Namespace, Container: s.Container}
+	if c := p.containers[s.Container]; c != nil {
+		v.Image, v.ContainerID = c.image, c.id
+	}
+	return e.Explain(v)
+}

@@ -60,7 +60,8 @@ func (p *Pod) Summary() report.Summary {
 		s.Outcome = "stopped"
 	case failed != nil:
 		s.Outcome, s.ExitCode = "failed", 1
-		s.Failed = &report.Failure{Stage: failed.Stage, Step: failed.Name, Reason: failed.Result.Reason, Message: failed.Result.Message}
+		s.Failed = &report.Failure{Stage: failed.Stage, Step: failed.Name, Reason: failed.Result.Reason, Message: failed.Result.Message,
+			Explanation: failed.Result.Explanation}
 	case snap.Status.Phase == "Running" || snap.Status.Phase == "Succeeded":
 		s.Outcome = "running"
 	default:

@@ -405,3 +405,45 @@ func TestTwoPodsAtOnce(t *testing.T) {
 func runReq(k *kubelet) *runtimeapi.RunPodSandboxRequest {
 	return &runtimeapi.RunPodSandboxRequest{Config: k.cfg}
 }
+
+// TestKubeletFailureExplained: a StartContainer the runtime refuses (in
+// containerd 2.4's words, as the harness answered for a missing command)
+// is a failed step of the kubelet's pod carrying its explanation, and the
+// pod's summary names it.
+func TestKubeletFailureExplained(t *testing.T) {
+	const msg = `failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: exec: "/no/such/binary": stat /no/such/binary: no such file or directory`
+	r := newRig(t, Options{})
+	ctx := context.Background()
+	cfg := sandboxConfig("noexec", "uid-noexec")
+	cfg.Annotations = map[string]string{sim.AnnotationStartError + "app": msg}
+	k := newKubelet(t, r.client, cfg)
+	k.sandbox(ctx)
+	img := &runtimeapi.ImageSpec{Image: "docker.io/library/busybox:1.35"}
+	if _, err := r.client.ImageStatus(ctx, img); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := r.client.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: k.sb, Config: containerConfig(cfg, "app", "/no/such/binary"), SandboxConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client.StartContainer(ctx, cr.ContainerId); err == nil {
+		t.Fatal("StartContainer went through: the fault annotation did not reach the simulator")
+	}
+	r.settle()
+	p := r.w.Pods()[0]
+	var failed *steps.Step
+	for _, s := range p.Steps() {
+		if s.State == steps.Failed {
+			failed = &s
+		}
+	}
+	if failed == nil {
+		t.Fatalf("no failed step: %q", names(p.Steps()))
+	}
+	if x := failed.Result.Explanation; x == nil || x.ID != "executable-not-found" {
+		t.Fatalf("step %s (%s: %s): explanation %+v, want executable-not-found", failed.Name, failed.Result.Reason, failed.Result.Message, x)
+	}
+	if !strings.Contains(strings.Join(failed.Result.Explanation.Confirm, "\n"), "noexec") {
+		t.Errorf("the commands do not name the pod: %q", failed.Result.Explanation.Confirm)
+	}
+}
