@@ -80,7 +80,7 @@ func shadowLeft(t *testing.T, dir string) []string {
 	var left []string
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
-		b, err := os.ReadFile("/proc/"+e.Name()+"/cmdline")
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		if err == nil && strings.Contains(string(b), dir) {
 			left = append(left, "process "+e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
