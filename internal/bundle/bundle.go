@@ -179,14 +179,43 @@ func (b *writer) read(path string) ([]byte, error) {
 	return data, nil
 }
 
-// file adds a file from disk as it is (a recording: already redacted).
+// maxRecording bounds the recording copied in (a 1,000-container pod's is
+// about 56 MB).
+const maxRecording = 1 << 30
+
+// file adds a recording from disk as it is (already redacted), streamed:
+// it may be far larger than the other files. Links are not followed.
 func (b *writer) file(name, path string) {
-	data, err := b.read(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|nofollow, 0)
 	if err != nil {
 		b.missing("%s: %v", name, err)
 		return
 	}
-	_ = b.add(name, data)
+	defer func() { _ = f.Close() }() // read-only
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		b.missing("%s: %v", name, err)
+		return
+	case !st.Mode().IsRegular():
+		b.missing("%s: %s is not a regular file", name, path)
+		return
+	case st.Size() > maxRecording:
+		b.missing("%s: %s is larger than %d bytes", name, path, maxRecording)
+		return
+	}
+	h := &tar.Header{Name: b.root + "/" + name, Mode: 0o644, Size: st.Size(), ModTime: b.now, Typeflag: tar.TypeReg}
+	if err := b.tw.WriteHeader(h); err != nil {
+		b.missing("%s: %v", name, err)
+		return
+	}
+	// A file that shrank meanwhile fails the tar (short write): the bundle
+	// is then not written at all, which Write's caller reports.
+	if _, err := io.CopyN(b.tw, f, st.Size()); err != nil {
+		b.missing("%s: %v", name, err)
+		return
+	}
+	b.res.Files = append(b.res.Files, name)
 }
 
 // runtime adds the runtime's version, verbose status (its info values are

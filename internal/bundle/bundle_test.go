@@ -84,8 +84,10 @@ func TestBundle(t *testing.T) {
 	mustWrite(t, filepath.Join(conf, "README"), "not a config")
 	mustWrite(t, filepath.Join(ipam, "podnet", "10.1.0.7"), "0123abcd\neth0")
 	mustWrite(t, filepath.Join(ipam, "podnet", "last_reserved_ip.0"), "10.1.0.7")
+	// A recording larger than the other files' bound is bundled whole.
 	rec := filepath.Join(dir, "web.rec")
-	mustWrite(t, rec, `{"type":"header"}`+"\n")
+	recText := `{"type":"header"}` + "\n" + strings.Repeat(`{"type":"log","text":"x"}`+"\n", 250_000)
+	mustWrite(t, rec, recText)
 
 	cs := fake.NewClientset(
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1"}, Spec: corev1.PodSpec{NodeName: "n1"}},
@@ -107,6 +109,9 @@ func TestBundle(t *testing.T) {
 		if want != "README.txt" && !strings.Contains(files["README.txt"], want) {
 			t.Errorf("README.txt does not name %s:\n%s", want, files["README.txt"])
 		}
+	}
+	if files["recording.jsonl"] != recText {
+		t.Errorf("the recording (%d bytes) is bundled as %d bytes", len(recText), len(files["recording.jsonl"]))
 	}
 	if _, ok := files["cni/README"]; ok {
 		t.Error("a file that is no CNI config was bundled")
