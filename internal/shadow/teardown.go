@@ -257,7 +257,7 @@ func unmountUnder(dir string) error {
 			return nil
 		}
 		for _, mp := range mps {
-			_ = unix.Unmount(mp, unix.MNT_DETACH)
+			_ = detach(mp)
 		}
 	}
 	if left := MountsUnder(dir); len(left) > 0 {
