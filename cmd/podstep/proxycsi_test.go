@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -272,7 +273,8 @@ func TestProxyCSI(t *testing.T) {
 			if err := os.Mkdir(recs, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			var out, errOut bytes.Buffer
+			// Read while the proxy writes them: locked.
+			var out, errOut lockedBuffer
 			px := exec.Command(bin, "proxy", "--auto", "-o", "json", "--listen", "unix://"+sock, "--upstream", upstream,
 				"--csi", csiDriverName, "--csi-registry", drv.registry, "--record-dir", recs, "--serve", "127.0.0.1:0")
 			px.Stdout, px.Stderr = &out, &errOut
@@ -464,4 +466,22 @@ func livePage(t *testing.T, stderr string) string {
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body) // ends with the client's timeout
 	return string(b)
+}
+
+// lockedBuffer is a bytes.Buffer a test reads while a process writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -132,7 +131,7 @@ func TestProxyCSIDiffsWithRun(t *testing.T) {
 	sock := strings.TrimPrefix(second.Endpoint, "unix://")
 	d, upstream := simAndDir(t, "pxd")
 	pxRec := filepath.Join(d, "proxy.rec")
-	var pxOut bytes.Buffer
+	var pxOut lockedBuffer // read while the proxy writes it
 	px := exec.Command(bin, "proxy", "--auto", "--listen", "unix://"+filepath.Join(d, "p.sock"), "--upstream", upstream,
 		"--csi", driver+"="+second.Endpoint, "--record", pxRec)
 	px.Stdout, px.Stderr = &pxOut, &pxOut
