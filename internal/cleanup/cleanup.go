@@ -89,6 +89,16 @@ func cleanSandbox(ctx context.Context, c *cri.Client, sb *runtimeapi.PodSandbox,
 			continue
 		}
 		r.Dirs = append(r.Dirs, d.path)
+		if d.pod {
+			// The local volumes' devices the pod's bind mounts used.
+			for _, dm := range DeviceMounts(d.root) {
+				if dm.Removed {
+					r.Dirs = append(r.Dirs, dm.Path)
+				} else {
+					r.Kept = append(r.Kept, dm.Path+": "+dm.Why)
+				}
+			}
+		}
 	}
 	r.Err = errors.Join(errs...)
 	return r

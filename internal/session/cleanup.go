@@ -107,6 +107,8 @@ func Cleanup(ctx context.Context, o CleanupOptions, w io.Writer) error {
 		return uids[uid]
 	}
 	dirs := append(append(shadows, cleanup.Orphans(o.RootDir, o.LogDir, present)...), simDirs...)
+	// Then the local volumes' device mounts those pod dirs were the last to use.
+	dirs = append(dirs, cleanup.DeviceMounts(o.RootDir)...)
 	if endpoint == "" && len(dirs) == 0 {
 		fmt.Fprintf(w, "nothing to clean: no runtime answered at %s, and no pod dir under %s or %s is left by a run that ended\n", WellKnown(), o.RootDir, o.LogDir)
 	}

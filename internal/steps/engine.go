@@ -195,6 +195,10 @@ type podRuntime struct {
 	// csiVolumes are the CSI volumes the volumes stage staged or
 	// published (or may have: a call that timed out), for teardown.
 	csiVolumes []*volume.CSIResult
+	// deviceMounts are the block devices of local PersistentVolumes the
+	// volumes stage mounted (local MountDevice), for the teardown's
+	// UnmountDevice after the pod's bind mounts are gone.
+	deviceMounts []*volume.DeviceMount
 }
 
 // plannedSandbox caches the sandbox config built for the cgroup driver it names.

@@ -80,6 +80,9 @@ func (e *Engine) LeftBehind() LeftBehind {
 	// mount may be none the mount table shows, and a staging dir is
 	// outside the pod dir): only the driver's NodeUnpublishVolume and
 	// NodeUnstageVolume undo them.
+	for _, dm := range e.rt.deviceMounts {
+		l.Mounts = append(l.Mounts, fmt.Sprintf("%s (%s on %s, a local volume's device: umount it, then rmdir)", dm.Path, dm.FSType, dm.Device))
+	}
 	for _, v := range e.rt.csiVolumes {
 		if v.State.Published {
 			l.Mounts = append(l.Mounts, fmt.Sprintf("%s (CSI %s, published: needs NodeUnpublishVolume)", v.TargetPath, v.Driver))

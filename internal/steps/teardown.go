@@ -411,6 +411,11 @@ func (removeDirsStep) run(ctx context.Context, e *Engine) Result {
 		for _, m := range ms {
 			details = append(details, kv("unmounted", m.Path+" ("+m.FSType+")"))
 		}
+		if err == nil {
+			var d []Detail
+			d, err = e.unmountDevices()
+			details = append(details, d...)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("unmount volumes: %w", err))
 		} else if err := rmtree.RemoveAll(podDir); err != nil {
@@ -487,6 +492,31 @@ func (e *Engine) teardownCSI(ctx context.Context) ([]Detail, error) {
 	}
 	e.mu.Lock()
 	e.rt.csiVolumes = left
+	e.mu.Unlock()
+	return details, errors.Join(errs...)
+}
+
+// unmountDevices unmounts the block devices of local PersistentVolumes,
+// once the pod's bind mounts of them are gone, as the reconciler's
+// unmountDetachDevices does (the local plugin's UnmountDevice: unmount,
+// remove the dir). One that fails stays listed.
+func (e *Engine) unmountDevices() ([]Detail, error) {
+	e.mu.Lock()
+	dms := append([]*volume.DeviceMount(nil), e.rt.deviceMounts...)
+	e.mu.Unlock()
+	var details []Detail
+	var errs []error
+	var left []*volume.DeviceMount
+	for _, dm := range dms {
+		if err := volume.UnmountDevice(dm); err != nil {
+			errs = append(errs, err)
+			left = append(left, dm)
+			continue
+		}
+		details = append(details, kv("unmounted", dm.Path+" ("+dm.Device+", "+dm.FSType+"; local volume UnmountDevice)"))
+	}
+	e.mu.Lock()
+	e.rt.deviceMounts = left
 	e.mu.Unlock()
 	return details, errors.Join(errs...)
 }

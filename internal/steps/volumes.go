@@ -81,9 +81,14 @@ func (volumesStep) run(ctx context.Context, e *Engine) Result {
 		if r.Created {
 			made = append(made, r.Path)
 		}
-		if r.CSI != nil {
+		if r.CSI != nil || r.Device != nil {
 			e.mu.Lock()
-			e.rt.csiVolumes = append(e.rt.csiVolumes, r.CSI)
+			if r.CSI != nil {
+				e.rt.csiVolumes = append(e.rt.csiVolumes, r.CSI)
+			}
+			if r.Device != nil {
+				e.rt.deviceMounts = append(e.rt.deviceMounts, r.Device)
+			}
 			e.mu.Unlock()
 		}
 		if err != nil {

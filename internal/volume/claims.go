@@ -1,6 +1,7 @@
 package volume
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -270,18 +271,30 @@ func (p *Prepared) preparePV() error {
 		return prepareHostPath(pv.Spec.HostPath)
 	case pv.Spec.Local != nil:
 		p.plugin = PluginLocal
-		if fileType, err := fileType(pv.Spec.Local.Path); err == nil && fileType == corev1.HostPathBlockDev {
-			return &UnsupportedError{Kind: "local", Need: fmt.Sprintf("local PersistentVolume %s is a block device (%s): the kubelet formats and mounts it first (local volume MountDevice); podstep does not support block-device local volumes yet", pv.Name, pv.Spec.Local.Path),
-				Fix: "use a local PersistentVolume whose path is a directory, or a hostPath PersistentVolume"}
+		if !exists(pv.Spec.Local.Path) {
+			p.dir = filepath.Join(p.podDir(), "volumes", "kubernetes.io~local-volume", pv.Name)
+			if h.Simulated {
+				p.dir = pv.Spec.Local.Path
+			}
+			return &ClaimError{Msg: fmt.Sprintf("path %q does not exist", pv.Spec.Local.Path), Fix: fmt.Sprintf("local PersistentVolume %s names %s, which this node does not have: create it, or run on the node that has it", pv.Name, pv.Spec.Local.Path)}
 		}
-		if h.Simulated {
+		kind, err := localPathKind(pv)
+		if err != nil {
+			return &ClaimError{Msg: err.Error(), Fix: fmt.Sprintf("local PersistentVolume %s names %s (%s): the kubelet's local volume plugin mounts a directory or a block device", pv.Name, pv.Spec.Local.Path, kind)}
+		}
+		block := kind == corev1.HostPathBlockDev
+		switch {
+		case h.Simulated && block:
+			p.dir = filepath.Join(p.podDir(), "volumes", "kubernetes.io~local-volume", pv.Name)
+			p.notes = append(p.notes, fmt.Sprintf("%s is a block device: on a real runtime podstep formats it when it has no file system and mounts it at %s, then bind-mounts that into the pod, as the kubelet's local volume plugin does (MountDevice, SetUpAt); on the simulator nothing is formatted or mounted", pv.Spec.Local.Path, filepath.Join(LocalDeviceMountsDir(h.RootDir), pv.Name)))
+		case h.Simulated:
 			p.dir = pv.Spec.Local.Path
 			p.notes = append(p.notes, "on the simulator the local path is used as is, as for hostPath; on a real runtime podstep bind-mounts it under pods/UID/volumes/kubernetes.io~local-volume/"+pv.Name+" as the kubelet's local volume plugin does")
-		} else {
+		default:
 			p.dir = filepath.Join(p.podDir(), "volumes", "kubernetes.io~local-volume", pv.Name)
-		}
-		if !exists(pv.Spec.Local.Path) {
-			return &ClaimError{Msg: fmt.Sprintf("path %q does not exist", pv.Spec.Local.Path), Fix: fmt.Sprintf("local PersistentVolume %s names %s, which this node does not have: create it, or run on the node that has it", pv.Name, pv.Spec.Local.Path)}
+			if block {
+				p.localDevice = pv.Spec.Local.Path
+			}
 		}
 		return nil
 	case pv.Spec.CSI != nil:
@@ -324,7 +337,7 @@ func (c *Claim) String() string {
 // local plugin's SetUpAt does (pkg/volume/local/local.go: a bind mount of
 // the path at pods/UID/volumes/kubernetes.io~local-volume/PV, remounted
 // read-only for a read-only claim), or on the simulator its path as is.
-func (p *Prepared) applyPV(r *Result) error {
+func (p *Prepared) applyPV(ctx context.Context, r *Result) error {
 	pv := p.claim.PV
 	switch {
 	case pv.Spec.HostPath != nil:
@@ -341,13 +354,28 @@ func (p *Prepared) applyPV(r *Result) error {
 		if !p.host.Mount {
 			return &ClaimError{Msg: fmt.Sprintf("cannot bind-mount %s at %s: bind mounts need root", pv.Spec.Local.Path, p.dir), Fix: "run podstep as root (the kubelet runs as root), or use the simulator (--runtime sim)"}
 		}
+		src := pv.Spec.Local.Path
+		if p.localDevice != "" {
+			dm, notes, err := mountLocalDevice(ctx, pv, p.localDevice, filepath.Join(LocalDeviceMountsDir(p.host.RootDir), pv.Name), p.claim.ReadOnly)
+			r.Notes = append(r.Notes, notes...)
+			if err != nil {
+				return &Error{Volume: p.vol.Name, Op: "MountVolume.MountDevice failed", Err: err}
+			}
+			r.Device = dm
+			src = dm.Path
+		}
 		if err := os.MkdirAll(p.dir, 0o750); err != nil {
 			return err
 		}
-		if err := bindMount(pv.Spec.Local.Path, p.dir, p.claim.ReadOnly); err != nil {
-			return fmt.Errorf("mount failed: bind %s to %s: %w", pv.Spec.Local.Path, p.dir, err)
+		if err := bindMount(src, p.dir, p.claim.ReadOnly); err != nil {
+			return fmt.Errorf("mount failed: bind %s to %s: %w", src, p.dir, err)
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("bind mount of %s (local PersistentVolume %s), unmounted at teardown", pv.Spec.Local.Path, pv.Name))
+		r.Notes = append(r.Notes, fmt.Sprintf("bind mount of %s (local PersistentVolume %s), unmounted at teardown", src, pv.Name))
+		if !p.claim.ReadOnly {
+			// SetUpAt: the volume's ownership, on its first mount
+			// (ChangePermissions when no other pod mounts the path).
+			return p.setOwnership(r, false)
+		}
 	}
 	return nil
 }
@@ -374,7 +402,7 @@ func checkNodeAffinity(pv *corev1.PersistentVolume, labels map[string]string) er
 // PlannedPath is where vol will be on the host (Path), with a
 // persistentVolumeClaim or ephemeral volume resolved to its PV's place: a
 // hostPath PV's path, a local PV's pods/UID/volumes/kubernetes.io~local-volume/PV
-// (its path on the simulator), a CSI PV's
+// (its path on the simulator, unless a block device), a CSI PV's
 // pods/UID/volumes/kubernetes.io~csi/PV/mount. A claim that does not
 // resolve keeps Path's.
 func (h *Host) PlannedPath(pod *corev1.Pod, podDir string, vol corev1.Volume) string {
@@ -388,7 +416,7 @@ func (h *Host) PlannedPath(pod *corev1.Pod, podDir string, vol corev1.Volume) st
 	switch s := c.PV.Spec; {
 	case s.HostPath != nil:
 		return s.HostPath.Path
-	case s.Local != nil && h.Simulated:
+	case s.Local != nil && h.Simulated && !isBlockDevice(s.Local.Path):
 		return s.Local.Path
 	case s.Local != nil:
 		return filepath.Join(podDir, "volumes", "kubernetes.io~local-volume", c.PV.Name)

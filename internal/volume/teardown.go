@@ -63,7 +63,7 @@ func parseMountinfo(table, dir string) []Mount {
 		if !strings.HasPrefix(mp, dir) && !strings.Contains(mp, `\`) {
 			continue // most mounts are elsewhere: no unescaping
 		}
-		mp = unescapeMountinfo(mp)
+		mp = UnescapeMountinfo(mp)
 		if mp != dir && !strings.HasPrefix(mp, dir+"/") {
 			continue
 		}
@@ -72,8 +72,9 @@ func parseMountinfo(table, dir string) []Mount {
 	return out
 }
 
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for a space).
-func unescapeMountinfo(s string) string {
+// UnescapeMountinfo undoes the kernel's octal escapes (\040 for a space)
+// of a path in /proc/self/mountinfo.
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

@@ -118,6 +118,9 @@ type Result struct {
 	Secret bool `json:"secret,omitempty"`
 	// CSI is set for a CSI volume: what its calls did, for teardown.
 	CSI *CSIResult `json:"-"`
+	// Device is set for a local PersistentVolume on a block device: where
+	// its device was mounted before the pod's bind mount, for teardown.
+	Device *DeviceMount `json:"-"`
 	// Notes say how podstep's setup relates to the kubelet's.
 	Notes []string `json:"notes,omitempty"`
 	// Warnings are things a user should know (the kubelet would differ).
@@ -135,8 +138,11 @@ type Prepared struct {
 	medium  corev1.StorageMedium      // of the (wrapped) emptyDir
 	size    int64                     // tmpfs size in bytes; 0 = no size option
 	notes   []string
-	claim   *Claim      // persistentVolumeClaim and ephemeral volumes
-	csiVol  *csi.Volume // CSI volumes (inline, or a claim's CSI PV)
+	claim   *Claim // persistentVolumeClaim and ephemeral volumes
+	// localDevice is a local PV's block device, mounted by Apply before
+	// the bind mount (on a real runtime).
+	localDevice string
+	csiVol      *csi.Volume // CSI volumes (inline, or a claim's CSI PV)
 	// csiTokens are the CSIDriver's tokenRequests, minted by Apply.
 	csiTokens          []storagev1.TokenRequest
 	csiTokensInSecrets bool
@@ -289,7 +295,7 @@ func (p *Prepared) Apply(ctx context.Context) (Result, error) {
 	case p.csiVol != nil:
 		err = p.applyCSI(ctx, &r)
 	case p.claim != nil:
-		err = p.applyPV(&r)
+		err = p.applyPV(ctx, &r)
 	case p.vol.HostPath != nil:
 		r.Created, err = applyHostPath(p.vol.HostPath)
 		if r.Created {

@@ -583,7 +583,7 @@ func TestPathAndKind(t *testing.T) {
 }
 
 func TestUnescapeMountinfo(t *testing.T) {
-	if got := unescapeMountinfo(`/a\040b/c\011d`); got != "/a b/c\td" {
+	if got := UnescapeMountinfo(`/a\040b/c\011d`); got != "/a b/c\td" {
 		t.Errorf("unescape = %q", got)
 	}
 }
