@@ -26,7 +26,9 @@
 #                               harnesses' docker.io/library/busybox:1.35: sh, mkdir, rm)
 # Storage lives in the folder too: local-path-provisioner's volumes in $PODSTEP_CLUSTER_DIR/local-path,
 # each node's mock CSI driver socket in NODE_DIR/csi/csi.sock, its registration in the node's
-# NODE_DIR/root/plugins_registry. Neither listens on a port.
+# NODE_DIR/root/plugins_registry. Neither listens on a port. With PODSTEP_CLUSTER_PROXY the node's
+# proxy stands in front of csi.sock too (--csi: the mock's own socket is then
+# NODE_DIR/csi/.csi.sock.podstep-driver) and records the kubelet's CSI calls with each pod.
 #
 # Sets: CLUSTER_DIR, PORT_BASE, ETCD_PORT, ETCD_PEER_PORT, APISERVER_PORT, CM_PORT,
 # SCHED_PORT, NODES (16 2), and per node N in NODES: NODE_NAME_N, ENDPOINT_N, KUBELET_PORT_N,

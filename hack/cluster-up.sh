@@ -76,9 +76,11 @@ log "binaries (built once, cached in ~/.cache/podstep):"
 ETCD=$(bash "$HERE/etcd-build.sh" | tail -n 1)
 K8S_BIN=$(bash "$HERE/control-plane-build.sh" | tail -n 1)
 KUBELET=$(bash "$HERE/kubelet-build.sh" | tail -n 1)
+CSIMOCK=$(bash "$HERE/csi-mock-build.sh" | tail -n 1)
 log "  $ETCD"
 log "  $K8S_BIN/{kube-apiserver,kube-controller-manager,kube-scheduler}"
 log "  $KUBELET"
+log "  $CSIMOCK"
 mkdir -p "$CLUSTER_DIR/bin" "$CLUSTER_DIR/logs" "$CLUSTER_DIR/run" "$PKI"
 # crisweep: cluster-down's CRI sweep of the kubelets' pods (built now, so that down needs no go)
 if [ ! -x "$CLUSTER_DIR/bin/crisweep" ]; then
@@ -296,6 +298,15 @@ for n in "${NODES[@]}"; do
 	# the proxy reads each pod's spec). Each proxy serves its live page (--serve) on
 	# 127.0.0.1:LIVE_PORT (PORT_BASE+12 for node 1.6, +22 for node 2; printed as LIVE_URL_N):
 	# the newest pod its kubelet creates (TestProxyLivePageInChromium).
+	# The mock CSI driver (see "storage" below) starts before the proxy and the kubelet: the proxy
+	# takes its socket over (--csi), so the kubelet, which dials the socket the registration names,
+	# only ever reaches the driver through the proxy, from its first NodeGetInfo on.
+	csisock=$(node_csi_socket "$n")
+	reg=$nd/root/plugins_registry
+	[ ${#reg} -le $((107 - ${#CSI_DRIVER} - 10)) ] ||
+		die "PODSTEP_CLUSTER_DIR=$CLUSTER_DIR is too long: the mock's registration socket $reg/$CSI_DRIVER-reg.sock passes the 107 bytes of a unix socket path"
+	start "csimock-$name" "--endpoint=$csisock" "$CSIMOCK" "--endpoint=$csisock" "--name=$CSI_DRIVER" "--registration=$reg"
+	wait_for "mock CSI driver $CSI_DRIVER of $name on unix://$csisock" "csimock-$name" test -S "$csisock"
 	kubelet_ep=$(node_var "$n" ENDPOINT)
 	if [ -n "${PODSTEP_CLUSTER_PROXY:-}" ]; then
 		[ -x "$PODSTEP_CLUSTER_PROXY" ] || die "PODSTEP_CLUSTER_PROXY=$PODSTEP_CLUSTER_PROXY: not an executable podstep binary"
@@ -304,7 +315,7 @@ for n in "${NODES[@]}"; do
 		mkdir -p "$recdir" && chmod 0700 "$recdir"
 		check_port "$(node_var "$n" LIVE_PORT)" "unix://$psock"
 		pargs=(--listen "unix://$psock" --upstream "$(node_var "$n" ENDPOINT)" --auto -o json --record-dir "$recdir"
-			--serve "127.0.0.1:$(node_var "$n" LIVE_PORT)")
+			--serve "127.0.0.1:$(node_var "$n" LIVE_PORT)" --csi "$CSI_DRIVER=unix://$csisock" --csi-registry "$reg")
 		[ -z "${PODSTEP_CLUSTER_PROXY_POD:-}" ] || pargs+=(--pod "$PODSTEP_CLUSTER_PROXY_POD")
 		if [ -n "${PODSTEP_CLUSTER_PROXY_ARGS:-}" ]; then
 			read -r -a extra <<<"$PODSTEP_CLUSTER_PROXY_ARGS"
@@ -315,6 +326,10 @@ for n in "${NODES[@]}"; do
 		fi
 		start "proxy-$name" "unix://$psock" "$PODSTEP_CLUSTER_PROXY" proxy "${pargs[@]}"
 		wait_for "podstep proxy for $name on unix://$psock" "proxy-$name" test -S "$psock"
+		# taken over: the driver's own socket has its second name (internal/proxy.MovedPath), the
+		# proxy's socket is at $csisock, before the kubelet starts
+		wait_for "podstep proxy for $name in front of $CSI_DRIVER (unix://$csisock)" "proxy-$name" \
+			test -S "$(dirname "$csisock")/.$(basename "$csisock").podstep-driver"
 		kubelet_ep=unix://$psock
 	fi
 	cat >"$nd/kubelet-config.yaml" <<EOF
@@ -398,7 +413,6 @@ api_create() { # api_create PATH YAML: POST the object; one that exists already 
 	esac
 }
 LOCAL_PATH=$(bash "$HERE/local-path-build.sh" | tail -n 1)
-CSIMOCK=$(bash "$HERE/csi-mock-build.sh" | tail -n 1)
 mkdir -p "$LOCAL_PATH_DIR"
 LP_NS=local-path-storage LP_SA=local-path-provisioner-service-account
 api_create /api/v1/namespaces "{apiVersion: v1, kind: Namespace, metadata: {name: $LP_NS}}"
@@ -491,10 +505,12 @@ start local-path-provisioner "--kubeconfig=$LP_KUBECONFIG" env "POD_NAMESPACE=$L
 	"--namespace=$LP_NS" "--service-account-name=$LP_SA" --configmap-name=local-path-config "--helper-image=$BUSYBOX_IMAGE"
 wait_for "local-path-provisioner started (StorageClass $STORAGE_CLASS, volumes in $LOCAL_PATH_DIR)" local-path-provisioner lp_started
 
-# The mock CSI driver (hack/csi-mock-build.sh: the e2e mock of Kubernetes v1.37.0) on each node, as
-# a CSI driver's DaemonSet pod would run there: its node (and controller) service on the node's
-# csi.sock, registered with that node's kubelet through the kubelet's plugins_registry (csimock
-# serves the registration socket node-driver-registrar would). Its CSIDriver: no attach (no
+# The mock CSI driver (hack/csi-mock-build.sh: the e2e mock of Kubernetes v1.37.0) on each node
+# (started before the node's proxy and kubelet, above), as a CSI driver's DaemonSet pod would run
+# there: its node (and controller) service on the node's csi.sock, registered with that node's
+# kubelet through the kubelet's plugins_registry (csimock serves the registration socket
+# node-driver-registrar would); with PODSTEP_CLUSTER_PROXY the node's proxy stands in front of
+# csi.sock (--csi) and records the kubelet's CSI calls with each pod. Its CSIDriver: no attach (no
 # external-attacher runs here; the mock then wants no publish_context "device"), pod info on mount,
 # persistent and inline (Ephemeral) volumes. It keeps volumes in memory: a CSI PersistentVolume's
 # volumeHandle must come from that node's mock's CreateVolume (no external-provisioner runs here).
@@ -503,14 +519,6 @@ apiVersion: storage.k8s.io/v1
 kind: CSIDriver
 metadata: {name: $CSI_DRIVER}
 spec: {attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: [Persistent, Ephemeral]}"
-for n in "${NODES[@]}"; do
-	name=$(node_var "$n" NODE_NAME)
-	sock=$(node_csi_socket "$n")
-	reg=$(node_dir "$n")/root/plugins_registry
-	[ ${#reg} -le $((107 - ${#CSI_DRIVER} - 10)) ] ||
-		die "PODSTEP_CLUSTER_DIR=$CLUSTER_DIR is too long: the mock's registration socket $reg/$CSI_DRIVER-reg.sock passes the 107 bytes of a unix socket path"
-	start "csimock-$name" "--endpoint=$sock" "$CSIMOCK" "--endpoint=$sock" "--name=$CSI_DRIVER" "--registration=$reg"
-done
 csi_registered() { api "/apis/storage.k8s.io/v1/csinodes/$1" | jq -e --arg d "$CSI_DRIVER" '[.spec.drivers[]?.name] | index($d)'; }
 for n in "${NODES[@]}"; do
 	name=$(node_var "$n" NODE_NAME)

@@ -99,8 +99,13 @@ type Volume struct {
 	AccessMode   corev1.PersistentVolumeAccessMode
 	MountOptions []string
 	// VolumeContext is the PV's volumeAttributes (the inline volume's),
-	// with PodInfo merged in for a podInfoOnMount driver.
-	VolumeContext  map[string]string
+	// with PodInfo merged in for a podInfoOnMount driver (and the tokens
+	// of a CSIDriver's tokenRequests): NodePublishVolume's (SetUpAt).
+	VolumeContext map[string]string
+	// Attributes are the PV's volumeAttributes alone: NodeStageVolume's
+	// volume context (csiAttacher.MountDevice sends csiSource.VolumeAttributes:
+	// no pod info, no tokens; a stage is the volume's, not a pod's).
+	Attributes     map[string]string
 	PublishContext map[string]string
 	// StageSecrets and PublishSecrets are the data of nodeStageSecretRef
 	// and nodePublishSecretRef.
@@ -171,7 +176,7 @@ func mountDevice(ctx context.Context, c *Client, v *Volume, st *State) error {
 	req := &csipb.NodeStageVolumeRequest{
 		VolumeId: v.Handle, PublishContext: v.PublishContext, StagingTargetPath: v.StagingPath,
 		VolumeCapability: capability(mode, v.FSType, v.MountOptions, fsGroupArg(group, v.FSGroup)),
-		Secrets:          v.StageSecrets, VolumeContext: v.VolumeContext,
+		Secrets:          v.StageSecrets, VolumeContext: v.Attributes,
 	}
 	c.rec.Redactor.AddSecrets(Secrets(v.StageSecrets)...)
 	err = c.Stage(ctx, req)

@@ -1,5 +1,7 @@
 package diff
 
+import "github.com/podstep/podstep/internal/cri"
+
 // Op says how an aligned entry relates the two recordings.
 type Op string
 
@@ -204,4 +206,75 @@ func alignTable[T comparable](a, b []T) []pair {
 		out = append(out, pair{-1, j})
 	}
 	return out
+}
+
+// alignCalls aligns two recordings' calls. A CSI driver's calls and the
+// runtime's are aligned apart, each channel in its own order, then merged
+// back in recording order: the kubelet sends them from different
+// goroutines (the volume manager's reconciler; the pod worker and the
+// garbage collector), so where a NodeUnpublishVolume falls among the
+// teardown's CRI calls is a race of the kubelet's, not a difference (its
+// reconciler unpublishes once the pod's containers stopped, before or after
+// the collector removes them). Without CSI calls it is align.
+func alignCalls(a, b []*Call) []pair {
+	split := func(calls []*Call) (crIdx, csiIdx []int) {
+		for i, c := range calls {
+			if cri.IsCRI(c.Method) {
+				crIdx = append(crIdx, i)
+			} else {
+				csiIdx = append(csiIdx, i)
+			}
+		}
+		return crIdx, csiIdx
+	}
+	criA, csiA := split(a)
+	criB, csiB := split(b)
+	if len(csiA) == 0 && len(csiB) == 0 {
+		return align(keys(a), keys(b))
+	}
+	channel := func(ia, ib []int) []pair {
+		ka, kb := make([]string, len(ia)), make([]string, len(ib))
+		for i, x := range ia {
+			ka[i] = a[x].Key()
+		}
+		for i, x := range ib {
+			kb[i] = b[x].Key()
+		}
+		ps := align(ka, kb)
+		for i, p := range ps {
+			if p.a >= 0 {
+				ps[i].a = ia[p.a]
+			}
+			if p.b >= 0 {
+				ps[i].b = ib[p.b]
+			}
+		}
+		return ps
+	}
+	return mergePairs(channel(criA, criB), channel(csiA, csiB))
+}
+
+// mergePairs merges two alignments, each in order, into one: by A's
+// order where both entries have an A call, else by B's, else A's extra
+// entry first (as align reports ties).
+func mergePairs(x, y []pair) []pair {
+	out := make([]pair, 0, len(x)+len(y))
+	for len(x) > 0 && len(y) > 0 {
+		p, q := x[0], y[0]
+		var first bool
+		switch {
+		case p.a >= 0 && q.a >= 0:
+			first = p.a < q.a
+		case p.b >= 0 && q.b >= 0:
+			first = p.b < q.b
+		default:
+			first = p.a >= 0
+		}
+		if first {
+			out, x = append(out, p), x[1:]
+		} else {
+			out, y = append(out, q), y[1:]
+		}
+	}
+	return append(append(out, x...), y...)
 }

@@ -105,8 +105,7 @@ func Compare(a, b *Recording) *Result {
 	static := StaticPodName(a, b)
 	fa, fb := prepare(a, static), prepare(b, static)
 	res := &Result{A: side(a, fa), B: side(b, fb), Manifest: CheckManifests(a, b), Normalisations: Normalisations}
-	ka, kb := keys(fa.calls), keys(fb.calls)
-	for _, p := range align(ka, kb) {
+	for _, p := range alignCalls(fa.calls, fb.calls) {
 		var e Entry
 		switch {
 		case p.a >= 0 && p.b >= 0:

@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,13 @@ func TestCSIVolumes(t *testing.T) {
 			}
 			if inline == nil || pv == nil {
 				t.Fatalf("publish requests: %v %v", inline, pv)
+			}
+			// The stage is the volume's: the PV's volumeAttributes alone, no
+			// pod info (csiAttacher.MountDevice sends csiSource.VolumeAttributes).
+			for _, g := range node.Got() {
+				if r, ok := g.Request.(*csipb.NodeStageVolumeRequest); ok && !maps.Equal(r.VolumeContext, map[string]string{"size": "small"}) {
+					t.Errorf("NodeStageVolume volume context %v: want the PV's volumeAttributes only, {size: small}", r.VolumeContext)
+				}
 			}
 			if inline.TargetPath != filepath.Join(podDir, "volumes", "kubernetes.io~csi", "inline", "mount") || inline.StagingTargetPath != "" ||
 				inline.VolumeId != csi.InlineHandle(b.Pod.UID, "inline") {

@@ -79,7 +79,7 @@ func (p *Prepared) prepareCSI(pv *corev1.PersistentVolume) error {
 			v.AccessMode = pv.Spec.AccessModes[0]
 		}
 		v.MountOptions = pv.Spec.MountOptions
-		v.VolumeContext = src.VolumeAttributes
+		v.VolumeContext, v.Attributes = src.VolumeAttributes, src.VolumeAttributes
 		stageRef, publishRef = src.NodeStageSecretRef, src.NodePublishSecretRef
 		v.StagingPath = csi.StagingPath(h.RootDir, v.Driver, v.Handle)
 		if pv.Spec.VolumeMode != nil && *pv.Spec.VolumeMode == corev1.PersistentVolumeBlock {

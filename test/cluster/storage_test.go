@@ -6,7 +6,9 @@
 // hack/cluster-up.sh serves on each node, then `podstep run --pod` replays
 // that pod on the replay runtime of the node's containerd version and
 // mounts the same volume: the provisioned directory, or the node's
-// registered mock driver called as the kubelet calls it.
+// registered mock driver called as the kubelet calls it. The CSI tests then
+// diff the kubelet's CSI calls, recorded by the podstep proxy that
+// cluster-up.sh stands in front of each node's mock (--csi), with podstep's.
 //
 // Each test runs once per node (containerd 1.6, containerd 2), one after
 // the other. Environment (hack/test.sh's cluster phase, from cluster-up.sh's
@@ -17,6 +19,7 @@
 //	PODSTEP_CSI_ENDPOINT_N         the node's mock CSI driver socket (its controller service
 //	                               makes the volumes of CSI PersistentVolumes: CreateVolume)
 //	PODSTEP_CSI_REGISTRY_N         the node's kubelet's plugins_registry (where the mock registered)
+//	PODSTEP_RECORD_DIR_N           the --record-dir of the node's proxy (cluster-up.sh's RECORD_DIR_N)
 //
 // CI=true turns every missing variable into a failure.
 package cluster
@@ -63,6 +66,9 @@ type storageEnv struct {
 	// csiEndpoint and csiRegistry: the node's mock driver socket and its kubelet's
 	// plugins_registry ("" unless the test needs the mock).
 	csiEndpoint, csiRegistry string
+	// recDir is the node's proxy's --record-dir, where the kubelet's CSI
+	// calls are recorded with each pod ("" unless the test needs the mock).
+	recDir string
 }
 
 // storageRuntimes are the nodes' runtimes, each test's subtests.
@@ -85,6 +91,7 @@ func storageSetup(t *testing.T, rt string, withCSI bool) *storageEnv {
 	e := &storageEnv{c: c, node: c.Node(rt), bin: get("PODSTEP_BIN", &missing), replay: get("PODSTEP_REPLAY_ENDPOINT_"+n, &missing)}
 	if withCSI {
 		e.csiEndpoint, e.csiRegistry = get("PODSTEP_CSI_ENDPOINT_"+n, &missing), get("PODSTEP_CSI_REGISTRY_"+n, &missing)
+		e.recDir = get("PODSTEP_RECORD_DIR_"+n, &missing)
 	}
 	if len(missing) > 0 {
 		notRun(t, strings.Join(missing, ", ")+" not set")
@@ -326,19 +333,120 @@ func (e *storageEnv) createMockVolume(t *testing.T, name string) string {
 // kubeletRoot is the node's kubelet root dir (its plugins_registry's parent).
 func (e *storageEnv) kubeletRoot() string { return filepath.Dir(e.csiRegistry) }
 
-// compareWithKubeletCSICalls is where podstep's CSI calls (mine: the
-// recording of replayPod) are to be compared in `podstep diff` with the real
-// kubelet's, as `podstep proxy` in front of the node's CSI driver records
-// them (issue 31, item 5; branch csiproxy): cluster-up.sh would start that
-// proxy on the mock's registration, and this would diff its recording of
-// ns/pod with mine. Until then nothing records the kubelet's CSI calls, so
-// nothing is compared here (said in the log, not faked): the tests check
-// podstep's calls against the kubelet's order as v1.37's pkg/volume/csi
-// makes them (TestCSIMockDriver's list), and the kubelet's own stage and
-// publish by the paths they leave.
-func compareWithKubeletCSICalls(t *testing.T, ns, pod, mine string) {
+// csiMethods are the CSI node service's calls a kubelet makes.
+var csiMethods = map[string]bool{
+	"NodeGetCapabilities": true, "NodeGetInfo": true, "NodeStageVolume": true, "NodeUnstageVolume": true,
+	"NodePublishVolume": true, "NodeUnpublishVolume": true, "NodeGetVolumeStats": true, "NodeExpandVolume": true,
+}
+
+// csiDiff is the part of `podstep diff -o json` compareWithKubeletCSICalls reads.
+type csiDiff struct {
+	Calls []struct {
+		Op     string `json:"op"`
+		Method string `json:"method"`
+		StepA  string `json:"step_a"`
+		StepB  string `json:"step_b"`
+		CountA int    `json:"count_a"`
+		CountB int    `json:"count_b"`
+		CodeA  string `json:"code_a"`
+		CodeB  string `json:"code_b"`
+		Fields []struct {
+			Path string `json:"path"`
+			A    string `json:"a"`
+			B    string `json:"b"`
+		} `json:"fields"`
+	} `json:"calls"`
+	Counts struct {
+		Same   int `json:"same"`
+		Differ int `json:"differ"`
+		OnlyA  int `json:"only_a"`
+		OnlyB  int `json:"only_b"`
+	} `json:"counts"`
+}
+
+// compareWithKubeletCSICalls compares podstep's CSI calls (mine: the
+// recording of replayPod) with the real kubelet's, as the `podstep proxy
+// --csi` in front of the node's mock driver recorded them with the pod
+// (hack/cluster-up.sh): it deletes the real pod (the kubelet unpublishes and
+// unstages), waits for the proxy's recording of it (written once the
+// kubelet removed the pod's sandbox) and runs `podstep diff -o json`. Every
+// CSI entry must be the same call ("=") the same number of times in a row,
+// and the kubelet's CSI calls, in order, must be want: the kubelet reached
+// the driver through the proxy for each of them. podstep diff's own
+// normalisations are the only ones: the pod's UID (the kubelet's pod vs
+// podstep's ReplayUID, in the target paths and the pod-info keys), the root
+// dir (the kubelet's --root-dir vs podstep's) and 64-hex IDs (the staging
+// path's sha256 of the handle and an inline volume's handle, csi-sha256(UID
+// + name)). The CRI entries are TestFidelity's to judge: only counted here.
+// Listed in docs/kubelet.md, not a failure: where the kubelet's unpublish
+// falls among its CRI teardown calls (its volume manager's reconciler
+// unpublishes once the containers stopped, racing its container deletor's
+// RemoveContainer; podstep after RemovePodSandbox): podstep diff aligns the
+// CSI calls among themselves, and compares their requests all the same.
+// podstep's replay reaches the mock through the registration too, so
+// through the same proxy: its calls are another pod's there (ReplayUID).
+func (e *storageEnv) compareWithKubeletCSICalls(t *testing.T, real *corev1.Pod, mine string, want []string) {
 	t.Helper()
-	t.Logf("%s/%s: podstep's CSI calls (%s) are not compared with the kubelet's: needs podstep proxy in front of the CSI driver", ns, pod, filepath.Base(mine))
+	ns := real.Namespace
+	if err := e.c.Client.CoreV1().Pods(ns).Delete(ctx(t), real.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatalf("delete pod: %v", err)
+	}
+	theirs := filepath.Join(e.recDir, fmt.Sprintf("%s_%s_%s.rec.gz", ns, real.Name, real.UID))
+	waitFor(t, 3*time.Minute, "the proxy's recording "+theirs, func(context.Context) (bool, error) {
+		_, err := os.Stat(theirs)
+		return err == nil, err
+	})
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.Remove(theirs)
+			return
+		}
+		keep := filepath.Join(filepath.Dir(theirs), ns+"_"+real.Name+".podstep.rec.gz")
+		if b, err := os.ReadFile(mine); err == nil && os.WriteFile(keep, b, 0o600) == nil {
+			t.Logf("kept: podstep diff %s %s", theirs, keep)
+		}
+	})
+	d := e.c.runPodstep(t, time.Minute, "diff", "-o", "json", "--different-pods", theirs, mine)
+	if d.exit != 0 && d.exit != 1 {
+		t.Fatalf("podstep diff: exit %d\n%s", d.exit, d.stderr)
+	}
+	var res csiDiff
+	if err := json.Unmarshal([]byte(d.stdout), &res); err != nil {
+		t.Fatalf("podstep diff -o json: %v\n%s", err, d.stdout)
+	}
+	var kubelet, podstep, problems []string
+	for _, c := range res.Calls {
+		if !csiMethods[c.Method] {
+			continue
+		}
+		for range c.CountA {
+			kubelet = append(kubelet, c.Method)
+		}
+		for range c.CountB {
+			podstep = append(podstep, c.Method)
+		}
+		switch {
+		case c.Op == "-":
+			problems = append(problems, fmt.Sprintf("%s ×%d (step %q): the kubelet's only", c.Method, c.CountA, c.StepA))
+		case c.Op == "+":
+			problems = append(problems, fmt.Sprintf("%s ×%d (step %q): podstep's only", c.Method, c.CountB, c.StepB))
+		case c.Op == "~" && c.CodeA != c.CodeB:
+			problems = append(problems, fmt.Sprintf("%s: gRPC code %q (kubelet) / %q (podstep)", c.Method, c.CodeA, c.CodeB))
+		case c.CountA != c.CountB:
+			problems = append(problems, fmt.Sprintf("%s: ×%d in a row (kubelet, step %q) / ×%d (podstep, step %q)", c.Method, c.CountA, c.StepA, c.CountB, c.StepB))
+		}
+		for _, f := range c.Fields {
+			problems = append(problems, fmt.Sprintf("%s %s: kubelet %s, podstep %s", c.Method, f.Path, orAbsent(json.RawMessage(f.A)), orAbsent(json.RawMessage(f.B))))
+		}
+	}
+	t.Logf("podstep diff %s %s: %d same, %d differ, %d kubelet only, %d podstep only (CRI and CSI); the kubelet's CSI calls: %v",
+		filepath.Base(theirs), filepath.Base(mine), res.Counts.Same, res.Counts.Differ, res.Counts.OnlyA, res.Counts.OnlyB, kubelet)
+	if !slices.Equal(kubelet, want) {
+		t.Errorf("the kubelet's CSI calls in the proxy's recording:\n got %v\nwant %v (did the kubelet reach the mock driver through the proxy?)", kubelet, want)
+	}
+	if len(problems) > 0 {
+		t.Errorf("the kubelet's and podstep's CSI calls differ (podstep diff %s %s):\n  %s", theirs, mine, strings.Join(problems, "\n  "))
+	}
 }
 
 // TestStorageCSIInlineVolume: a pod with an inline CSI volume of the mock
@@ -380,14 +488,15 @@ func testCSIInlineVolume(t *testing.T, e *storageEnv) {
 	ngc := "NodeGetCapabilities"
 	steps, root, mine := e.replayPod(t, ns, pod.Name, "--csi-registry", e.csiRegistry)
 	setup, teardown := csiCalls(steps)
-	if want := []string{ngc, ngc, "NodePublishVolume"}; !slices.Equal(setup, want) {
-		t.Errorf("podstep's CSI calls setting up the inline volume:\n got %v\nwant %v (csiMountMgr.SetUpAt)", setup, want)
+	wantSetup, wantTeardown := []string{ngc, ngc, "NodePublishVolume"}, []string{"NodeUnpublishVolume"}
+	if !slices.Equal(setup, wantSetup) {
+		t.Errorf("podstep's CSI calls setting up the inline volume:\n got %v\nwant %v (csiMountMgr.SetUpAt)", setup, wantSetup)
 	}
-	if want := []string{"NodeUnpublishVolume"}; !slices.Equal(teardown, want) {
-		t.Errorf("podstep's CSI calls at teardown:\n got %v\nwant %v", teardown, want)
+	if !slices.Equal(teardown, wantTeardown) {
+		t.Errorf("podstep's CSI calls at teardown:\n got %v\nwant %v", teardown, wantTeardown)
 	}
 	assertPublished(t, steps, filepath.Join(root, "pods"), true)
-	compareWithKubeletCSICalls(t, ns, pod.Name, mine)
+	e.compareWithKubeletCSICalls(t, real, mine, append(wantSetup, wantTeardown...))
 }
 
 // TestStorageCSIPersistentVolume: a claim bound to a CSI PV whose volume the
@@ -464,11 +573,13 @@ func testCSIPersistentVolume(t *testing.T, e *storageEnv) {
 	ngc := "NodeGetCapabilities"
 	steps, root, mine := e.replayPod(t, ns, pod.Name, "--csi-registry", e.csiRegistry)
 	setup, teardown := csiCalls(steps)
-	if want := []string{ngc, ngc, ngc, "NodeStageVolume", ngc, ngc, ngc, "NodePublishVolume"}; !slices.Equal(setup, want) {
-		t.Errorf("podstep's CSI calls setting up the PV:\n got %v\nwant %v (csiAttacher.MountDevice, csiMountMgr.SetUpAt)", setup, want)
+	wantSetup := []string{ngc, ngc, ngc, "NodeStageVolume", ngc, ngc, ngc, "NodePublishVolume"}
+	wantTeardown := []string{"NodeUnpublishVolume", ngc, "NodeUnstageVolume"}
+	if !slices.Equal(setup, wantSetup) {
+		t.Errorf("podstep's CSI calls setting up the PV:\n got %v\nwant %v (csiAttacher.MountDevice, csiMountMgr.SetUpAt)", setup, wantSetup)
 	}
-	if want := []string{"NodeUnpublishVolume", ngc, "NodeUnstageVolume"}; !slices.Equal(teardown, want) {
-		t.Errorf("podstep's CSI calls at teardown:\n got %v\nwant %v", teardown, want)
+	if !slices.Equal(teardown, wantTeardown) {
+		t.Errorf("podstep's CSI calls at teardown:\n got %v\nwant %v", teardown, wantTeardown)
 	}
 	assertPublished(t, steps, filepath.Join(root, "pods"), false)
 	for _, s := range steps {
@@ -482,7 +593,7 @@ func testCSIPersistentVolume(t *testing.T, e *storageEnv) {
 	if _, err := os.Stat(target); err != nil {
 		t.Errorf("after podstep's replay, the kubelet's publish target: %v", err)
 	}
-	compareWithKubeletCSICalls(t, ns, pod.Name, mine)
+	e.compareWithKubeletCSICalls(t, real, mine, append(wantSetup, wantTeardown...))
 }
 
 // assertPublished checks that podstep's NodePublishVolume went to a target
