@@ -121,7 +121,7 @@ type Earlier struct {
 	State string `json:"state"`
 	// GaveUpAfterMs is how long the kubelet waited for it (State
 	// "gave-up").
-	GaveUpAfterMs int64 `json:"gave_up_after_ms,omitempty"`
+	GaveUpAfterMs int64  `json:"gave_up_after_ms,omitempty"`
 	Error         string `json:"error,omitempty"`
 }
 

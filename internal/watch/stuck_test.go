@@ -129,7 +129,7 @@ func TestStuckHungSandbox(t *testing.T) {
 		t.Fatalf("at 0.5s: %+v, want one slow note of RunPodSandbox, 500 ms", n)
 	}
 	c := n[0].Call
-	if c.DeadlineMs != (4 * time.Minute).Milliseconds() || c.DeadlineFrom != DeadlineKubelet || c.Name != "web_default_uid-web_0" {
+	if c.DeadlineMs != (4*time.Minute).Milliseconds() || c.DeadlineFrom != DeadlineKubelet || c.Name != "web_default_uid-web_0" {
 		t.Errorf("deadline %d ms from %q, name %q: want 4m from the kubelet's rule, web_default_uid-web_0", c.DeadlineMs, c.DeadlineFrom, c.Name)
 	}
 	want := "stuck: default/web: RunPodSandbox #1 0.5s, no answer; the kubelet gives up at 4m0s (2 × runtimeRequestTimeout (remoteRuntimeService.RunPodSandbox))"
