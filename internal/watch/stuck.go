@@ -343,6 +343,13 @@ func gaveUp(err error) bool {
 	return false
 }
 
+// kubeletGaveUp says whether a call that ended at end with err is one the
+// kubelet gave up on: its deadline passed (through the proxy the caller's
+// deadline ends the call upstream as DeadlineExceeded or Canceled).
+func kubeletGaveUp(s *stuckInfo, err error, end time.Time) bool {
+	return gaveUp(err) && !s.deadline.IsZero() && !end.Before(s.deadline.Add(-250*time.Millisecond))
+}
+
 // stuckDone updates the view as call c answers (w.mu held).
 func (w *Watcher) stuckDone(info *callInfo, c *proxy.Call, resp proto.Message) {
 	s := info.stuck
@@ -363,7 +370,7 @@ func (w *Watcher) stuckDone(info *callInfo, c *proxy.Call, resp proto.Message) {
 	}
 	in := p.inFlight(info, c.Seq, now)
 	switch {
-	case status.Code(c.Err) == codes.DeadlineExceeded:
+	case kubeletGaveUp(s, c.Err, now):
 		in.State, in.Error = "gave-up", safe.Line(cri.Message(c.Err))
 		p.st.gaveUp = append(p.st.gaveUp, in)
 		if len(p.st.gaveUp) > 4 {
@@ -739,11 +746,12 @@ func stuckNotes(info *callInfo, c *proxy.Call) []string {
 		return nil
 	}
 	var out []string
-	if status.Code(c.Err) == codes.DeadlineExceeded && !s.deadline.IsZero() {
-		waited := c.Duration
-		if !c.Start.IsZero() && !c.Arrived.IsZero() {
-			waited = c.Start.Add(c.Duration).Sub(c.Arrived)
-		}
+	end := c.Start.Add(c.Duration)
+	if c.Start.IsZero() {
+		end = c.Arrived.Add(c.Duration)
+	}
+	if kubeletGaveUp(s, c.Err, end) {
+		waited := end.Sub(s.sent)
 		out = append(out, fmt.Sprintf("the kubelet gave up on %s #%d after %s (its deadline: %s) and will retry; the runtime was not told and may still be working on it",
 			s.method, c.Seq, age(waited), s.rule))
 	}
