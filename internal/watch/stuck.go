@@ -506,8 +506,9 @@ func (p *Pod) waiting(now time.Time) *Waiting {
 	if worst != nil {
 		return worst
 	}
-	if p.sandboxID == "" && p.st.lastSandbox != "" {
-		since := p.lastCallEnd()
+	if since := p.lastCallEnd(); p.sandboxID == "" && p.st.lastSandbox != "" && now.Before(since.Add(SyncBackOff+time.Minute)) {
+		// Past the back-off and a minute more with no new try, the pod
+		// is likely gone (deleted before its sandbox was made).
 		until := since.Add(SyncBackOff)
 		return &Waiting{Why: "sandbox-retry", Since: since, Until: &until,
 			Text: "no sandbox: " + p.st.lastSandbox + "; the pod worker tries again after its back-off, 10–15 s (backOffPeriod, pkg/kubelet/kubelet.go, jittered by podWorkers.completeWork, pkg/kubelet/pod_workers.go)"}

@@ -145,6 +145,11 @@ func TestStuckHungSandbox(t *testing.T) {
 	if v := r.w.Pods()[0].Stuck(); len(v.Calls) != 1 || v.Calls[0].AgeMs != (3*time.Minute+13*time.Second).Milliseconds() || v.Calls[0].State != "open" {
 		t.Errorf("view at 3m13s: %+v, want the call, open, 3m13s old", v.Calls)
 	}
+	shown := r.w.Pods()[0].Steps()
+	if len(shown) != 1 || !strings.HasPrefix(shown[0].Title, "RunPodSandbox #1 3m13s, no answer; the kubelet gives up at 4m0s") ||
+		len(shown[0].Requests) != 1 || shown[0].Requests[0].Note != "sent 3m13s ago, no answer yet" {
+		t.Errorf("the TUI's steps at 3m13s: %+v, want the running step titled with the call in flight", shown)
+	}
 	r.at(4 * time.Minute)
 	n = r.answer(first, nil, status.Error(codes.DeadlineExceeded, "context deadline exceeded"))
 	if len(n) != 1 || n[0].Event != "gave-up" || !strings.Contains(n[0].Line(), "the kubelet gave up after 4m0s") || !strings.Contains(n[0].Line(), "name is reserved") {
