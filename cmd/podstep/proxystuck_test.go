@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/internal/live/livetest"
 )
 
 // hungRuntime is a CRI runtime whose RunPodSandbox reserves the sandbox's
@@ -177,5 +179,69 @@ func TestProxyStuck(t *testing.T) {
 				t.Logf("output:\n%s", out.String())
 			}
 		})
+	}
+}
+
+// TestProxyStuckPage: the live page (--serve) shows the hung call in its
+// "In flight" box within 1 s of the kubelet sending it, its age ticking
+// each second before the kubelet's deadline, in a real browser.
+func TestProxyStuckPage(t *testing.T) {
+	dir, err := os.MkdirTemp("", "pxp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	upstream := startHungRuntime(t, dir)
+	sock := filepath.Join(dir, "p.sock")
+	out := &lockedBuffer{}
+	_, stop := startProxy(t, bin, sock, upstream, out, "-o", "json", "--serve", "127.0.0.1:0")
+	t.Cleanup(stop)
+	const at = "live page at "
+	var url string
+	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if i := strings.Index(out.String(), at); i >= 0 {
+			url, _, _ = strings.Cut(out.String()[i+len(at):], " ")
+		}
+	}
+	if url == "" {
+		t.Fatalf("no live page address:\n%s", out.String())
+	}
+	b := livetest.Start(t)
+	b.Open(t, url)
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"},
+		Labels: map[string]string{"io.kubernetes.pod.name": "web", "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": "uid-web"}}
+	sent := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	}()
+	var first string
+	for time.Since(sent) < 3*time.Second {
+		if first = b.Text(t, "stuck-calls"); strings.Contains(first, "RunPodSandbox #1") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	seen := time.Since(sent)
+	if !strings.Contains(first, "RunPodSandbox #1") || seen > time.Second {
+		t.Fatalf("the page showed %q after %s, want the hung call within 1 s", first, seen)
+	}
+	t.Logf("the page named the hung call %s after it was sent: %s", seen.Round(time.Millisecond), first)
+	time.Sleep(1100 * time.Millisecond)
+	second := b.Text(t, "stuck-calls")
+	for _, s := range []string{first, second} {
+		if !strings.Contains(s, "no answer") || !strings.Contains(s, "the kubelet gives up at 5.0s") {
+			t.Errorf("the page's in-flight box %q, want the call, no answer, the kubelet's 5 s deadline", s)
+		}
+	}
+	if first == second {
+		t.Errorf("the age did not tick in 1.1 s: %q", second)
 	}
 }
