@@ -230,6 +230,9 @@ type stuckInfo struct {
 	said     int // how many "slow" notes were given
 }
 
+// holdNames is how long a name the kubelet gave up on is remembered.
+const holdNames = 30 * time.Minute
+
 // holder is a call that holds a sandbox or container name at the runtime.
 type holder struct {
 	Earlier
@@ -571,6 +574,13 @@ func (p *Pod) lastCallEnd() time.Time {
 // a second, so that the TUI's ages tick (w.mu held).
 func (w *Watcher) checkStuck() {
 	now := w.opts.Now()
+	for name, h := range w.names {
+		// A name given up on is held at most holdNames: past it, the
+		// runtime is assumed to have made or dropped it.
+		if h.State == "gave-up" && now.Sub(h.at) > holdNames {
+			delete(w.names, name)
+		}
+	}
 	for seq, info := range w.calls {
 		p, s := info.pod, info.stuck
 		if p == nil || s == nil || !p.followed {

@@ -289,3 +289,45 @@ func TestStuckPulls(t *testing.T) {
 		t.Errorf("after the back-off: %s, want a's wait over", lines(n))
 	}
 }
+
+// TestStuckContainerName: a CreateContainer retried with the same name
+// and attempt after the kubelet gave up on the first is shown with it; a
+// name whose call was answered, and one given up on longer than
+// holdNames ago, hold nothing.
+func TestStuckContainerName(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		firstErr error
+		wait     time.Duration
+		collides bool
+	}{
+		{"given up on", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), 10 * time.Second, true},
+		{"answered with an error", status.Error(codes.Unknown, "failed to create containerd container: boom"), 10 * time.Second, false},
+		{"given up on long ago", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), holdNames + time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newClockRig(t)
+			cfg := sandboxConfig("web", "uid-web")
+			r.answer(r.send("RunPodSandbox", &runtimeapi.RunPodSandboxRequest{Config: cfg}, time.Time{}), &runtimeapi.RunPodSandboxResponse{PodSandboxId: "sb1"}, nil)
+			create := func() *proxy.Call {
+				return r.send("CreateContainer", &runtimeapi.CreateContainerRequest{PodSandboxId: "sb1", Config: containerConfig(cfg, "app"), SandboxConfig: cfg}, time.Time{})
+			}
+			first := create()
+			r.at(2 * time.Minute)
+			r.answer(first, nil, tc.firstErr)
+			r.at(2*time.Minute + tc.wait)
+			create()
+			n := r.at(2*time.Minute + tc.wait + time.Second)
+			if len(n) == 0 || n[0].Call == nil {
+				t.Fatalf("no note of the second CreateContainer: %+v", n)
+			}
+			c := n[0].Call
+			if c.Name != "app_0" || c.Deadline == nil || c.DeadlineMs != 120000 {
+				t.Errorf("name %q deadline %d ms, want app_0 and 2 m", c.Name, c.DeadlineMs)
+			}
+			if got := c.CollidesWith != nil && c.CollidesWith.Seq == first.Seq; got != tc.collides {
+				t.Errorf("collides with the first: %v (%+v), want %v", got, c.CollidesWith, tc.collides)
+			}
+		})
+	}
+}
