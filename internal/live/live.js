@@ -78,6 +78,7 @@ function podstepFoldPod(prev, d) {
     plan = []; done = {}; bars = []; events = []; finished = false; pod = null;
     ["steps", "events", "timeline", "containers", "podfacts", "scenario"].forEach((id) => clear($(id)));
     $("scenario").hidden = true;
+    stuck = null; drawStuck();
     fitDisplay("—"); $("outcome").textContent = ""; $("outcome").className = "badge";
     $("failure").hidden = true; $("lost").hidden = true; $("now").textContent = "";
   }
@@ -267,6 +268,45 @@ function podstepFoldPod(prev, d) {
     $("now").textContent = "the run ended";
   }
 
+  // The stuck-at view (podstep proxy): the pod's calls in flight and why
+  // it waits, from the last "stuck" line; their ages tick here, from the
+  // time each was sent (the page's clock against the node's: the line's
+  // "at" and age_ms fix the offset).
+  let stuck = null, stuckAt = 0;
+  function age(msv) {
+    const s = Math.max(0, Math.floor(msv / 1000));
+    if (msv < 10000) return (Math.max(0, msv) / 1000).toFixed(1) + "s";
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    return (h ? h + "h" : "") + (h || m ? m + "m" : "") + r + "s";
+  }
+  function drawStuck() {
+    const box = $("stuck"), ul = $("stuck-calls"), wp = $("stuck-wait");
+    clear(ul);
+    const calls = (stuck && stuck.calls) || [], wt = stuck && stuck.waiting;
+    box.hidden = !calls.length && !wt;
+    const since = Date.now() - stuckAt;
+    for (const c of calls) {
+      const a = c.age_ms + since;
+      let t = c.method + " #" + c.seq + (c.container ? " (" + c.container + ")" : "") + " " + age(a) + ", no answer";
+      let cls = "stuck-call";
+      if (c.deadline_ms) {
+        if (a >= c.deadline_ms) { t += " — past the kubelet's deadline: it gave up at " + age(c.deadline_ms) + " and will retry"; cls += " past"; }
+        else t += " — the kubelet gives up at " + age(c.deadline_ms) + " (" + age(c.deadline_ms - a) + " left)";
+      } else t += " — no deadline";
+      t += "; " + c.rule;
+      if (c.try > 1) t += "; sandbox try " + c.try + (c.previous ? ", the previous: " + c.previous : "");
+      if (c.collides_with) t += "; the same name as " + c.collides_with.method + " #" + c.collides_with.seq +
+        (c.collides_with.state === "gave-up" ? " (given up on)" : " (still open)") + ": the runtime holds the name";
+      ul.appendChild(el("li", cls, t));
+    }
+    wp.hidden = !wt;
+    if (wt) wp.textContent = "waiting: " + wt.text;
+  }
+  function onStuck(m) {
+    stuck = m; stuckAt = Date.now(); drawStuck();
+  }
+  setInterval(() => { if (stuck && (stuck.calls || []).length) drawStuck(); }, 1000);
+
   function onLine(e) {
     let m;
     try { m = JSON.parse(e.data); } catch (_) { return; }
@@ -277,6 +317,7 @@ function podstepFoldPod(prev, d) {
       case "step-started": onStarted(m); break;
       case "step": onStep(m); break;
       case "summary": onSummary(m); break;
+      case "stuck": onStuck(m); break;
     }
   }
 

@@ -256,6 +256,19 @@ func (s *Server) nameScenario(h record.Header) {
 	_, _ = s.Hub.Write(append(data, '\n'))
 }
 
+// Note sends the pages one line of their own, not a recording's: `podstep
+// proxy`'s stuck-at view ({"type":"stuck",...}), which the page shows as
+// the calls in flight, their ages ticking. A nil Server drops it.
+func (s *Server) Note(line []byte) {
+	if s == nil || len(line) == 0 {
+		return
+	}
+	if line[len(line)-1] != '\n' {
+		line = append(line[:len(line):len(line)], '\n')
+	}
+	_, _ = s.Hub.Write(line)
+}
+
 // Switch makes the page show another run from its start (proxy --serve:
 // a newer pod): what was queued of the run shown so far is written, that
 // run ends without a summary, and every open page starts over (Hub.Reset)

@@ -31,8 +31,10 @@ func (p *Pod) Steps() []steps.Step {
 	for _, o := range p.openSteps() {
 		s := copyStep(o.step)
 		s.ID = len(out) + 1
+		p.showInFlight(o, &s)
 		out = append(out, s)
 	}
+	out = p.showWaiting(out)
 	p.w.mu.Unlock()
 	if h := p.w.opts.Hold; h != nil {
 		for _, x := range h.Held() {

@@ -74,7 +74,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.RecordDir, "record-dir", "", "record every followed pod into its own file in this folder (NAMESPACE_NAME_UID.rec.gz, mode 0600), written whole when the kubelet removes the pod's sandbox or the proxy stops")
 	f.BoolVar(&o.Hold, "hold", false, "hold each call of the followed pod before it goes to the runtime, until released (TUI: n; --auto: a line on stdin, c to continue)")
 	f.StringSliceVar(&o.HoldStages, "hold-stage", nil, "with --hold, hold only the calls of these stages (e.g. sandbox,init)")
-	f.DurationVar(&o.RequestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: a held call that carries no deadline is let go shortly before this")
+	f.DurationVar(&o.RequestTimeout, "request-timeout", 2*time.Minute, "the kubelet's runtimeRequestTimeout: the deadline of a call that carries none (the stuck-at view's, and a held call is let go shortly before it)")
 	o.Trace.AddFlags(f)
 	o.Socket.addFlags(f)
 	o.CSI.addFlags(f)

@@ -70,6 +70,7 @@ type Pod struct {
 	subs            subscribers
 	changed         chan struct{} // Changed: one signal pending at most
 	done            chan struct{} // closed when RemovePodSandbox succeeded
+	st              podStuck      // the stuck-at view's (stuck.go)
 }
 
 func newPod(w *Watcher, uid, ns, name string, labels map[string]string) *Pod {
@@ -107,7 +108,8 @@ type openStep struct {
 	draining  bool // out of its slot, finishes with its last answer
 	closed    bool
 	dropped   bool
-	kept      int // protobuf bytes of the bodies kept (StepBudget)
+	kept      int      // protobuf bytes of the bodies kept (StepBudget)
+	notes     []string // warnings of the stuck-at view (stuck.go), added to its result
 }
 
 // keepBody is a body as o keeps it: cut to MaxBody, and to almost nothing
@@ -299,6 +301,7 @@ func (p *Pod) callDone(info *callInfo, c *proxy.Call, resp, shown proto.Message,
 		return
 	}
 	o.step.Calls = append(o.step.Calls, call)
+	o.notes = append(o.notes, stuckNotes(info, c)...)
 	o.inflight--
 	o.last = p.w.opts.Now()
 	switch {
@@ -338,6 +341,7 @@ func (p *Pod) closeStep(o *openStep) {
 	}
 	s.Duration = end.Sub(s.Started)
 	s.Result = p.result(s)
+	s.Result.Warnings = append(s.Result.Warnings, o.notes...)
 	s.State = steps.Done
 	if s.Result.Err != nil {
 		s.State = steps.Failed

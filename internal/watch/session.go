@@ -56,10 +56,12 @@ type SessionOptions struct {
 }
 
 // Page is the live page (internal/live's Server): a recording's lines
-// that it shows, and Switch, to show another run from its start.
+// that it shows, Switch, to show another run from its start, and Note, a
+// line of the page's own (the stuck-at view's JSON lines), not recorded.
 type Page interface {
 	session.Teed
 	Switch(h record.Header, src record.Source, rt render.Runtime, pod string) error
+	Note(line []byte)
 }
 
 // Session is one `podstep proxy` run: the watcher, its frontends (a
@@ -86,7 +88,7 @@ func NewSession(o SessionOptions) *Session {
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
 	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget, OnRemoved: s.onRemoved,
-		Specs: o.Specs, OnSpec: s.onSpec})
+		Specs: o.Specs, OnSpec: s.onSpec, RequestTimeout: o.RequestTimeout, OnStuck: s.onStuck})
 	return s
 }
 
@@ -302,6 +304,42 @@ func (s *Session) finish() {
 		p = "none"
 	}
 	fmt.Fprintf(s.o.Stdout, "node-level polling (not shown step by step): %s\n", p)
+}
+
+// onStuck says a stuck-at note: in --auto a line of text or a JSON
+// object {"type":"stuck",...} (docs/proxy.md), and on the live page when
+// the page shows the pod.
+func (s *Session) onStuck(p *Pod, n StuckNote) {
+	var line []byte
+	if s.o.Auto && s.o.Output == report.JSON || s.o.Page != nil && s.pagePod.Load() == p {
+		line = jsonLine(stuckLine{Type: "stuck", StuckNote: n})
+	}
+	if s.o.Page != nil && s.pagePod.Load() == p {
+		s.o.Page.Note(line)
+	}
+	if !s.o.Auto {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.Output == report.JSON {
+		_, _ = s.o.Stdout.Write(line) // unchecked, as the step lines
+		return
+	}
+	if l := n.Line(); l != "" {
+		word, rest, _ := strings.Cut(l, ":")
+		c := color.New(color.FgYellow, color.Bold)
+		if n.Event == "answered" || n.Event == "clear" {
+			c = color.New(color.Faint)
+		}
+		fmt.Fprintf(s.o.Stdout, "%s%s\n", c.Sprint(word+":"), rest)
+	}
+}
+
+// stuckLine is a stuck-at note as a JSON line.
+type stuckLine struct {
+	Type string `json:"type"`
+	StuckNote
 }
 
 // holding says, in --auto, that a call is held and how to let it go.

@@ -73,6 +73,14 @@ type Options struct {
 	// for, with where it came from or why there is none, before the
 	// events that follow it.
 	OnSpec func(*Pod, SpecNote)
+	// RequestTimeout is the kubelet's runtimeRequestTimeout, from which
+	// its deadline for a call that carries none is reckoned (0: 2m).
+	RequestTimeout time.Duration
+	// OnStuck is called with each followed pod's stuck-at notes (stuck.go):
+	// a call open for one more of the view's ages, answered after it was
+	// said, given up on by the kubelet; a pod that began or stopped
+	// waiting. It must not block; it may read the pod.
+	OnStuck func(*Pod, StuckNote)
 }
 
 // DefaultMaxPods is Options.MaxPods's default.
@@ -102,6 +110,9 @@ type Watcher struct {
 	csi         csiState             // CSI volumes (csi.go)
 	tokensMu    sync.Mutex           // tokens: outside mu (arrived reads them before it takes mu)
 	tokens      map[string]bool      // the service-account tokens values already told to the redactor
+	names       map[string]*holder   // sandbox and container names held by a call (stuck.go)
+	stuckQ      []stuckQueued        // stuck-at notes OnStuck has not seen
+	pokes       []*Pod               // pods whose calls in flight aged a second
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
 	stop      chan struct{}
@@ -121,7 +132,8 @@ type callInfo struct {
 	req       proto.Message // as sent
 	shown     proto.Message // redacted, as shown
 	step      *openStep
-	csi       *csiCall // a call through a CSI driver's socket
+	csi       *csiCall   // a call through a CSI driver's socket
+	stuck     *stuckInfo // its age and deadline (stuck.go)
 }
 
 // New returns a watcher; its Hooks go to proxy.New. Close stops its timer.
@@ -137,6 +149,9 @@ func New(o Options) *Watcher {
 	}
 	if o.SpecTimeout <= 0 {
 		o.SpecTimeout = 5 * time.Second
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
 	}
 	w := &Watcher{opts: o, red: o.Redactor, pods: map[string]*Pod{}, bySandbox: map[string]*Pod{},
 		byContainer: map[string]*ctr{}, calls: map[uint64]*callInfo{}, polling: map[string]int{}, stop: make(chan struct{})}
@@ -228,6 +243,9 @@ func (w *Watcher) arrived(c *proxy.Call) {
 	w.mu.Lock()
 	info := w.classify(c, req)
 	w.calls[c.Seq] = info
+	if !c.Streaming {
+		w.prepareStuck(info, c)
+	}
 	switch {
 	case info.pod != nil && csiCall:
 		info.step = info.pod.csiArrived(info, c, w.red.Redact(req))
@@ -283,6 +301,9 @@ func (w *Watcher) done(c *proxy.Call) {
 		shown, err = w.red.Redact(resp), cutErr(w.red.Error(c.Err))
 	}
 	w.mu.Lock()
+	if info != nil {
+		w.stuckDone(info, c, resp)
+	}
 	if v, ok := resp.(*runtimeapi.VersionResponse); ok && v.GetRuntimeName() != "" {
 		w.runtime = v.GetRuntimeName()
 	}
@@ -328,6 +349,7 @@ func (w *Watcher) tick() {
 			}
 		}
 		w.mu.Lock()
+		w.checkStuck()
 		now := w.opts.Now()
 		for _, p := range w.list {
 			for _, o := range p.openSteps() {
@@ -350,10 +372,10 @@ func (w *Watcher) deliver() {
 	defer w.deliverMu.Unlock()
 	for {
 		w.mu.Lock()
-		q, np, removed, gone, notes := w.queue, w.newPods, w.gone, w.forgotten, w.specNotes
-		w.queue, w.newPods, w.gone, w.forgotten, w.specNotes = nil, nil, nil, nil, nil
+		q, np, removed, gone, notes, sq, pokes := w.queue, w.newPods, w.gone, w.forgotten, w.specNotes, w.stuckQ, w.pokes
+		w.queue, w.newPods, w.gone, w.forgotten, w.specNotes, w.stuckQ, w.pokes = nil, nil, nil, nil, nil, nil, nil
 		w.mu.Unlock()
-		if len(q) == 0 && len(np) == 0 && len(removed) == 0 && len(gone) == 0 && len(notes) == 0 {
+		if len(q) == 0 && len(np) == 0 && len(removed) == 0 && len(gone) == 0 && len(notes) == 0 && len(sq) == 0 && len(pokes) == 0 {
 			return
 		}
 		for _, p := range np {
@@ -369,6 +391,13 @@ func (w *Watcher) deliver() {
 		for _, e := range q {
 			e.pod.subs.emit(e.ev)
 			e.pod.poke()
+		}
+		for _, n := range sq {
+			w.opts.OnStuck(n.pod, n.note)
+			n.pod.poke()
+		}
+		for _, p := range pokes {
+			p.poke()
 		}
 		// After their last events.
 		for _, p := range removed {
