@@ -208,14 +208,14 @@ func fleetApplyDeploy(t testing.TB, e *fleetEnv) {
 type fleetReport struct {
 	raw   string // the whole output
 	Nodes []struct {
-		Node               string `json:"node"`
-		Status             string `json:"status"`
-		Runtime            string `json:"runtime"`
-		Kubelet            string `json:"kubelet"`
-		Endpoint           string `json:"endpoint"`
-		EndpointFrom       string `json:"endpoint_from"`
-		Shadow             bool   `json:"shadow"`
-		Start              *struct {
+		Node         string `json:"node"`
+		Status       string `json:"status"`
+		Runtime      string `json:"runtime"`
+		Kubelet      string `json:"kubelet"`
+		Endpoint     string `json:"endpoint"`
+		EndpointFrom string `json:"endpoint_from"`
+		Shadow       bool   `json:"shadow"`
+		Start        *struct {
 			Endpoint string `json:"endpoint"`
 			Why      string `json:"why"`
 		} `json:"start"`
