@@ -86,6 +86,10 @@ type Shadow struct {
 	Differences []string
 	marker      Marker
 	exited      chan struct{}
+	// Phases are where Start's time went: its dir, config and network
+	// (Prepare), its containerd up and answering (Up), the wait for the
+	// node's images' export beyond that (Export), their import (Import).
+	Phases struct{ Prepare, Up, Export, Import time.Duration }
 	// helper runs the shadow's life in the host's mount namespace
 	// (StartInHost; nil: this process does).
 	helper *helper
@@ -97,6 +101,7 @@ type Shadow struct {
 // does not reach it: Stop ends it). It waits for the socket and checks
 // its CRI Version. On an error nothing of it is left (Stop runs).
 func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error) {
+	begin := time.Now()
 	if o.Base == "" {
 		o.Base = DefaultBase
 	}
@@ -183,19 +188,23 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 		images = append([]string{derived.SandboxImage}, images...)
 	}
 	// The images are exported from the node while the shadow starts.
+	s.Phases.Prepare = time.Since(begin)
 	exported := make(chan exportResult, 1)
 	go func() { exported <- s.exportImages(ctx, images) }()
 	if err := s.start(ctx, o.Wait); err != nil {
 		<-exported
 		return s, err
 	}
+	s.Phases.Up = time.Since(begin) - s.Phases.Prepare
 	ex := <-exported
+	s.Phases.Export = time.Since(begin) - s.Phases.Prepare - s.Phases.Up
 	if ex.err != nil {
 		return s, ex.err
 	}
 	if err := s.importImages(ctx, ex); err != nil {
 		return s, err
 	}
+	s.Phases.Import = time.Since(begin) - s.Phases.Prepare - s.Phases.Up - s.Phases.Export
 	s.marker.Images = ex.refs
 	if len(ex.refs) > 0 {
 		s.Differences = append(s.Differences, fmt.Sprintf("images: %s copied from the node's runtime; any other pulled at run time", strings.Join(ex.refs, ", ")))
