@@ -232,11 +232,11 @@ func TestRunPodShadowOnKubeletRuntime(t *testing.T) {
 	type runOut struct {
 		rec, endpoint, why, outcome string
 	}
-	run := func(endpoint, name string) runOut {
+	run := func(endpoint, name string, more ...string) runOut {
 		rec := filepath.Join(dir, name+".rec.gz")
 		start := time.Now()
-		r := c.runPodstep(t, 3*time.Minute, "run", "--auto", "-o", "json", "--pod", ns+"/"+pod.name, "--kubeconfig", c.Kubeconfig,
-			"-r", endpoint, "--record", rec, "--root-dir", filepath.Join(dir, "root"), "--log-dir", filepath.Join(dir, "logs"), "--settle", "5s")
+		r := c.runPodstep(t, 3*time.Minute, append([]string{"run", "--auto", "-o", "json", "--pod", ns + "/" + pod.name, "--kubeconfig", c.Kubeconfig,
+			"-r", endpoint, "--record", rec, "--root-dir", filepath.Join(dir, "root"), "--log-dir", filepath.Join(dir, "logs"), "--settle", "5s"}, more...)...)
 		t.Logf("run --pod on %s: exit %d in %s", name, r.exit, time.Since(start).Round(100*time.Millisecond))
 		var o runOut
 		o.rec = rec
@@ -306,6 +306,26 @@ func TestRunPodShadowOnKubeletRuntime(t *testing.T) {
 		res.Counts.Same, res.Counts.Differ, res.Counts.OnlyA, res.Counts.OnlyB, normalised, notes)
 	if len(problems) > 0 {
 		t.Errorf("the replay on the shadow differs from the one on the replay harness:\n  %s", strings.Join(problems, "\n  "))
+	}
+	pod.untouched(t, c)
+
+	// The check can fail: a shadow kept with the pod (--keep) is seen, and
+	// `podstep cleanup` (on the replay harness: the node's runtime is not
+	// asked) removes it once its podstep has ended.
+	kept := run(n.Endpoint, "kept", "--keep")
+	kdir := shadowDirOf(t, kept.endpoint)
+	left := shadowTraces(t, kdir, "")
+	for _, want := range []string{"process ", "mount ", "link ", "dir "} {
+		if !slices.ContainsFunc(left, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("kept shadow: no %q in what the check found: %q", want, left)
+		}
+	}
+	cr := c.runPodstep(t, 2*time.Minute, "cleanup", "-r", v[1], "--grace-period", "0", "--root-dir", filepath.Join(dir, "root"), "--log-dir", filepath.Join(dir, "logs"))
+	if cr.exit != 0 || !strings.Contains(cr.stdout, "removed "+kdir) {
+		t.Errorf("podstep cleanup: exit %d, want %s removed\n%s\n%s", cr.exit, kdir, cr.stdout, cr.stderr)
+	}
+	if left := shadowTraces(t, kdir, ""); len(left) > 0 {
+		t.Errorf("after cleanup the kept shadow left:\n%s", strings.Join(left, "\n"))
 	}
 	pod.untouched(t, c)
 }
