@@ -14,10 +14,13 @@ func newFleetCmd(g *globalOptions) *cobra.Command {
 		Use:   "fleet -f POD.yaml | --pod NS/NAME [--nodes SELECTOR | --node N ...]",
 		Short: "Replay one pod on many nodes of a cluster, each by a runner pod on the node, and name the odd node",
 		Long: `fleet creates, for each selected node, a runner pod pinned to it (spec.nodeName, as
-kubectl debug node does) that runs "podstep run --auto -o json" against the node's
-runtime, with the node's kubelet settings (its configz, through the API server): the
-runtime of the node's podstep.dev/replay-endpoint annotation (one no kubelet watches),
-else the kubelet's own, whose housekeeping may stop the replay (docs/fleet.md). It
+kubectl debug node does) that runs "podstep run --auto -o json" with the node's
+kubelet settings (its configz, through the API server) on a shadow of the kubelet's
+runtime: a private containerd the runner starts from the node's own binary, config,
+runtimes and CNI plugins, in the host's mount namespace, out of the kubelet's sight,
+removed at its end (--shadow=auto; docs/shadow.md). No setup on the nodes is needed.
+The runtime of the node's podstep.dev/replay-endpoint annotation (one no kubelet
+watches), or -r, is used as it is instead (docs/fleet.md). It
 streams the runners' results, then prints a table of the nodes side by side, names the
 nodes whose steps differ from the majority (the first differing step and the fields of
 its requests that differ) and the stage times that are outliers.

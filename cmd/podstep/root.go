@@ -98,7 +98,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.BoolVar(&g.noColor, "no-color", false, "disable colour (also NO_COLOR)")
 	pf.Bool("force", false, "write an output file (--record, --html, --crictl) even where its path is a symbolic link, FIFO or device")
 
-	root.AddCommand(scenarioFlag(newRunCmd(g)), scenarioFlag(newPlanCmd(g)), newScenariosCmd(), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), scenarioFlag(newBenchCmd(g)), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g), newExplainCmd(), newBundleCmd(g))
+	root.AddCommand(scenarioFlag(newRunCmd(g)), scenarioFlag(newPlanCmd(g)), newScenariosCmd(), newReplayCmd(), newDiffCmd(), newCleanupCmd(g), newInfoCmd(g), newVersionCmd(), scenarioFlag(newBenchCmd(g)), newSimServeCmd(), newProxyCmd(g), newFleetCmd(g), newExplainCmd(), newBundleCmd(g), newShadowHelperCmd())
 	completeOutputs(root)
 	for _, c := range root.Commands() {
 		if c.Flags().Lookup("break") != nil { // the shell completes --break's stages

@@ -48,6 +48,8 @@ type Flags struct {
 	RunnerServer     string
 	// Endpoint is the global -r: every node's runtime endpoint.
 	Endpoint string
+	// Shadow is --shadow: auto, always or never (session.ShadowAuto, ...).
+	Shadow string
 	// CleanupID and CleanupWait are `fleet cleanup`'s --id and --wait.
 	CleanupID   string
 	CleanupWait time.Duration
@@ -71,6 +73,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.Record, "record", "", "keep each node's recording in this dir (NODE.podstep.gz: podstep replay, podstep diff)")
 	f.StringVarP(&o.Output, "output", "o", report.Text, "text (progress, then the table) or json (one object: every node's steps, the analysis)")
 	f.StringVar(&o.RunnerServer, "runner-server", "", "the API server URL the runners read the pod's Secrets, ConfigMaps and tokens from, https://HOST[:PORT] (default: the in-cluster kubernetes Service)")
+	f.StringVar(&o.Shadow, "shadow", session.ShadowAuto, "replay on a shadow runtime each runner starts from its node's own containerd, config, runtimes and CNI plugins, in the host's mount namespace, removed at its end: auto (on the kubelet's runtime, when its kubelet watches it; never on -r's or the node's podstep.dev/replay-endpoint runtime), always, or never")
 	f.StringArrayVar(&o.RunFlags, "run-flag", nil, "an extra flag for every runner's podstep run (repeatable, e.g. --run-flag=--settle=0)")
 }
 
@@ -111,6 +114,9 @@ func (o *Flags) Validate() error {
 	if err := session.CheckOutput(o.Output, report.Text, report.JSON); err != nil {
 		return err
 	}
+	if err := session.CheckShadow(o.Shadow, false); err != nil {
+		return err
+	}
 	if o.Concurrency < 1 {
 		return session.Usagef("--concurrency %d: expected at least 1", o.Concurrency)
 	}
@@ -135,7 +141,7 @@ func (o *Flags) Validate() error {
 func (o *Flags) options(progress io.Writer) Options {
 	return Options{Nodes: o.Nodes, Selector: o.Selector, Namespace: o.Namespace, Image: o.Image,
 		PullPolicy: corev1.PullPolicy(o.PullPolicy), ServiceAccount: o.ServiceAccount, HostDir: o.HostDir,
-		Endpoint: o.Endpoint, RunArgs: o.RunFlags, APIServer: o.RunnerServer, Timeout: o.Timeout, RunTimeout: o.RunTimeout,
+		Endpoint: o.Endpoint, Shadow: o.Shadow, RunArgs: o.RunFlags, APIServer: o.RunnerServer, Timeout: o.Timeout, RunTimeout: o.RunTimeout,
 		Concurrency: o.Concurrency, Record: o.Record, Progress: progress}
 }
 

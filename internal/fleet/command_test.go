@@ -30,6 +30,7 @@ func TestFlagsValidate(t *testing.T) {
 		{"run flag", func(f *Flags) { f.RunFlags = []string{"settle=0"} }, `--run-flag "settle=0"`},
 		{"host dir relative", func(f *Flags) { f.HostDir = "podstep-fleet" }, `--host-dir "podstep-fleet"`},
 		{"host dir root", func(f *Flags) { f.HostDir = "//" }, `--host-dir "//"`},
+		{"shadow", func(f *Flags) { f.Shadow = "sometimes" }, `--shadow "sometimes"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := good

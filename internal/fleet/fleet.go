@@ -20,6 +20,7 @@ import (
 	"github.com/podstep/podstep/internal/cluster"
 	"github.com/podstep/podstep/internal/cluster/kube"
 	"github.com/podstep/podstep/internal/render"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // Options say what a fleet replays, where, and how.
@@ -40,6 +41,9 @@ type Options struct {
 	HostDir        string
 	// Endpoint overrides each node's configz runtime endpoint.
 	Endpoint string
+	// Shadow is --shadow (session.ShadowAuto, ...; "": auto); see
+	// Runner.Shadow.
+	Shadow string
 	// RunArgs are extra `podstep run` flags for every runner.
 	RunArgs []string
 	// APIServer is the API server URL the runners reach ("": the
@@ -273,8 +277,8 @@ func (f *fleet) warnOnce(key, msg string) {
 // warnKubeletRuntime warns once, before any runner, when some nodes
 // replay on their kubelet's own runtime (no -r, no replay annotation).
 func (f *fleet) warnKubeletRuntime(nodes []selected) {
-	if f.o.Endpoint != "" {
-		return
+	if f.o.Endpoint != "" || f.o.Shadow != session.ShadowNever && f.o.Shadow != "" {
+		return // -r, or the runners replay on shadows of the kubelets' runtimes
 	}
 	var names []string
 	for _, n := range nodes {
@@ -294,8 +298,8 @@ func (f *fleet) warnKubeletRuntime(nodes []selected) {
 	}
 	f.warnOnce("kubelet-runtime", fmt.Sprintf("%d node(s) replay on their kubelet's own runtime (%s): the kubelet's housekeeping "+
 		"(HandlePodCleanups, pkg/kubelet/kubelet_pods.go) stops every sandbox of a pod it does not know, podstep's replay "+
-		"included, so a run there may fail (\"stopped from outside\"); give a node a runtime no kubelet watches with the "+
-		"node annotation %s=unix:///PATH (docs/fleet.md)", len(names), which, AnnotationReplayEndpoint))
+		"included, so a run there may fail (\"stopped from outside\"); drop --shadow=never (each runner then replays on a shadow "+
+		"of its node's runtime), or give a node a runtime no kubelet watches with the node annotation %s=unix:///PATH (docs/fleet.md)", len(names), which, AnnotationReplayEndpoint))
 }
 
 // runNode runs one node's runner to its end and fills r.
@@ -306,7 +310,7 @@ func (f *fleet) runNode(ctx, bg context.Context, r *Result, node *corev1.Node) {
 	r.Runtime = Clean(node.Status.NodeInfo.ContainerRuntimeVersion)
 	run := &Runner{Fleet: f.id, Parent: f.parent, Namespace: f.o.Namespace, Node: node, Pod: f.o.Pod, ConfigMaps: f.o.ConfigMaps,
 		Image: f.o.Image, PullPolicy: f.o.PullPolicy, ServiceAccount: f.o.ServiceAccount, HostDir: f.o.HostDir,
-		Endpoint: f.o.Endpoint, RunArgs: f.o.RunArgs, APIServer: f.o.APIServer}
+		Endpoint: f.o.Endpoint, Shadow: f.o.Shadow, RunArgs: f.o.RunArgs, APIServer: f.o.APIServer}
 	replay, err := ReplayEndpoint(node)
 	if err != nil {
 		f.fail(ctx, r, err)

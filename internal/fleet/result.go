@@ -52,6 +52,9 @@ type Result struct {
 	// FromConfigz or FromDefault (the kubelet's own runtime), FromFlag (-r).
 	Endpoint     string `json:"endpoint,omitempty"`
 	EndpointFrom string `json:"endpoint_from,omitempty"`
+	// Shadow: the runner replayed on a shadow of that runtime (its start
+	// line's runtime.why says which and how it differs from the node).
+	Shadow bool `json:"shadow,omitempty"`
 	// StoppedFromOutside, when the run failed, is the evidence that
 	// something else stopped the replayed pod's sandbox or containers (a
 	// hint; Steps and Summary keep the real error). See StoppedHint.
@@ -110,6 +113,8 @@ func (p *Parser) Line(line []byte) *report.StepJSON {
 		}
 		if json.Unmarshal(line, &s) == nil {
 			p.r.Start = &s.Runtime
+			// session's startShadow: "…; ran on a shadow of …"
+			p.r.Shadow = strings.Contains(s.Runtime.Why, "; ran on a shadow of ")
 		}
 	case "step":
 		var s report.StepJSON

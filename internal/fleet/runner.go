@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/podstep/podstep/internal/cluster"
+	"github.com/podstep/podstep/internal/session"
 )
 
 // Labels and annotations on every object a fleet makes.
@@ -102,6 +103,9 @@ type Runner struct {
 	// ReplayEndpoint is the node's podstep.dev/replay-endpoint annotation
 	// (checked by ReplayEndpoint): it overrides configz, Endpoint overrides it.
 	ReplayEndpoint string
+	// Shadow is the fleet's --shadow (session.ShadowAuto, ...; "": auto);
+	// the runner's own is ShadowMode.
+	Shadow string
 	// RunArgs are extra flags for `podstep run` (after the fleet's own).
 	RunArgs []string
 	// APIServer is the API server URL the runner reads the pod's Secrets,
@@ -139,6 +143,22 @@ func (r *Runner) endpoint() (string, string) {
 		return r.Config.ContainerRuntimeEndpoint, FromConfigz
 	}
 	return DefaultEndpoint, FromDefault
+}
+
+// ShadowMode is the runner's `podstep run --shadow`: the fleet's on the
+// kubelet's runtime (configz, default: auto shadows it when a kubelet's
+// sandbox is on it, as the runner's own always is); on -r's or the node's
+// replay-endpoint runtime, which the operator chose, never unless the
+// fleet's is always.
+func (r *Runner) ShadowMode() string {
+	mode := r.Shadow
+	if mode == "" {
+		mode = session.ShadowAuto
+	}
+	if _, from := r.endpoint(); (from == FromFlag || from == FromAnnotation) && mode != session.ShadowAlways {
+		return session.ShadowNever
+	}
+	return mode
 }
 
 // imageEndpoint is configz's image service endpoint, only when the runner
@@ -244,7 +264,10 @@ func (r *Runner) Args() []string {
 		"--root-dir", path.Join(dir, "root"), "--log-dir", path.Join(dir, "logs"),
 		// at its end, the runner removes its dirs: the kubelet never removes a
 		// hostPath volume's dirs (RemoveHostDirs)
-		"--fleet-host-dir", r.HostDir}
+		"--fleet-host-dir", r.HostDir,
+		// a shadow runtime, started in the host's mount namespace under
+		// HOST_DIR/shadows (session's shadowFlags)
+		"--shadow", r.ShadowMode()}
 	if ie := r.imageEndpoint(); ie != "" && ie != ep {
 		args = append(args, "--image-endpoint", ie)
 	}

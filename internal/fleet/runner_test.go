@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"github.com/podstep/podstep/internal/session"
+
 	"bytes"
 	"os"
 	"path/filepath"
@@ -277,4 +279,35 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// The runner's --shadow: the fleet's on the kubelet's runtime (configz,
+// default); never on -r's or the annotation's runtime, unless always.
+func TestRunnerShadowMode(t *testing.T) {
+	for _, tc := range []struct {
+		name, fleet, annotation, flag, noConfigz string
+		want                                     string
+	}{
+		{name: "configz, auto by default", want: session.ShadowAuto},
+		{name: "configz, never", fleet: session.ShadowNever, want: session.ShadowNever},
+		{name: "configz, always", fleet: session.ShadowAlways, want: session.ShadowAlways},
+		{name: "default endpoint, auto", noConfigz: "y", fleet: session.ShadowAuto, want: session.ShadowAuto},
+		{name: "annotation wins over auto", annotation: "unix:///var/lib/replay/containerd.sock", want: session.ShadowNever},
+		{name: "flag wins over auto", flag: "unix:///run/flag.sock", fleet: session.ShadowAuto, want: session.ShadowNever},
+		{name: "always shadows the annotation's runtime too", annotation: "unix:///var/lib/replay/containerd.sock", fleet: session.ShadowAlways, want: session.ShadowAlways},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testRunner(t, "n1")
+			r.Shadow, r.Endpoint, r.ReplayEndpoint = tc.fleet, tc.flag, tc.annotation
+			if tc.noConfigz != "" {
+				r.Config = nil
+			}
+			if got := r.ShadowMode(); got != tc.want {
+				t.Errorf("ShadowMode() = %q, want %q", got, tc.want)
+			}
+			if args := strings.Join(r.Args(), " "); !strings.Contains(args, "--shadow "+tc.want) {
+				t.Errorf("args %s lack --shadow %s", args, tc.want)
+			}
+		})
+	}
 }

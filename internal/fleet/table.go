@@ -209,6 +209,9 @@ func endpointText(r *Result) string {
 	if r.Endpoint == "" {
 		return "-"
 	}
+	if r.Shadow {
+		return Clean(r.Endpoint) + " (" + r.EndpointFrom + ", shadow)"
+	}
 	return Clean(r.Endpoint) + " (" + r.EndpointFrom + ")"
 }
 

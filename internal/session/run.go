@@ -313,14 +313,14 @@ func tornDown(eng *steps.Engine) bool {
 
 // shadowFlags are the run's shadow settings: --shadow, the pod's images,
 // its cgroup root below the node's (shadow.CgroupRoot).
-// A fleet runner (--fleet-host-dir) does not start one on auto: the fleet
-// does not make shadows yet (issue 37 item 2), and a runner's mount
-// namespace is not the host's.
+// A fleet runner (--fleet-host-dir) starts it in the host's mount
+// namespace (its own is the runner container's), under HOST_DIR/shadows,
+// the same path in both.
 func (o *RunFlags) shadowFlags(b *manifest.Bundle, stderr io.Writer) ShadowFlags {
-	if o.FleetHostDir != "" && o.Shadow == ShadowAuto {
-		return ShadowFlags{Mode: ShadowNever}
-	}
 	f := ShadowFlags{Base: ShadowBase(), Mode: o.Shadow, Images: PodImages(b), Log: stderr}
+	if o.FleetHostDir != "" {
+		f.Host, f.Base = true, filepath.Join(o.FleetHostDir, "shadows")
+	}
 	if o.CgroupsPerQOS {
 		// Without cgroupsPerQOS the pods have no cgroup parent (podcfg.CgroupParent).
 		f.CgroupRoot = shadow.CgroupRoot(o.CgroupRoot)

@@ -34,6 +34,11 @@ type ShadowFlags struct {
 	CgroupRoot string
 	// Base is where the shadow's dir is made ("": shadow.DefaultBase).
 	Base string
+	// Host: the shadow is started in the host's mount namespace, that of
+	// the runtime's process (shadow.StartInHost): a fleet runner's, a
+	// container of its own whose mount namespace is not the host's. Base
+	// is then a dir that is the same path in both.
+	Host bool
 	// Log gets the lines saying a shadow starts, is kept, or was not fully
 	// removed (nil: none).
 	Log io.Writer
@@ -91,17 +96,31 @@ func (e Endpoints) startShadow(ctx context.Context, endpoint, why string, opts c
 		}
 		reason = "--shadow=auto: " + w.Why()
 	}
-	node, err := shadow.Find(ctx, endpoint)
-	if err != nil {
-		return nil, RuntimeErr(fmt.Errorf("--shadow=%s: %w", mode, err))
-	}
-	if e.Shadow.Log != nil {
-		fmt.Fprintf(e.Shadow.Log, "podstep: starting a shadow of containerd %s (pid %d, %s) for the replay (%s)\n",
-			safe.Line(node.Version), node.PID, safe.Line(node.Exe), safe.Line(reason))
-	}
-	sh, err := shadow.Start(ctx, node, shadow.Options{Base: e.Shadow.Base, Images: e.Shadow.Images, CgroupRoot: e.Shadow.CgroupRoot})
-	if err != nil {
-		return nil, RuntimeErr(fmt.Errorf("start a shadow of the runtime at %s: %w", endpoint, err))
+	so := shadow.Options{Base: e.Shadow.Base, Images: e.Shadow.Images, CgroupRoot: e.Shadow.CgroupRoot}
+	var (
+		sh  *shadow.Shadow
+		err error
+	)
+	if e.Shadow.Host {
+		if e.Shadow.Log != nil {
+			fmt.Fprintf(e.Shadow.Log, "podstep: starting a shadow of the runtime at %s in the host's mount namespace for the replay (%s)\n",
+				safe.Line(endpoint), safe.Line(reason))
+		}
+		if sh, err = shadow.StartInHost(ctx, endpoint, so); err != nil {
+			return nil, RuntimeErr(fmt.Errorf("--shadow=%s: start a shadow of the runtime at %s: %w", mode, endpoint, err))
+		}
+	} else {
+		node, err := shadow.Find(ctx, endpoint)
+		if err != nil {
+			return nil, RuntimeErr(fmt.Errorf("--shadow=%s: %w", mode, err))
+		}
+		if e.Shadow.Log != nil {
+			fmt.Fprintf(e.Shadow.Log, "podstep: starting a shadow of containerd %s (pid %d, %s) for the replay (%s)\n",
+				safe.Line(node.Version), node.PID, safe.Line(node.Exe), safe.Line(reason))
+		}
+		if sh, err = shadow.Start(ctx, node, so); err != nil {
+			return nil, RuntimeErr(fmt.Errorf("start a shadow of the runtime at %s: %w", endpoint, err))
+		}
 	}
 	c, err := cri.Dial(sh.Endpoint, "", opts)
 	if err != nil {

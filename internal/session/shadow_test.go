@@ -45,3 +45,28 @@ func TestPodImages(t *testing.T) {
 		t.Errorf("PodImages = %s", got)
 	}
 }
+
+// A fleet runner (--fleet-host-dir) starts its shadow in the host's mount
+// namespace, under HOST_DIR/shadows (the same path in the runner and on the
+// host); auto stays auto (before issue 37 item 2 it became never).
+func TestShadowFlagsFleetRunner(t *testing.T) {
+	b := &manifest.Bundle{Pod: &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Image: "app:1"}}}}}
+	for _, tt := range []struct {
+		name, hostDir, mode string
+		host                bool
+		base                string
+	}{
+		{"on the node", "", ShadowAuto, false, ShadowBase()},
+		{"a fleet runner, auto", "/var/lib/podstep-fleet", ShadowAuto, true, "/var/lib/podstep-fleet/shadows"},
+		{"a fleet runner, never", "/var/lib/podstep-fleet", ShadowNever, true, "/var/lib/podstep-fleet/shadows"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &RunFlags{Shadow: tt.mode}
+			o.FleetHostDir = tt.hostDir
+			f := o.shadowFlags(b, nil)
+			if f.Mode != tt.mode || f.Host != tt.host || f.Base != tt.base {
+				t.Errorf("mode %q host %v base %q; want %q %v %q", f.Mode, f.Host, f.Base, tt.mode, tt.host, tt.base)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ type Runtime struct {
 	Major   int
 	// Path is the PATH it runs with: where it finds its shims.
 	Path string
+	// Via is the endpoint of a podstep proxy in front of it, the one Find
+	// was given ("" when none).
+	Via string `json:",omitempty"`
 }
 
 // DefaultConfig is containerd's config path when none is given.
@@ -54,24 +58,83 @@ func (e *UnsupportedError) Error() string {
 // inode in /proc/net/unix, then the process holding a descriptor of it),
 // its binary, config, version and PATH. A process that is not containerd is
 // an *UnsupportedError.
+//
+// A `podstep proxy` serving the endpoint (one in front of a kubelet's
+// runtime) is followed to its --upstream: the shadow is of the runtime
+// behind it (Runtime.Via names the proxy's endpoint).
 func Find(ctx context.Context, endpoint string) (*Runtime, error) {
+	via := ""
+	for range 4 {
+		sock, pid, err := serving(endpoint)
+		if err != nil {
+			return nil, err
+		}
+		if args, err := readNul(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
+			if up := proxyUpstream(args); up != "" && up != endpoint {
+				if via == "" {
+					via = endpoint
+				}
+				endpoint = up
+				continue
+			}
+		}
+		r, err := describe(ctx, endpoint, sock, pid)
+		if r != nil {
+			r.Via = via
+		}
+		return r, err
+	}
+	return nil, fmt.Errorf("find the runtime at %s: podstep proxies in front of podstep proxies, more than 4", via)
+}
+
+// ServingPID is the process listening on the unix socket of endpoint.
+func ServingPID(endpoint string) (int, error) {
+	_, pid, err := serving(endpoint)
+	return pid, err
+}
+
+// serving is the socket path of endpoint and the process listening on it.
+func serving(endpoint string) (string, int, error) {
 	sock, err := cri.Target(endpoint)
 	if err != nil {
-		return nil, err
+		return "", 0, err
 	}
 	sock = strings.TrimPrefix(sock, "unix://")
 	if !filepath.IsAbs(sock) {
-		return nil, fmt.Errorf("find the runtime at %s: not a unix socket path", endpoint)
+		return "", 0, fmt.Errorf("find the runtime at %s: not a unix socket path", endpoint)
+	}
+	// The listener's credentials on a connection (SO_PEERCRED): right even
+	// for a socket bound under another name and renamed into place, as
+	// podstep proxy does, which /proc/net/unix lists by its first name.
+	if pid, err := peerPID(sock); err == nil && pid > 0 {
+		return sock, pid, nil
 	}
 	inodes, err := socketInodes(sock)
 	if err != nil {
-		return nil, fmt.Errorf("find the runtime at %s: %w", endpoint, err)
+		return "", 0, fmt.Errorf("find the runtime at %s: %w", endpoint, err)
 	}
 	pid, err := pidHolding(inodes)
 	if err != nil {
-		return nil, fmt.Errorf("find the runtime at %s: %w", endpoint, err)
+		return "", 0, fmt.Errorf("find the runtime at %s: %w", endpoint, err)
 	}
-	return describe(ctx, endpoint, sock, pid)
+	return sock, pid, nil
+}
+
+// proxyUpstream is the --upstream of a `podstep proxy` command line ("" for
+// any other process).
+func proxyUpstream(args []string) string {
+	if len(args) < 2 || !strings.HasPrefix(filepath.Base(args[0]), "podstep") || !slices.Contains(args[1:], "proxy") {
+		return ""
+	}
+	for i := 1; i < len(args); i++ {
+		if args[i] == "--upstream" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(args[i], "--upstream="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // describe reads what pid was started with.

@@ -18,7 +18,32 @@ import (
 // containerd or crio (a copy: /proc/PID/exe names the copy): --version
 // prints containerd's line, else it listens on $SHADOW_TEST_SOCKET until killed.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == HelperCommand {
+		// StartInHost's helper (BenchmarkStartStopInHost)
+		if err := Helper(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
 	switch filepath.Base(os.Args[0]) {
+	case "podstep":
+		// a podstep proxy: its socket bound under another name and renamed
+		// into place (/proc/net/unix keeps the first name)
+		sock := os.Getenv("SHADOW_TEST_SOCKET")
+		l, err := net.Listen("unix", sock+".tmp")
+		if err == nil {
+			err = os.Rename(sock+".tmp", sock)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for {
+			if c, err := l.Accept(); err == nil {
+				c.Close()
+			}
+		}
 	case "containerd", "crio":
 		if slices.Contains(os.Args, "--version") {
 			fmt.Println("containerd github.com/containerd/containerd/v9 v9.8.7 0123abcd")
@@ -114,6 +139,25 @@ func TestFind(t *testing.T) {
 				t.Errorf("version %q major %d path %q socket %q", r.Version, r.Major, r.Path, r.Socket)
 			}
 		})
+	}
+}
+
+// A podstep proxy in front of the runtime (its socket renamed into place,
+// found by SO_PEERCRED) is followed to its --upstream.
+func TestFindFollowsProxy(t *testing.T) {
+	up, ctrd := fakeRuntime(t, "containerd", "/")
+	for _, args := range [][]string{{"proxy", "--listen", "x", "--upstream", "unix://" + up}, {"proxy", "--upstream=unix://" + up}} {
+		sock, proxy := fakeRuntime(t, "podstep", "/", args...)
+		r, err := Find(context.Background(), "unix://"+sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.PID != ctrd.Process.Pid || r.Endpoint != "unix://"+up || r.Via != "unix://"+sock {
+			t.Errorf("%q: pid %d endpoint %s via %s; want containerd's pid %d behind the proxy (pid %d)", args, r.PID, r.Endpoint, r.Via, ctrd.Process.Pid, proxy.Process.Pid)
+		}
+		if pid, err := ServingPID("unix://" + sock); err != nil || pid != proxy.Process.Pid {
+			t.Errorf("ServingPID = %d, %v; want the proxy's %d", pid, err, proxy.Process.Pid)
+		}
 	}
 }
 

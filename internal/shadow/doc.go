@@ -15,10 +15,11 @@
 // killed before Stop leaves a marker (shadow.json) that Leftovers finds and
 // Remove uses (`podstep cleanup`).
 //
-// For the fleet's runner (issue 37 item 2, not wired yet): a runner in the
-// host's PID namespace calls Find on the node's endpoint as seen from the
-// host; with the host's mount namespace entered (nsenter -t 1 -m, as
-// `kubectl debug node` users chroot /host) every path Find returns and
-// Start writes is the host's, so Start and Stop work unchanged; Options.Base
-// must then be a host path. Leftovers/Remove serve a runner's cleanup the same way.
+// For the fleet's runner (a container with the host's PID and network
+// namespaces but its own mount namespace): StartInHost starts the shadow
+// from a helper (podstep's hidden HelperCommand, running Helper) in the
+// mount namespace of the process serving the node's endpoint, the host's,
+// so that Find and Start see the host's paths and the shadow's mounts are
+// the host's; the helper removes the shadow when told, or when its runner
+// is gone (its stdin closes).
 package shadow

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -67,6 +68,9 @@ type Options struct {
 	Wait time.Duration
 }
 
+// maxSocketPath is the size of sockaddr_un's sun_path (with its NUL).
+const maxSocketPath = 108
+
 // DefaultBase is where shadows live: under podstep's root dir.
 const DefaultBase = "/var/lib/podstep/shadows"
 
@@ -82,6 +86,13 @@ type Shadow struct {
 	Differences []string
 	marker      Marker
 	exited      chan struct{}
+	// Phases are where Start's time went: its dir, config and network
+	// (Prepare), its containerd up and answering (Up), the wait for the
+	// node's images' export beyond that (Export), their import (Import).
+	Phases struct{ Prepare, Up, Export, Import time.Duration }
+	// helper runs the shadow's life in the host's mount namespace
+	// (StartInHost; nil: this process does).
+	helper *helper
 }
 
 // Start makes and starts a shadow of the node's runtime: its dir under
@@ -90,6 +101,7 @@ type Shadow struct {
 // does not reach it: Stop ends it). It waits for the socket and checks
 // its CRI Version. On an error nothing of it is left (Stop runs).
 func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error) {
+	begin := time.Now()
 	if o.Base == "" {
 		o.Base = DefaultBase
 	}
@@ -105,11 +117,28 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 		return nil, fmt.Errorf("shadow dir %s: %w", o.Base, err)
 	}
 	l := Layout{Dir: filepath.Join(o.Base, idHex)}
+	if n := len(l.TTRPC()); n >= maxSocketPath {
+		return nil, fmt.Errorf("shadow dir %s: its socket %s would be %d bytes, a unix socket path is at most %d: give a shorter dir", l.Dir, l.TTRPC(), n, maxSocketPath-1)
+	}
 	s = &Shadow{Node: node, Layout: l, Endpoint: "unix://" + l.Socket(), exited: make(chan struct{})}
 	s.Network = Network{Name: "podstep-shadow-" + idHex, Bridge: "pstep" + idHex}
 	s.marker = Marker{ID: idHex, Holder: mark.Self(node.Endpoint, false), Node: node.Endpoint, Cgroup: o.CgroupRoot, Chains: cniChains()}
 	close(s.exited) // no process yet
-	for _, d := range []string{l.Dir, filepath.Join(l.Dir, "run"), l.CNIConfDir(), l.CNIData()} {
+	// The base may be removed under us once empty by another node's runner
+	// on the same host (a fleet's host dir): made again.
+	for try := 0; ; try++ {
+		err := os.Mkdir(l.Dir, 0o700)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || try == 3 {
+			return nil, fmt.Errorf("shadow dir: %w", err)
+		}
+		if err := fsperm.MkdirAll(o.Base, 0o700, -1); err != nil {
+			return nil, fmt.Errorf("shadow dir %s: %w", o.Base, err)
+		}
+	}
+	for _, d := range []string{filepath.Join(l.Dir, "run"), l.CNIConfDir(), l.CNIData()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			_ = os.RemoveAll(l.Dir)
 			return nil, fmt.Errorf("shadow dir: %w", err)
@@ -159,19 +188,23 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 		images = append([]string{derived.SandboxImage}, images...)
 	}
 	// The images are exported from the node while the shadow starts.
+	s.Phases.Prepare = time.Since(begin)
 	exported := make(chan exportResult, 1)
 	go func() { exported <- s.exportImages(ctx, images) }()
 	if err := s.start(ctx, o.Wait); err != nil {
 		<-exported
 		return s, err
 	}
+	s.Phases.Up = time.Since(begin) - s.Phases.Prepare
 	ex := <-exported
+	s.Phases.Export = time.Since(begin) - s.Phases.Prepare - s.Phases.Up
 	if ex.err != nil {
 		return s, ex.err
 	}
 	if err := s.importImages(ctx, ex); err != nil {
 		return s, err
 	}
+	s.Phases.Import = time.Since(begin) - s.Phases.Prepare - s.Phases.Up - s.Phases.Export
 	s.marker.Images = ex.refs
 	if len(ex.refs) > 0 {
 		s.Differences = append(s.Differences, fmt.Sprintf("images: %s copied from the node's runtime; any other pulled at run time", strings.Join(ex.refs, ", ")))
@@ -336,12 +369,19 @@ func (s *Shadow) writeMarker() error {
 
 // Describe is the runtime line's words for a run on the shadow.
 func (s *Shadow) Describe() string {
-	return fmt.Sprintf("a shadow of %s at %s, %s; differs from the node: %s", s.Version, s.Node.Endpoint, s.Layout.Dir, strings.Join(s.Differences, "; "))
+	at := s.Node.Endpoint
+	if s.Node.Via != "" {
+		at += " (behind the podstep proxy at " + s.Node.Via + ")"
+	}
+	return fmt.Sprintf("a shadow of %s at %s, %s; differs from the node: %s", s.Version, at, s.Layout.Dir, strings.Join(s.Differences, "; "))
 }
 
 // Keep leaves the shadow running: `podstep cleanup` removes it once this
 // podstep has ended. It says how.
 func (s *Shadow) Keep() string {
+	if s.helper != nil {
+		_ = s.helper.finish(wordKeep)
+	}
 	return fmt.Sprintf("shadow runtime kept: %s (pid %d), dir %s; podstep cleanup removes it after this run", s.Endpoint, s.marker.PID, s.Layout.Dir)
 }
 
@@ -351,6 +391,12 @@ func (s *Shadow) Keep() string {
 // bridge, its iptables rules and the chains that came with it, its pods'
 // empty cgroups, and its dir. The error names what is left.
 func (s *Shadow) Stop(ctx context.Context) error {
+	if s.helper != nil {
+		if e := s.helper.finish(wordStop); e != "" {
+			return errors.New(e)
+		}
+		return nil
+	}
 	err := remove(ctx, s.marker, s.Layout)
 	select {
 	case <-s.exited:

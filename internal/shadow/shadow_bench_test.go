@@ -33,7 +33,7 @@ func BenchmarkStartStop(b *testing.B) {
 		{"hello", []string{"docker.io/library/busybox:1.35"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var start, stop time.Duration
+			var start, stop, prep, up, export, imp time.Duration
 			n := 0
 			for b.Loop() {
 				t0 := time.Now()
@@ -46,10 +46,48 @@ func BenchmarkStartStop(b *testing.B) {
 					b.Fatal(err)
 				}
 				start, stop, n = start+t1.Sub(t0), stop+time.Since(t1), n+1
+				prep, up, export, imp = prep+s.Phases.Prepare, up+s.Phases.Up, export+s.Phases.Export, imp+s.Phases.Import
+			}
+			// Start's phases (Shadow.Phases).
+			for _, m := range []struct {
+				d    time.Duration
+				unit string
+			}{{prep, "prepare-ms/op"}, {up, "up-ms/op"}, {export, "export-wait-ms/op"}, {imp, "import-ms/op"}} {
+				b.ReportMetric(float64(m.d.Milliseconds())/float64(n), m.unit)
 			}
 			// The two halves: Start (up, answering, images copied), Stop (all removed).
 			b.ReportMetric(float64(start.Milliseconds())/float64(n), "start-ms/op")
 			b.ReportMetric(float64(stop.Milliseconds())/float64(n), "stop-ms/op")
 		})
 	}
+}
+
+// BenchmarkStartStopInHost is the fleet runner's way (StartInHost): the
+// same shadow started and stopped by a helper process (this test binary,
+// TestMain) entered into the mount namespace of the runtime's process; its
+// cost over BenchmarkStartStop is the helper's start and the namespace
+// entry. Run as BenchmarkStartStop.
+func BenchmarkStartStopInHost(b *testing.B) {
+	ep := os.Getenv("PODSTEP_ENDPOINT")
+	if ep == "" || os.Geteuid() != 0 {
+		b.Skip("needs root and PODSTEP_ENDPOINT: a real containerd (hack/containerd-up.sh)")
+	}
+	ctx := context.Background()
+	base := b.TempDir()
+	var start, stop time.Duration
+	n := 0
+	for b.Loop() {
+		t0 := time.Now()
+		s, err := StartInHost(ctx, ep, Options{Base: base, Images: []string{"docker.io/library/busybox:1.35"}, CgroupRoot: CgroupRoot("")})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := s.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+		start, stop, n = start+t1.Sub(t0), stop+time.Since(t1), n+1
+	}
+	b.ReportMetric(float64(start.Milliseconds())/float64(n), "start-ms/op")
+	b.ReportMetric(float64(stop.Milliseconds())/float64(n), "stop-ms/op")
 }

@@ -208,12 +208,17 @@ func fleetApplyDeploy(t testing.TB, e *fleetEnv) {
 type fleetReport struct {
 	raw   string // the whole output
 	Nodes []struct {
-		Node               string `json:"node"`
-		Status             string `json:"status"`
-		Runtime            string `json:"runtime"`
-		Kubelet            string `json:"kubelet"`
-		Endpoint           string `json:"endpoint"`
-		EndpointFrom       string `json:"endpoint_from"`
+		Node         string `json:"node"`
+		Status       string `json:"status"`
+		Runtime      string `json:"runtime"`
+		Kubelet      string `json:"kubelet"`
+		Endpoint     string `json:"endpoint"`
+		EndpointFrom string `json:"endpoint_from"`
+		Shadow       bool   `json:"shadow"`
+		Start        *struct {
+			Endpoint string `json:"endpoint"`
+			Why      string `json:"why"`
+		} `json:"start"`
 		StoppedFromOutside string `json:"stopped_from_outside"`
 		ExitCode           int    `json:"exit_code"`
 		Error              string `json:"error"`
@@ -443,14 +448,15 @@ func TestFleetHelloOnBothNodes(t *testing.T) {
 	e.nothingOnRuntimes(t, uids)
 }
 
-// Without replay runtimes the runners replay on the kubelets' own runtimes:
+// Without replay runtimes and with --shadow=never the runners replay on the kubelets' own runtimes:
 // the header warns once (the kubelet may stop the replay), each row says
 // the endpoint came from configz. Whether the replay survives the kubelet's
 // housekeeping is a race: not asserted; a run it stopped carries the hint.
 func TestFleetKubeletRuntimeWarning(t *testing.T) {
 	e := newFleetEnv(t)
 	e.removeReplayAnnotations(t)
-	rep, stderr, code := e.run(t, "-f", "testdata/pods/hello.yaml", "--node", e.nodes[0], "--node", e.nodes[1], "--timeout", "2m", "--run-flag=--settle=0")
+	rep, stderr, code := e.run(t, "-f", "testdata/pods/hello.yaml", "--node", e.nodes[0], "--node", e.nodes[1], "--timeout", "2m", "--run-flag=--settle=0",
+		"--shadow=never")
 	if len(rep.Nodes) != 2 {
 		t.Fatalf("exit %d, %d nodes; stderr:\n%s", code, len(rep.Nodes), stderr)
 	}
