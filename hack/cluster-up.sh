@@ -324,7 +324,10 @@ for n in "${NODES[@]}"; do
 				pargs+=("$a")
 			done
 		fi
-		start "proxy-$name" "unix://$psock" "$PODSTEP_CLUSTER_PROXY" proxy "${pargs[@]}"
+		# its CSI takeover marker in the cluster's folder (PODSTEP_CSI_MARKERS), not /run: a proxy
+		# cluster-down had to kill leaves it there, and down removes it with the folder
+		start "proxy-$name" "unix://$psock" env PODSTEP_CSI_MARKERS="$CLUSTER_DIR/run/csi-markers" \
+			"$PODSTEP_CLUSTER_PROXY" proxy "${pargs[@]}"
 		wait_for "podstep proxy for $name on unix://$psock" "proxy-$name" test -S "$psock"
 		# taken over: the driver's own socket has its second name (internal/proxy.MovedPath), the
 		# proxy's socket is at $csisock, before the kubelet starts
