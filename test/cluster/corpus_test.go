@@ -772,7 +772,7 @@ func (e *corpusEnv) compareCorpus(t *testing.T, file, name string, n Node) {
 		// Not started in 45 s: a mount the kubelet waits on without
 		// saying so yet (an in-tree volume with no plugin here), or a
 		// slow start (then the kubelet starts it below).
-		mountWait = "(no FailedMount event yet)"
+		mountWait = "no sandbox after 45 s (no FailedMount event yet)"
 	}
 	if real.Spec.NodeName != n.Name {
 		t.Fatalf("pod %s/%s on node %q, not %s: %s", ns, p.Name, real.Spec.NodeName, n.Name, describePod(real))
@@ -802,7 +802,7 @@ func (e *corpusEnv) compareCorpus(t *testing.T, file, name string, n Node) {
 	case mountWait != "":
 		kReason = "FailedMount"
 		row.verdict = "mount-wait"
-		row.notes = append(row.notes, "kubelet FailedMount: "+mountWait)
+		row.notes = append(row.notes, "kubelet waits on a volume: "+mountWait)
 	case real.Status.Phase == corev1.PodFailed && len(real.Status.ContainerStatuses) == 0:
 		kReason = real.Status.Reason
 		row.verdict = "refused"
