@@ -71,7 +71,7 @@ var corpusRuntimes = map[string]struct{ only, why string }{
 // corpusExcluded are the corpus pods not compared at all, and why.
 var corpusExcluded = map[string]string{
 	"082-k8s-website-pod-with-node-affinity": "not a valid v1 Pod: its requiredDuringSchedulingIgnoredDuringExecution is a list of preferred terms (upstream's example as rendered), which neither the API server nor a decoder accepts",
-	"012-csi-driver-host-path-pod-pod-raw": "its claim is a raw block volume (volumeMode: Block): local-path provisions none, so the claim stays Pending and the pod is never scheduled",
+	"012-csi-driver-host-path-pod-pod-raw":   "its claim is a raw block volume (volumeMode: Block): local-path provisions none, so the claim stays Pending and the pod is never scheduled",
 }
 
 // corpusUncovered are the features of index.tsv no compared pod shows, and
