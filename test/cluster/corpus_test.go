@@ -911,8 +911,16 @@ func (e *corpusEnv) podIPs(ns, name string) map[string]bool {
 func dropIPEnv(d *fidelityDiff, kubeletIPs map[string]bool, absentOK bool) bool {
 	envValue := regexp.MustCompile(`^config\.envs\[".*"\]\.value$`)
 	ip := func(v json.RawMessage) string {
+		// podstep diff's value is the field's JSON, as a JSON string.
 		var s string
-		if json.Unmarshal(v, &s) != nil || net.ParseIP(s) == nil {
+		if json.Unmarshal(v, &s) != nil {
+			return ""
+		}
+		var inner string
+		if json.Unmarshal([]byte(s), &inner) == nil {
+			s = inner
+		}
+		if net.ParseIP(s) == nil {
 			return ""
 		}
 		return s
