@@ -23,8 +23,13 @@ func checkNoControl(t *testing.T, what, out string) {
 	}
 }
 
-// poisonManifest is a pod whose image, command, env, annotations and the
+// poisonManifest is a pod whose command, env, annotations and the
 // simulated runtime's CreateContainer error carry p.
+//
+// The image name is clean: a name with the payload does not parse, so it
+// stops at InvalidImageName before any CRI call (as the kubelet's
+// applyDefaultImageTag; steps.TestInvalidImageNameNoCRICall), and the
+// runtime's error would never come.
 func poisonManifest(t *testing.T, dir string, p string) string {
 	q := strconv.QuoteToASCII // its escapes are YAML's double-quoted ones
 	m := fmt.Sprintf(`apiVersion: v1
@@ -44,7 +49,7 @@ spec:
     env:
     - name: X
       value: %s
-`, q(p), q("boom "+p), q("docker.io/library/busybox:1.35"+p), q("echo "+p), q(p))
+`, q(p), q("boom "+p), q("docker.io/library/busybox:1.35"), q("echo "+p), q(p))
 	f := filepath.Join(dir, "poison.yaml")
 	if err := os.WriteFile(f, []byte(m), 0o644); err != nil {
 		t.Fatal(err)

@@ -149,8 +149,9 @@ type ContainerInput struct {
 	// the caller. "" means no termination-log mount.
 	TerminationLogPath string
 	// EtcHostsPath is <root>/pods/<uid>/etc-hosts, or "" when the caller does
-	// not manage /etc/hosts (podstep passes "" for hostNetwork pods; a kubelet
-	// would mount a copy of the node's /etc/hosts there).
+	// not manage /etc/hosts (for a hostNetwork pod the file is a copy of the
+	// node's /etc/hosts, mounted as the kubelet does: its pod IPs are the
+	// node's).
 	EtcHostsPath string
 	// Env resolves configMap/secret references; may be nil (then every
 	// reference is "not found").

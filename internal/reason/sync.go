@@ -36,6 +36,9 @@ const (
 	// ErrImageNeverPull mirrors images.ErrImageNeverPull: an absent image
 	// with pull policy Never.
 	ErrImageNeverPull = "ErrImageNeverPull"
+	// ErrInvalidImageName mirrors images.ErrInvalidImageName: the image
+	// name does not parse (applyDefaultImageTag), before any CRI call.
+	ErrInvalidImageName = "InvalidImageName"
 
 	// ErrCreateContainerConfig mirrors kuberuntime.ErrCreateContainerConfig
 	// (pkg/kubelet/kuberuntime/kuberuntime_container.go): the container

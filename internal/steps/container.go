@@ -62,10 +62,7 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 	}
 	ips := e.configPodIPs()
 	e.noteExpansions(c, ips)
-	hosts := ""
-	if !e.pod.Spec.HostNetwork {
-		hosts = filepath.Join(e.rt.podDir, "etc-hosts")
-	}
+	hosts := filepath.Join(e.rt.podDir, "etc-hosts")
 	return podcfg.ContainerConfig(e.pod, sb, podcfg.ContainerInput{
 		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser, ImageUserUnknown: c.imageUserUnknown,
 		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
@@ -75,12 +72,40 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 }
 
 // configPodIPs are the pod IPs a container config is built with: before the
-// sandbox exists, a placeholder.
+// sandbox exists, a placeholder. A host-network pod's are the node's: the
+// kubelet's generateAPIPodStatus gives such a pod the host IPs as pod IPs,
+// and its SyncPod (kubelet.go) copies them into the runtime's pod status
+// before the container configs are made, so makeMounts mounts /etc/hosts
+// and status.podIP is the node's IP.
 func (e *Engine) configPodIPs() []string {
-	if e.rt.sandboxID == "" && !e.pod.Spec.HostNetwork {
+	if e.pod.Spec.HostNetwork {
+		return hostNetworkPodIPs(e.pod)
+	}
+	if e.rt.sandboxID == "" {
 		return []string{"<pod IP from PodSandboxStatus>"}
 	}
 	return e.rt.podIPs
+}
+
+// hostNetworkPodIPs are a host-network pod's IPs: its status's host IPs
+// (a pod read from the API server), else this machine's (nodeIP, as the
+// admit step gives the pod).
+func hostNetworkPodIPs(pod *corev1.Pod) []string {
+	var ips []string
+	for _, ip := range pod.Status.HostIPs {
+		if ip.IP != "" {
+			ips = append(ips, ip.IP)
+		}
+	}
+	if len(ips) == 0 && pod.Status.HostIP != "" {
+		ips = []string{pod.Status.HostIP}
+	}
+	if len(ips) == 0 {
+		if ip := nodeIP(); ip != "" {
+			ips = []string{ip}
+		}
+	}
+	return ips
 }
 
 func first(s []string) string {
@@ -121,10 +146,8 @@ func (s createStep) run(ctx context.Context, e *Engine) Result {
 		}
 	}
 	// makeMounts: the pod's hosts file and this container's termination-message file.
-	if !e.pod.Spec.HostNetwork {
-		if err := writeHostsFile(filepath.Join(e.rt.podDir, "etc-hosts"), e.pod, e.rt.podIPs); err != nil {
-			return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot write etc-hosts")
-		}
+	if err := writeHostsFile(filepath.Join(e.rt.podDir, "etc-hosts"), e.pod, e.rt.podIPs); err != nil {
+		return e.createFailed(c, reason.ErrCreateContainerConfig, err, "cannot write etc-hosts")
 	}
 	// GenerateRunContainerOptions makes containers/<name> (not makePodDataDirs).
 	if err := mkdirAll(filepath.Dir(c.termLog), 0o750); err != nil {
@@ -238,10 +261,25 @@ func (e *Engine) createFailed(c *containerRuntime, why string, err error, summar
 	return fail(why, err, summary)
 }
 
+// etcHosts is the node's hosts file, which a host-network pod's copies (a
+// variable for the tests).
+var etcHosts = "/etc/hosts"
+
 // writeHostsFile writes the kubelet-managed hosts file (managedHostsHeader
 // and nodeHostsFileContent in pkg/kubelet/kubelet_pods.go).
-func writeHostsFile(path string, pod interface{ GetName() string }, ips []string) error {
+func writeHostsFile(path string, pod *corev1.Pod, ips []string) error {
 	var b strings.Builder
+	if pod.Spec.HostNetwork {
+		// ensureHostsFile (kubelet_pods.go): a host-network pod's is the
+		// node's own /etc/hosts under a header of its own.
+		node, err := os.ReadFile(etcHosts)
+		if err != nil {
+			return err
+		}
+		b.WriteString("# Kubernetes-managed hosts file (host network).\n")
+		b.Write(node)
+		return writeFile(path, unix.O_CREAT|unix.O_TRUNC, []byte(b.String()), 0o644, false)
+	}
 	b.WriteString("# Kubernetes-managed hosts file.\n")
 	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
 	for _, ip := range ips {

@@ -68,6 +68,17 @@ func (s pullStep) run(ctx context.Context, e *Engine) Result {
 	if src, ok := e.rt.authSource[img]; ok {
 		details = append(details, kv("credentials", src))
 	}
+	// EnsureImageExists first applies the default tag: a name that does not
+	// parse fails there, before any CRI call (image_manager.go).
+	if err := imageNameError(img); err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", img, err)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToInspectImage, obj, msg)
+		e.tracker.Record(corev1.EventTypeWarning, reason.FailedToCreateContainer, obj, "Error: "+reason.ErrInvalidImageName)
+		e.tracker.Waiting(s.name, reason.ErrInvalidImageName, msg)
+		r := fail(reason.ErrInvalidImageName, err, "invalid image name")
+		r.Details = details
+		return r
+	}
 	// The image manager keys its back-off by pod UID and image: containers
 	// of the pod with the same image share it.
 	pb := e.rt.pullBackOff[img]

@@ -126,26 +126,8 @@ type fidelityEnv struct {
 }
 
 func TestFidelity(t *testing.T) {
-	c := newCluster(t)
-	e := &fidelityEnv{c: c, bin: os.Getenv("PODSTEP_BIN"), recDir: map[string]string{}, replay: map[string]string{},
-		slots: make(chan struct{}, 12), started: time.Now()}
-	var missing []string
-	for _, rt := range []struct{ rt, s string }{{"1.6", "16"}, {"2", "2"}} {
-		e.recDir[rt.rt] = os.Getenv("PODSTEP_RECORD_DIR_" + rt.s)
-		e.replay[rt.rt] = os.Getenv("PODSTEP_REPLAY_ENDPOINT_" + rt.s)
-		if e.recDir[rt.rt] == "" {
-			missing = append(missing, "PODSTEP_RECORD_DIR_"+rt.s+" (cluster-up.sh with PODSTEP_CLUSTER_PROXY prints RECORD_DIR_"+rt.s+")")
-		}
-		if e.replay[rt.rt] == "" {
-			missing = append(missing, "PODSTEP_REPLAY_ENDPOINT_"+rt.s)
-		}
-	}
-	if e.bin == "" {
-		missing = append(missing, "PODSTEP_BIN")
-	}
-	if len(missing) > 0 {
-		notRun(t, strings.Join(missing, ", ")+" not set")
-	}
+	e := newFidelityEnv(t, 12)
+	c := e.c
 	files, err := filepath.Glob("../../internal/scenario/data/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenarios: %v", err)
@@ -178,6 +160,33 @@ func TestFidelity(t *testing.T) {
 		wg.Wait()
 	})
 	e.summary(t)
+}
+
+// newFidelityEnv connects to the cluster and reads what a comparison needs
+// (each proxy's record dir, the replay runtimes, PODSTEP_BIN); slots bounds
+// the comparisons at once. Shared with TestFidelityCorpus.
+func newFidelityEnv(t *testing.T, slots int) *fidelityEnv {
+	c := newCluster(t)
+	e := &fidelityEnv{c: c, bin: os.Getenv("PODSTEP_BIN"), recDir: map[string]string{}, replay: map[string]string{},
+		slots: make(chan struct{}, slots), started: time.Now()}
+	var missing []string
+	for _, rt := range []struct{ rt, s string }{{"1.6", "16"}, {"2", "2"}} {
+		e.recDir[rt.rt] = os.Getenv("PODSTEP_RECORD_DIR_" + rt.s)
+		e.replay[rt.rt] = os.Getenv("PODSTEP_REPLAY_ENDPOINT_" + rt.s)
+		if e.recDir[rt.rt] == "" {
+			missing = append(missing, "PODSTEP_RECORD_DIR_"+rt.s+" (cluster-up.sh with PODSTEP_CLUSTER_PROXY prints RECORD_DIR_"+rt.s+")")
+		}
+		if e.replay[rt.rt] == "" {
+			missing = append(missing, "PODSTEP_REPLAY_ENDPOINT_"+rt.s)
+		}
+	}
+	if e.bin == "" {
+		missing = append(missing, "PODSTEP_BIN")
+	}
+	if len(missing) > 0 {
+		notRun(t, strings.Join(missing, ", ")+" not set")
+	}
+	return e
 }
 
 func (e *fidelityEnv) add(r fidelityRow) {
