@@ -549,7 +549,7 @@ cluster_phase() {
 		PODSTEP_LIVE_URL_16="$(cluster_value LIVE_URL_16)" PODSTEP_LIVE_URL_2="$(cluster_value LIVE_URL_2)" \
 		PODSTEP_CSI_ENDPOINT_16="$(cluster_value CSI_ENDPOINT_16)" PODSTEP_CSI_ENDPOINT_2="$(cluster_value CSI_ENDPOINT_2)" \
 		PODSTEP_CSI_REGISTRY_16="$(cluster_value CSI_REGISTRY_16)" PODSTEP_CSI_REGISTRY_2="$(cluster_value CSI_REGISTRY_2)" \
-		go test -count=1 -timeout 20m -tags cluster ./test/cluster/ -v
+		go test -count=1 -timeout 40m -tags cluster ./test/cluster/ -v
 	rc=$?
 	record "cluster suite on 2 nodes (containerd 1.6, containerd 2) ($((SECONDS - start)) s)" $rc
 }

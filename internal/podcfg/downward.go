@@ -33,8 +33,14 @@ func fieldRefValue(fs *corev1.ObjectFieldSelector, pod *corev1.Pod, in Container
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
 	case "status.hostIP":
+		if len(in.HostIPs) > 0 {
+			return in.HostIPs[0], nil
+		}
 		return pod.Status.HostIP, nil
 	case "status.hostIPs":
+		if len(in.HostIPs) > 0 {
+			return strings.Join(in.HostIPs, ","), nil
+		}
 		ips := make([]string, 0, len(pod.Status.HostIPs))
 		for _, ip := range pod.Status.HostIPs {
 			ips = append(ips, ip.IP)

@@ -142,6 +142,10 @@ type ContainerInput struct {
 	// mounts /etc/hosts only when the pod has at least one IP.
 	PodIP  string
 	PodIPs []string
+	// HostIPs are the node's IPs, the value of status.hostIP(s) in env
+	// (podFieldSelectorRuntimeValue: getHostIPsAnyWay, the Node's
+	// addresses, not the pod's status). Empty: the pod's status's.
+	HostIPs []string
 	// VolumeHostPaths maps a volume name to its host path (from the volumes stage).
 	VolumeHostPaths map[string]string
 	// TerminationLogPath is the host file for terminationMessagePath

@@ -86,7 +86,7 @@ func (admitStep) run(ctx context.Context, e *Engine) Result {
 		r.Warnings = append(slices.Clone(n.Warnings), e.dropped...)
 		return r
 	}
-	e.tracker.Admitted(nodeIP())
+	e.tracker.Admitted(e.hostIP())
 	r := ok(fmt.Sprintf("admitted on node %s (cpu %dm, memory %s requested)", n.Name(),
 		v.Requests.Cpu().MilliValue(), v.Requests.Memory().String()), details...)
 	r.Warnings = append(slices.Clone(n.Warnings), e.dropped...)
@@ -103,7 +103,33 @@ func (e *Engine) reject(r Result, details []Detail) Result {
 	return r
 }
 
-// nodeIP is the node's first non-loopback IPv4 address (the pod's hostIP).
+// hostIP is the pod's hostIP as the kubelet's getHostIPsAnyWay gives it:
+// the Node's first InternalIP, else its first ExternalIP
+// (GetNodeHostIPs, k8s.io/component-helpers/node/util); a Node without
+// addresses (podstep's model of this machine) has this machine's (nodeIP).
+func (e *Engine) hostIP() string {
+	if n := e.opts.Node; n != nil {
+		for _, t := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+			for _, a := range n.Object.Status.Addresses {
+				if a.Type == t && net.ParseIP(a.Address) != nil {
+					return a.Address
+				}
+			}
+		}
+	}
+	return nodeIP()
+}
+
+// hostIPs are the node's IPs a container's status.hostIP(s) env is made
+// of (podFieldSelectorRuntimeValue: getHostIPsAnyWay), hostIP's.
+func (e *Engine) hostIPs() []string {
+	if ip := e.hostIP(); ip != "" {
+		return []string{ip}
+	}
+	return nil
+}
+
+// nodeIP is this machine's first non-loopback IPv4 address.
 func nodeIP() string {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {

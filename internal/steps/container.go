@@ -65,7 +65,7 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 	hosts := filepath.Join(e.rt.podDir, "etc-hosts")
 	return podcfg.ContainerConfig(e.pod, sb, podcfg.ContainerInput{
 		Container: c.spec, Init: c.init, RestartCount: c.restarts, ImageRef: ref, ImageUser: c.imageUser, ImageUserUnknown: c.imageUserUnknown,
-		PodIP: first(ips), PodIPs: ips, VolumeHostPaths: vols,
+		PodIP: first(ips), PodIPs: ips, HostIPs: e.hostIPs(), VolumeHostPaths: vols,
 		TerminationLogPath: c.termLog, EtcHostsPath: hosts, Env: e.bundle, PrepareSubPath: prepare,
 		ImageVolumes: e.plannedImageVolumes(),
 	}, e.opts.Config)
@@ -79,7 +79,7 @@ func (e *Engine) containerConfig(c *containerRuntime, prepare func(podcfg.SubPat
 // and status.podIP is the node's IP.
 func (e *Engine) configPodIPs() []string {
 	if e.pod.Spec.HostNetwork {
-		return hostNetworkPodIPs(e.pod)
+		return hostNetworkPodIPs(e.pod, e.hostIP())
 	}
 	if e.rt.sandboxID == "" {
 		return []string{"<pod IP from PodSandboxStatus>"}
@@ -88,9 +88,9 @@ func (e *Engine) configPodIPs() []string {
 }
 
 // hostNetworkPodIPs are a host-network pod's IPs: its status's host IPs
-// (a pod read from the API server), else this machine's (nodeIP, as the
-// admit step gives the pod).
-func hostNetworkPodIPs(pod *corev1.Pod) []string {
+// (a pod read from the API server), else hostIP (the Node's, as the admit
+// step gives the pod).
+func hostNetworkPodIPs(pod *corev1.Pod, hostIP string) []string {
 	var ips []string
 	for _, ip := range pod.Status.HostIPs {
 		if ip.IP != "" {
@@ -100,10 +100,8 @@ func hostNetworkPodIPs(pod *corev1.Pod) []string {
 	if len(ips) == 0 && pod.Status.HostIP != "" {
 		ips = []string{pod.Status.HostIP}
 	}
-	if len(ips) == 0 {
-		if ip := nodeIP(); ip != "" {
-			ips = []string{ip}
-		}
+	if len(ips) == 0 && hostIP != "" {
+		ips = []string{hostIP}
 	}
 	return ips
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/podstep/podstep/internal/node"
 )
 
 // TestEtcHostsMount: every container gets the pod's hosts file at
@@ -87,6 +89,51 @@ spec:
 			}
 			if strings.Contains(string(data), "node-a") != tc.nodeCopy {
 				t.Errorf("hosts file %q: the node's entries present = %v, want %v", data, !tc.nodeCopy, tc.nodeCopy)
+			}
+		})
+	}
+}
+
+// TestHostIPFromNode: the pod's hostIP, and a host-network pod's pod IP,
+// are the Node's InternalIP when the Node has addresses (getHostIPsAnyWay,
+// GetNodeHostIPs: InternalIP first, then ExternalIP), not this machine's.
+func TestHostIPFromNode(t *testing.T) {
+	for _, tc := range []struct{ name, addresses, want string }{
+		{"internal", "[{type: Hostname, address: worker-7}, {type: ExternalIP, address: 203.0.113.9}, {type: InternalIP, address: 192.0.2.7}]", "192.0.2.7"},
+		{"external only", "[{type: ExternalIP, address: 203.0.113.9}]", "203.0.113.9"},
+		{"none", "[]", nodeIP()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := node.Parse("node.yaml", []byte(nodeFactsNode+"  addresses: "+tc.addresses+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := testOptions(t)
+			o.Node = n
+			b := parse(t, `apiVersion: v1
+kind: Pod
+metadata: {name: hostip}
+spec:
+  hostNetwork: true
+  containers:
+  - name: app
+    image: docker.io/library/busybox:1.35
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    env:
+    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}
+`)
+			e := runAll(t, b, newSim(t), o)
+			var env []string
+			for _, kv := range lastCreateContainer(t, e).Config.Envs {
+				env = append(env, kv.Key+"="+string(kv.Value))
+			}
+			if got, want := strings.Join(env, " "), "POD_IP="+tc.want+" HOST_IP="+tc.want; got != want {
+				t.Errorf("env %q, want %q", got, want)
+			}
+			if got := e.PodState().Status.HostIP; got != tc.want {
+				t.Errorf("status.hostIP %q, want %q", got, tc.want)
 			}
 		})
 	}
