@@ -439,8 +439,8 @@ func (e *storageEnv) compareWithKubeletCSICalls(t *testing.T, real *corev1.Pod, 
 			problems = append(problems, fmt.Sprintf("%s %s: kubelet %s, podstep %s", c.Method, f.Path, orAbsent(json.RawMessage(f.A)), orAbsent(json.RawMessage(f.B))))
 		}
 	}
-	t.Logf("podstep diff %s %s: %d same, %d differ, %d kubelet only, %d podstep only (CRI and CSI); the kubelet's CSI calls: %v",
-		filepath.Base(theirs), filepath.Base(mine), res.Counts.Same, res.Counts.Differ, res.Counts.OnlyA, res.Counts.OnlyB, kubelet)
+	t.Logf("podstep diff %s %s: %d same, %d differ, %d kubelet only, %d podstep only (CRI and CSI); the kubelet's CSI calls: %v; podstep's: %v",
+		filepath.Base(theirs), filepath.Base(mine), res.Counts.Same, res.Counts.Differ, res.Counts.OnlyA, res.Counts.OnlyB, kubelet, podstep)
 	if !slices.Equal(kubelet, want) {
 		t.Errorf("the kubelet's CSI calls in the proxy's recording:\n got %v\nwant %v (did the kubelet reach the mock driver through the proxy?)", kubelet, want)
 	}
