@@ -35,7 +35,7 @@ const maxCmd = 160
 
 // Self is this process as a holder, on runtime.
 func Self(runtime string, simulated bool) Holder {
-	h := Holder{PID: os.Getpid(), Start: startTime(os.Getpid()), Since: time.Now().UTC().Truncate(time.Second),
+	h := Holder{PID: os.Getpid(), Start: StartTime(os.Getpid()), Since: time.Now().UTC().Truncate(time.Second),
 		Runtime: runtime, Simulated: simulated}
 	h.Cmd = strings.Join(append([]string{filepath.Base(os.Args[0])}, os.Args[1:]...), " ")
 	if len(h.Cmd) > maxCmd {
@@ -50,7 +50,7 @@ func (h Holder) Alive() bool {
 	if h.PID <= 0 {
 		return false
 	}
-	st := startTime(h.PID)
+	st := StartTime(h.PID)
 	return st != 0 && (h.Start == 0 || st == h.Start)
 }
 
@@ -71,7 +71,7 @@ func (h Holder) String() string {
 }
 
 // startTime is /proc/PID/stat's starttime (0: no such process).
-func startTime(pid int) uint64 {
+func StartTime(pid int) uint64 {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/mark"
 )
 
 // Runtime is the node's container runtime as found from its CRI endpoint:
@@ -139,7 +140,7 @@ func proxyUpstream(args []string) string {
 
 // describe reads what pid was started with.
 func describe(ctx context.Context, endpoint, sock string, pid int) (*Runtime, error) {
-	r := &Runtime{Endpoint: endpoint, Socket: sock, PID: pid, Start: procStart(pid)}
+	r := &Runtime{Endpoint: endpoint, Socket: sock, PID: pid, Start: mark.StartTime(pid)}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
 		return nil, fmt.Errorf("the runtime at %s (pid %d): its binary: %w", endpoint, pid, err)
@@ -282,24 +283,4 @@ func readNul(path string) ([]string, error) {
 		return nil, err
 	}
 	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00"), nil
-}
-
-// procStart is /proc/PID/stat's field 22, the start time in clock ticks
-// (0: no such process).
-func procStart(pid int) uint64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
 }

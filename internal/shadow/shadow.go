@@ -236,7 +236,7 @@ func (s *Shadow) start(ctx context.Context, wait time.Duration) error {
 	exited := make(chan struct{})
 	s.exited = exited
 	go func() { _ = cmd.Wait(); close(exited) }()
-	s.marker.PID, s.marker.Start = cmd.Process.Pid, procStart(cmd.Process.Pid)
+	s.marker.PID, s.marker.Start = cmd.Process.Pid, mark.StartTime(cmd.Process.Pid)
 	if err := s.writeMarker(); err != nil {
 		return err
 	}

@@ -23,7 +23,9 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/mark"
 	"github.com/podstep/podstep/internal/rmtree"
+	"github.com/podstep/podstep/internal/volume"
 )
 
 // Bounds of a teardown's steps.
@@ -92,7 +94,7 @@ func removeSandboxes(ctx context.Context, endpoint string) error {
 // stopDaemon ends the shadow's containerd (pid, if it is still the process
 // started then): SIGTERM, then SIGKILL after termGrace.
 func stopDaemon(pid int, start uint64) error {
-	if pid <= 0 || procStart(pid) != start {
+	if pid <= 0 || mark.StartTime(pid) != start {
 		return nil
 	}
 	return terminate([]int{pid}, termGrace)
@@ -103,13 +105,13 @@ func stopDaemon(pid int, start uint64) error {
 func terminate(pids []int, grace time.Duration) error {
 	starts := map[int]uint64{}
 	for _, p := range pids {
-		starts[p] = procStart(p)
+		starts[p] = mark.StartTime(p)
 		_ = syscall.Kill(p, syscall.SIGTERM)
 	}
 	alive := func() []int {
 		var out []int
 		for _, p := range pids {
-			if st := procStart(p); st != 0 && st == starts[p] && !zombie(p) {
+			if st := mark.StartTime(p); st != 0 && st == starts[p] && !zombie(p) {
 				out = append(out, p)
 			}
 		}
@@ -220,32 +222,13 @@ func MountsUnder(dir string) []string {
 		if len(f) < 5 {
 			continue
 		}
-		mp := unescape(f[4])
+		mp := volume.UnescapeMountinfo(f[4])
 		if mp == dir || strings.HasPrefix(mp, dir+"/") {
 			out = append(out, mp)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") })
 	return out
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // unmountUnder detaches every mount under dir (netns files, shm, overlay
@@ -492,7 +475,7 @@ func cgroupMounts() []string {
 		f := strings.Fields(line)
 		sep := slices.Index(f, "-")
 		if sep > 4 && sep+1 < len(f) && (f[sep+1] == "cgroup" || f[sep+1] == "cgroup2") {
-			out = append(out, unescape(f[4]))
+			out = append(out, volume.UnescapeMountinfo(f[4]))
 		}
 	}
 	return out
