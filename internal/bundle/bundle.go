@@ -145,13 +145,13 @@ func (b *writer) json(name string, v any) {
 		b.missing("%s: %v", name, err)
 		return
 	}
-	var any any
-	if err := json.Unmarshal(raw, &any); err != nil {
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
 		b.missing("%s: %v", name, err)
 		return
 	}
-	b.res.Masked += mask(any)
-	out, _ := json.MarshalIndent(any, "", "  ")
+	b.res.Masked += mask(tree)
+	out, _ := json.MarshalIndent(tree, "", "  ")
 	_ = b.add(name, append(out, '\n'))
 }
 
