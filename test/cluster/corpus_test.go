@@ -944,13 +944,16 @@ func dropIPEnv(d *fidelityDiff, kubeletIPs map[string]bool, absentOK bool) bool 
 
 // untilFirstStart cuts a diff at its first StartContainer (on either side,
 // included): what the comparison covers. Its counts are recounted. It
-// reports whether there was one.
+// reports whether a container started: there was one, and it did not fail
+// on either side (a start that fails, RunContainerError, is retried by the
+// kubelet with a new CreateContainer, as a create that fails is).
 func untilFirstStart(d *fidelityDiff) bool {
 	found := false
+	failed := func(code string) bool { return code != "" && code != "OK" }
 	for i, c := range d.Calls {
 		if c.Method == "StartContainer" {
 			d.Calls = d.Calls[:i+1]
-			found = true
+			found = !failed(c.CodeA) && !failed(c.CodeB)
 			break
 		}
 	}
@@ -979,8 +982,8 @@ var corpusNormal = []struct {
 	// unstarted: only when no container started (no StartContainer).
 	unstarted bool
 }{
-	{regexp.MustCompile(`^(CreateContainer|PullImage|ImageStatus) \(.*\): \d+ kubelet only, 0 podstep only$`), "create-retries",
-		"a container that never starts (CreateContainerError): the kubelet tries to create it again on every sync until the pod is deleted, podstep once (--max-restarts 0)", true},
+	{regexp.MustCompile(`^(CreateContainer|StartContainer|PullImage|ImageStatus) \(.*\): \d+ kubelet only, 0 podstep only$`), "create-retries",
+		"a container that never starts (CreateContainerError, or RunContainerError: a retagged image without the program): the kubelet tries to create and start it again on every sync after its back-off until the pod is deleted, podstep once (--max-restarts 0)", true},
 }
 
 func corpusJudge(problems, notes []string, started bool) (rest, tags []string) {
