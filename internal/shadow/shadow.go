@@ -302,7 +302,7 @@ func (s *Shadow) exportImages(ctx context.Context, images []string) exportResult
 		if err != nil || st.GetImage() == nil || len(st.GetImage().GetRepoTags()) == 0 {
 			continue
 		}
-		if ref := st.GetImage().GetRepoTags()[0]; !slices.Contains(r.refs, ref) {
+		if ref := exportRef(img, st.GetImage().GetRepoTags()); !slices.Contains(r.refs, ref) {
 			r.refs = append(r.refs, ref)
 		}
 	}
@@ -314,6 +314,40 @@ func (s *Shadow) exportImages(ctx context.Context, images []string) exportResult
 		r.err = fmt.Errorf("copy images %s from the node's runtime: %w", strings.Join(r.refs, ", "), err)
 	}
 	return r
+}
+
+// exportRef is the tag to export for the image the pod names: that name
+// (as the runtime normalises it: docker.io/library/NAME:latest) when it is
+// one of the image's tags, else its first tag. One image often has many
+// tags (a test image retagged under other names), and the shadow must
+// have the name the pod asks for.
+func exportRef(img string, tags []string) string {
+	want := normalizeRef(img)
+	for _, t := range tags {
+		if t == img || t == want {
+			return t
+		}
+	}
+	return tags[0]
+}
+
+// normalizeRef is a familiar image name made whole, as the docker
+// reference grammar does: docker.io/ for a name with no registry,
+// library/ for a one-part name there, :latest with no tag or digest.
+func normalizeRef(ref string) string {
+	name := ref
+	first, _, found := strings.Cut(name, "/")
+	if !found || (!strings.ContainsAny(first, ".:") && first != "localhost") {
+		if !found {
+			name = "library/" + name
+		}
+		name = "docker.io/" + name
+	}
+	last := name[strings.LastIndexByte(name, '/')+1:]
+	if !strings.Contains(last, ":") && !strings.Contains(name, "@") {
+		name += ":latest"
+	}
+	return name
 }
 
 // importImages imports the exported images into the shadow and removes
