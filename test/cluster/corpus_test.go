@@ -951,11 +951,29 @@ func untilFirstStart(d *fidelityDiff) bool {
 	found := false
 	failed := func(code string) bool { return code != "" && code != "OK" }
 	for i, c := range d.Calls {
-		if c.Method == "StartContainer" {
-			d.Calls = d.Calls[:i+1]
-			found = !failed(c.CodeA) && !failed(c.CodeB)
-			break
+		if c.Method != "StartContainer" {
+			continue
 		}
+		// One side's start aligned after the other's (the proxy records a
+		// call when it is answered, and the kubelet's status polls may come
+		// in between): the first start of the same container on the other
+		// side, later in the list, with the same code, is its pair.
+		if c.Op == "+" || c.Op == "-" {
+			for j := i + 1; j < len(d.Calls); j++ {
+				o := d.Calls[j]
+				if o.Method == "StartContainer" && o.Container == c.Container && (o.Op == "+" || o.Op == "-") && o.Op != c.Op {
+					if c.Op == "+" && o.CodeA == c.CodeB || c.Op == "-" && o.CodeB == c.CodeA {
+						d.Calls[i].Op = "="
+						d.Calls[i].CodeA, d.Calls[i].CodeB = c.CodeA+o.CodeA, c.CodeB+o.CodeB
+						c = d.Calls[i]
+					}
+					break
+				}
+			}
+		}
+		d.Calls = d.Calls[:i+1]
+		found = !failed(c.CodeA) && !failed(c.CodeB)
+		break
 	}
 	d.Counts.Same, d.Counts.Differ, d.Counts.OnlyA, d.Counts.OnlyB = 0, 0, 0, 0
 	for _, c := range d.Calls {
