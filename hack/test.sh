@@ -227,6 +227,15 @@ if ! command -v node >/dev/null && [ "$(id -u)" = 0 ]; then
 	apt-get -o DPkg::Lock::Timeout=600 install -y -qq nodejs >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y -qq nodejs >/dev/null 2>&1; } ||
 		echo "hack/test.sh: could not install nodejs; internal/live's fold test will fail under CI=true"
 fi
+# internal/volume's TestLocalBlockDevice and the integration suite's TestLocalBlockDeviceVolume
+# format and mount a loop device as the kubelet's local volume plugin does: losetup and mount
+# (mount), blkid and fsck (util-linux), mkfs.ext4 (e2fsprogs). Installed when missing (as root).
+for tool in losetup:mount mount:mount blkid:util-linux fsck:util-linux mkfs.ext4:e2fsprogs; do
+	if ! PATH=$PATH:/sbin:/usr/sbin command -v "${tool%%:*}" >/dev/null && [ "$(id -u)" = 0 ]; then
+		apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${tool#*:}" >/dev/null 2>&1 || { apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null 2>&1 && apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${tool#*:}" >/dev/null 2>&1; } ||
+			echo "hack/test.sh: could not install ${tool#*:}; the local block-device volume tests will fail"
+	fi
+done
 # internal/scenario's TestLessonsNameKubeletSource reads k8s.io/kubernetes v1.37.0 from the module
 # cache; cold, hack/prebuild.sh may not have fetched it yet (with CI=true its absence fails the test).
 (cd hack/kubelet && GOWORK=off go mod download k8s.io/kubernetes) ||
