@@ -20,8 +20,11 @@ type Attribution struct {
 }
 
 // Attribution is the attribution of call seq, between the proxy's Arrived
-// and Done hooks; ok is false for a call the watcher does not know.
+// and Done hooks; ok is false for a call the watcher does not know. It
+// waits for the calls queued so far to be handled (Hooks): tracing puts
+// the watcher's work back on the call's path.
 func (w *Watcher) Attribution(seq uint64) (a Attribution, ok bool) {
+	w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	info := w.calls[seq]

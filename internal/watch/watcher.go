@@ -115,6 +115,7 @@ type Watcher struct {
 	pokes       []*Pod               // pods whose calls in flight aged a second
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
+	work      *serial    // the hooks' work, off the calls' path (Hooks)
 	stop      chan struct{}
 	stopOnce  sync.Once
 }
@@ -154,7 +155,8 @@ func New(o Options) *Watcher {
 		o.RequestTimeout = DefaultRequestTimeout
 	}
 	w := &Watcher{opts: o, red: o.Redactor, pods: map[string]*Pod{}, bySandbox: map[string]*Pod{},
-		byContainer: map[string]*ctr{}, calls: map[uint64]*callInfo{}, polling: map[string]int{}, stop: make(chan struct{})}
+		byContainer: map[string]*ctr{}, calls: map[uint64]*callInfo{}, polling: map[string]int{}, stop: make(chan struct{}),
+		work: newSerial()}
 	if w.red == nil {
 		w.red = &cri.Redactor{}
 	}
@@ -163,12 +165,31 @@ func New(o Options) *Watcher {
 }
 
 // Hooks are the proxy hooks feeding the watcher (and its hold).
+//
+// Without a hold, the proxy only copies each call and queues it: the
+// watcher decodes, redacts, attributes and delivers it on a goroutine of
+// its own, in the order the calls arrived and were answered, so that what
+// it shows costs the kubelet's calls nothing (the proxy's added latency).
+// The queue keeps the order the synchronous hooks had: a call's answer is
+// queued before the answer goes back, so the kubelet's next call is
+// queued after it. With a hold, the gate needs the call's step before it
+// lets it go: the hooks run on the call's path.
 func (w *Watcher) Hooks() proxy.Hooks {
-	return proxy.Hooks{Arrived: w.arrived, Gate: w.gate, Done: w.done}
+	if w.opts.Hold != nil {
+		return proxy.Hooks{Arrived: w.arrived, Gate: w.gate, Done: w.done}
+	}
+	return proxy.Hooks{
+		Arrived: func(c *proxy.Call) { a := *c; w.work.do(func() { w.arrived(&a) }) },
+		Done:    func(c *proxy.Call) { d := *c; w.work.do(func() { w.done(&d) }) },
+	}
 }
+
+// flush waits for the calls queued so far to be handled.
+func (w *Watcher) flush() { w.work.flush() }
 
 // Close stops the watcher's timer and closes every step still open.
 func (w *Watcher) Close() {
+	w.work.stop()
 	w.stopOnce.Do(func() { close(w.stop) })
 	w.mu.Lock()
 	for _, p := range w.list {
@@ -181,6 +202,7 @@ func (w *Watcher) Close() {
 
 // Pods lists the followed pods seen so far.
 func (w *Watcher) Pods() []*Pod {
+	w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []*Pod
@@ -195,6 +217,7 @@ func (w *Watcher) Pods() []*Pod {
 // Polling is the node-level calls seen, by method, and the calls of pods
 // not followed.
 func (w *Watcher) Polling() map[string]int {
+	w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make(map[string]int, len(w.polling))
