@@ -58,6 +58,21 @@ record() { # record NAME STATUS
 		FAILED=1
 	fi
 }
+# gotest LOG CMD...: a go test command, its output also kept in LOG; its exit status.
+gotest() {
+	local log=$1
+	shift
+	"$@" 2>&1 | tee "$log"
+	return "${PIPESTATUS[0]}"
+}
+# failed_tests LOG: "; failed: TestA, TestB, pkg": the top-level tests and the packages that failed
+# in LOG, for the summary (the end of CI's log is often all that is shown of a run).
+failed_tests() {
+	local names
+	names=$(sed -n -e 's/^--- FAIL: \([^ ]*\).*/\1/p' -e 's/^FAIL\t\([^\t ]*\).*/\1/p' "$1" 2>/dev/null |
+		awk '!seen[$0]++' | head -n 12 | paste -sd, - | sed 's/,/, /g')
+	if [ -n "$names" ]; then printf '; failed: %s' "$names"; fi
+}
 banner() { # banner WORD TEXT...
 	local word=$1
 	shift
@@ -96,8 +111,12 @@ late_checks() {
 	bash hack/fuzz.sh
 	printf '%s\t%s\n' $? "fuzz (hack/fuzz.sh, 10 s per target)" >>"$1"
 	section "go test -race ${RACE_PKGS[*]}"
-	CGO_ENABLED=1 go test -race "${RACE_PKGS[@]}"
-	printf '%s\t%s\n' $? "go test -race (concurrent packages)" >>"$1"
+	local log rc
+	log=$(mktemp /tmp/podstep-race.XXXXXX)
+	CGO_ENABLED=1 gotest "$log" go test -race "${RACE_PKGS[@]}"
+	rc=$?
+	printf '%s\t%s\n' $rc "go test -race (concurrent packages)$(failed_tests "$log")" >>"$1"
+	rm -f "$log"
 }
 if [ "${1:-}" = --late-checks ]; then # the background job's own run (late_start)
 	late_checks "$2"
@@ -241,8 +260,11 @@ done
 (cd hack/kubelet && GOWORK=off go mod download k8s.io/kubernetes) ||
 	echo "hack/test.sh: could not download k8s.io/kubernetes (hack/kubelet/go.mod) for the lessons' source check"
 section "go test ./..."
-go test ./...
-record "go test ./... (unit)" $?
+UNIT_LOG=$(mktemp /tmp/podstep-unit.XXXXXX)
+gotest "$UNIT_LOG" go test ./...
+rc=$?
+record "go test ./... (unit)$(failed_tests "$UNIT_LOG")" $rc
+rm -f "$UNIT_LOG"
 
 # The late checks (fuzz, race; late_checks above): here when not root, else beside the suites.
 if [ "$(id -u)" != 0 ]; then
@@ -455,9 +477,9 @@ integration() {
 		PODSTEP_REGISTRY=$registry PODSTEP_REGISTRY_USER=$(harness_value PODSTEP_REGISTRY_USER) \
 		PODSTEP_REGISTRY_PASSWORD=$(harness_value PODSTEP_REGISTRY_PASSWORD) \
 		PODSTEP_REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE) PODSTEP_KUBELET=$KUBELET_BIN \
-		PODSTEP_CSIMOCK=$CSIMOCK_BIN go test -count=1 -timeout 15m -tags integration ./test/integration/ -v
+		PODSTEP_CSIMOCK=$CSIMOCK_BIN gotest "$TMP/integration-$rt.log" go test -count=1 -timeout 15m -tags integration ./test/integration/ -v
 	rc=$?
-	record "integration suite on $name ($((SECONDS - start)) s)" $rc
+	record "integration suite on $name ($((SECONDS - start)) s)$(failed_tests "$TMP/integration-$rt.log")" $rc
 	harness_down "$rt"
 }
 
@@ -550,7 +572,7 @@ cluster_phase() {
 
 	section "go test -count=1 -tags cluster ./test/cluster/ -v  (KUBECONFIG=$kubeconfig)"
 	start=$SECONDS
-	env "${env[@]}" KUBECONFIG="$kubeconfig" PODSTEP_BIN="$TMP/podstep" \
+	gotest "$TMP/cluster.log" env "${env[@]}" KUBECONFIG="$kubeconfig" PODSTEP_BIN="$TMP/podstep" \
 		PODSTEP_NODE_16="$(cluster_value NODE_16)" PODSTEP_NODE_2="$(cluster_value NODE_2)" \
 		PODSTEP_ENDPOINT_16="$(cluster_value ENDPOINT_16)" PODSTEP_ENDPOINT_2="$(cluster_value ENDPOINT_2)" \
 		PODSTEP_KUBELET_ENDPOINT_16="$(cluster_value KUBELET_ENDPOINT_16)" PODSTEP_KUBELET_ENDPOINT_2="$(cluster_value KUBELET_ENDPOINT_2)" \
@@ -560,7 +582,7 @@ cluster_phase() {
 		PODSTEP_CSI_REGISTRY_16="$(cluster_value CSI_REGISTRY_16)" PODSTEP_CSI_REGISTRY_2="$(cluster_value CSI_REGISTRY_2)" \
 		go test -count=1 -timeout 40m -tags cluster ./test/cluster/ -v
 	rc=$?
-	record "cluster suite on 2 nodes (containerd 1.6, containerd 2) ($((SECONDS - start)) s)" $rc
+	record "cluster suite on 2 nodes (containerd 1.6, containerd 2) ($((SECONDS - start)) s)$(failed_tests "$TMP/cluster.log")" $rc
 }
 if [ "${PODSTEP_TEST_CLUSTER:-1}" = 0 ]; then
 	if [ "$CI" = true ]; then
