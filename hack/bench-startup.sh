@@ -21,8 +21,15 @@
 #     waits for). The shell's `date` before the exec is inside the interval: it errs high.
 # It prints a markdown table and writes it into docs/measurements.md between the lines
 # "<!-- bench-startup:begin -->" and "<!-- bench-startup:end -->" (PODSTEP_BENCH_WRITE=0: print
-# only). The create + teardown of hello on a real containerd against crictl's runp/create/start/
-# stopp/rmp is not here: it needs the containerd harness (hack/bench-hello.sh, hack/bench-runcpu.sh).
+# only).
+# With CONTAINER_RUNTIME_ENDPOINT set (a real runtime: the containerd harness, hack/containerd-up.sh),
+# the same rounds also run the create + teardown of hello there:
+#   - `podstep run --auto -q --settle 0 --grace-period 0 -f testdata/pods/hello.yaml -r ENDPOINT`
+#     against crictl's sequence `runp`, `create`, `start`, `stopp`, `rmp` of the same pod and
+#     container (the sandbox and container configs below; crictl stopp kills at once, as a grace
+#     period of 0 does): wall, CPU and peak RSS of the whole (interleave.py's sequence form: the
+#     five crictl processes' CPU summed, their largest RSS). The image must be there already
+#     (the harness imports busybox:1.35); neither side pulls.
 # Issue 36's bars: version wall <= crictl's (ratio <= 1.0), version peak RSS <= 25 MiB, run of
 # hello peak RSS <= 30 MiB, stripped binary <= 45 MiB, inits <= 2 ms and <= 1 MB. The script
 # prints the figures; it does not judge them (TestInitCost in cmd/podstep guards the inits'
@@ -91,6 +98,35 @@ set -- "pv=$(argv "$BIN" version)" "cv=$(argv "$CRICTL" --version)" \
 if [ -n "$BEFORE" ]; then
 	# shellcheck disable=SC2046
 	set -- "$@" "bv=$(argv "$BEFORE" version)" "bp=$(argv "$BEFORE" plan -f "$POD")" "br=$(argv "$BEFORE" $(run_args old))"
+fi
+ENDPOINT=${CONTAINER_RUNTIME_ENDPOINT:-}
+if [ -n "$ENDPOINT" ]; then
+	"$BIN" info -r "$ENDPOINT" >/dev/null || {
+		echo "bench-startup: runtime at $ENDPOINT not ready (CONTAINER_RUNTIME_ENDPOINT)" >&2
+		exit 3
+	}
+	RUNTIME_NAME=$("$BIN" info -r "$ENDPOINT" | sed -n 's/^runtime: *//p')
+	# hello as crictl's configs: the pod's name, namespace, hostname and log directory, the
+	# container's image, command and log path.
+	cat >"$TMP/pod.json" <<EOF
+{"metadata": {"name": "hello", "namespace": "default", "uid": "bench-startup-crictl-$$", "attempt": 0},
+ "hostname": "hello", "log_directory": "$TMP/crictl-logs", "linux": {}}
+EOF
+	cat >"$TMP/ctr.json" <<'EOF'
+{"metadata": {"name": "hello", "attempt": 0}, "image": {"image": "docker.io/library/busybox:1.35"},
+ "command": ["sh", "-c", "echo hello from podstep; sleep 3600"], "log_path": "hello/0.log", "linux": {}}
+EOF
+	crictl_seq=$(python3 -c 'import json, sys
+c, e, pod, ctr = sys.argv[1:]
+base = [c, "--config", "/dev/null", "-r", e, "-i", e]
+print(json.dumps([base + ["runp", pod], base + ["create", "{0}", ctr, pod], base + ["start", "{1}"],
+                  base + ["stopp", "{0}"], base + ["rmp", "{0}"]]))' "$CRICTL" "$ENDPOINT" "$TMP/pod.json" "$TMP/ctr.json")
+	set -- "$@" "pc=$(argv "$BIN" run --auto -q --settle 0 --grace-period 0 -f "$POD" -r "$ENDPOINT" \
+		--root-dir "$TMP/root-cri" --log-dir "$TMP/logs-cri")" "cc=$crictl_seq"
+	if [ -n "$BEFORE" ]; then
+		set -- "$@" "bc=$(argv "$BEFORE" run --auto -q --settle 0 --grace-period 0 -f "$POD" -r "$ENDPOINT" \
+			--root-dir "$TMP/root-cri-old" --log-dir "$TMP/logs-cri-old")"
+	fi
 fi
 interleave "$@"
 
@@ -221,6 +257,12 @@ cv=$("$CRICTL" --version)
 	row '`plan -f hello`: wall, peak RSS' "${R[pp_wall]} ms, ${R[pp_rss]} MiB" "" "${R[bp_wall]:-} ms, ${R[bp_rss]:-} MiB"
 	row '`run --sim --auto` of hello (create + teardown): wall, CPU, peak RSS' \
 		"${R[pr_wall]} ms, ${R[pr_cpu]} ms, ${R[pr_rss]} MiB" "" "${R[br_wall]:-} ms, ${R[br_cpu]:-} ms, ${R[br_rss]:-} MiB"
+	if [ -n "$ENDPOINT" ]; then
+		row "create + teardown of hello on $RUNTIME_NAME (podstep \`run --auto\`; crictl runp, create, start, stopp, rmp): wall" \
+			"${R[pc_wall]} ms" "${R[cc_wall]} ms" "${R[bc_wall]:-} ms"
+		row '… CPU (user + system)' "${R[pc_cpu]} ms" "${R[cc_cpu]} ms" "${R[bc_cpu]:-} ms"
+		row '… peak RSS' "${R[pc_rss]} MiB" "${R[cc_rss]} MiB" "${R[bc_rss]:-} MiB"
+	fi
 	row 'binary (podstep: as hack/release.sh builds it)' "$(mib "$BIN") MiB" "$(mib "$CRICTL") MiB" "$(if [ -n "$BEFORE" ]; then mib "$BEFORE"; fi) MiB"
 	row 'package inits of `version`, stdout a pipe: clock, KB, allocations' "${pipe_ms} ms, ${pipe_kb} KB, ${pipe_allocs}" "" \
 		"${bpipe_ms:-} ms, ${bpipe_kb:-} KB, ${bpipe_allocs:-}"

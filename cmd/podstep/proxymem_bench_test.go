@@ -19,9 +19,10 @@ import (
 // followed, in front of the simulated runtime in a process of its own)
 // with a kubelet's calls for 1,000 pods, one after another: sandbox,
 // image, create, start, an exec hook answering 256 KiB, a relist, the
-// teardown. It reports the proxy's RSS after the first 100 pods and after
-// the 1,000 (VmRSS, MB): the bar (issue 25) is rss-1000 within +20 MB of
-// rss-100. PODSTEP_PROXY_MEM_PODS changes the 1,000;
+// teardown. It reports the proxy's RSS idle (started, no call yet), after
+// the first 100 pods and after the 1,000 (VmRSS, MB): the bars are rss-1000
+// within +20 MB of rss-100 (issue 25), within 10 % of it and an idle RSS of
+// at most 30 MiB (issue 36). PODSTEP_PROXY_MEM_PODS changes the 1,000;
 // PODSTEP_PROXY_MEM_BIN runs another podstep binary (an older one, to
 // compare).
 //
@@ -32,15 +33,17 @@ func BenchmarkProxyMemory(b *testing.B) {
 		pods, _ = strconv.Atoi(v)
 	}
 	for b.Loop() {
-		rss100, rssN := proxyMemory(b, pods, nil)
+		idle, rss100, rssN := proxyMemory(b, pods, nil)
+		b.ReportMetric(idle, "rss-idle-MB")
 		b.ReportMetric(rss100, "rss-100-MB")
 		b.ReportMetric(rssN, fmt.Sprintf("rss-%d-MB", pods))
 		b.ReportMetric(rssN-rss100, "growth-MB")
+		b.ReportMetric(100*(rssN-rss100)/rss100, "growth-%")
 	}
 }
 
 // proxyMemory runs the proxy and the pods; extra are more proxy flags.
-func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64) {
+func proxyMemory(tb testing.TB, pods int, extra []string) (idle, rss100, rssN float64) {
 	d, err := os.MkdirTemp("", "pxm")
 	if err != nil {
 		tb.Fatal(err)
@@ -61,6 +64,8 @@ func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64)
 		tb.Fatal(err)
 	}
 	defer func() { _ = conn.Close() }()
+	time.Sleep(500 * time.Millisecond) // settled after its start
+	idle = rssMB(tb, px.Process.Pid)
 	rt, img := runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)
 	ctx := context.Background()
 	hook := []string{"echo", strings.Repeat("h", 256<<10)}
@@ -104,7 +109,7 @@ func proxyMemory(tb testing.TB, pods int, extra []string) (rss100, rssN float64)
 			rssN = rssMB(tb, px.Process.Pid)
 		}
 	}
-	return rss100, rssN
+	return idle, rss100, rssN
 }
 
 // rssMB is a process's resident set (VmRSS) in MB.

@@ -28,20 +28,25 @@ type initCost struct{ bytes, allocs int }
 // TUI. Heap allocation is the part of an init's work that does not depend
 // on the machine's load: tables built as maps and slices, registries,
 // descriptors, compiled expressions. Since issue 36 podstep builds its own
-// such tables on first use and links no typed clientset (client-go's
+// such tables on first use (compiled expressions behind sync.OnceValue:
+// the image-name grammar, the explain table's patterns, the proxy's list of
+// unary methods) and links no typed clientset (client-go's
 // kubernetes/scheme registered every API group: ~675 KB, ~5,700
 // allocations); what is left is its dependencies' inits. The heaviest
-// today are the generated protobuf files (cri-api ~200 KB, the CSI spec
-// ~160 KB), go-digest's regexps (~840 allocations) and, with stdout a
-// terminal, lipgloss's colour detection (~90 KB); all ~290 packages
-// together allocate ~1.5 MB in ~8,600 (it was ~3.4 MB in ~23,400). An
+// today are the generated protobuf files (cri-api ~210 KB, the CSI spec
+// ~160 KB), k8s.io/api/core/v1 (~100 KB), go-digest's regexps (~840
+// allocations) and, with stdout a terminal, lipgloss's colour detection
+// (~90 KB); all ~290 packages together allocate ~1.50 MB in ~8,470 (a
+// terminal: ~1.58 MB, ~8,610; it was ~3.4 MB in ~23,400 before issue 36,
+// and ~1.71 MB in ~9,620 when the image-name grammar and the explain
+// table compiled their expressions in their inits). An
 // init that only computes, or fills an array declared at package level,
 // allocates nothing and passes: issue 14's slow init (go-runewidth v0.0.27
 // filling a [2][0x110000]byte array rune by rune, 17-44 ms of every
 // command) was one. Its time is what hack/bench-startup.sh prints.
 var (
-	onePackage  = initCost{bytes: 256 << 10, allocs: 1_000}
-	allPackages = initCost{bytes: 1792 << 10, allocs: 10_000}
+	onePackage  = initCost{bytes: 224 << 10, allocs: 1_000}
+	allPackages = initCost{bytes: 1600 << 10, allocs: 9_000}
 )
 
 // initLine matches the runtime's GODEBUG=inittrace=1 lines:

@@ -14,7 +14,6 @@
 package explain
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -39,7 +38,7 @@ type Entry struct {
 	// Reasons are the kubelet reasons the entry applies to.
 	Reasons []string
 	// Pattern, when set, must match the message or a log line.
-	Pattern *regexp.Regexp
+	Pattern *Regexp
 	// Causes are the likely causes, most likely first.
 	Causes []string
 	// Next is what the kubelet does next.

@@ -1,7 +1,5 @@
 package explain
 
-import "regexp"
-
 const (
 	containerd = "containerd 1.6 and 2.4 (tested)"
 	kubelet    = "the kubelet's own check (every runtime; tested on containerd 1.6 and 2.4)"
@@ -17,7 +15,7 @@ var table = []Entry{
 		ID:      "image-not-found",
 		Title:   "the registry has no such image: the repository or the tag does not exist",
 		Reasons: []string{"ErrImagePull"},
-		Pattern: regexp.MustCompile(`: not found$|manifest unknown|name unknown`),
+		Pattern: pattern(`: not found$|manifest unknown|name unknown`),
 		Causes: []string{
 			"a typo in the image's repository, tag or registry host",
 			"the tag was never pushed, or was deleted (a CI job that failed before its push)",
@@ -37,7 +35,7 @@ var table = []Entry{
 		ID:      "image-pull-access-denied",
 		Title:   "the registry wants credentials and none were sent",
 		Reasons: []string{"ErrImagePull"},
-		Pattern: regexp.MustCompile(`pull access denied|no basic auth credentials|insufficient_scope`),
+		Pattern: pattern(`pull access denied|no basic auth credentials|insufficient_scope`),
 		Causes: []string{
 			"the pod has no imagePullSecrets, and its ServiceAccount none either",
 			"a pull secret exists but its registry key does not match the image's host (port, path prefix, or docker.io's legacy names)",
@@ -56,7 +54,7 @@ var table = []Entry{
 		ID:      "image-unauthorized",
 		Title:   "the registry refused the pull: 401 Unauthorized or 403 Forbidden",
 		Reasons: []string{"ErrImagePull"},
-		Pattern: regexp.MustCompile(`401 Unauthorized|403 Forbidden`),
+		Pattern: pattern(`401 Unauthorized|403 Forbidden`),
 		Causes: []string{
 			"the pull secret's password or token is wrong or expired (cloud registry tokens last hours)",
 			"no credentials were sent (containerd 1.6 says 401 then too): no imagePullSecrets, or none for this host",
@@ -88,7 +86,7 @@ var table = []Entry{
 		ID:      "executable-not-found",
 		Title:   "the container's command does not exist in the image",
 		Reasons: []string{"RunContainerError"},
-		Pattern: regexp.MustCompile(`executable file not found in \$PATH|exec: "[^"]*": stat [^:]*: no such file or directory`),
+		Pattern: pattern(`executable file not found in \$PATH|exec: "[^"]*": stat [^:]*: no such file or directory`),
 		Causes: []string{
 			"command (ENTRYPOINT) names a program the image does not have (a slim or distroless image without a shell)",
 			"a relative name not found in the image's PATH",
@@ -108,7 +106,7 @@ var table = []Entry{
 		ID:      "exec-format-error",
 		Title:   "the container's program is not for this machine: exec format error",
 		Reasons: []string{"Error", "RunContainerError"},
-		Pattern: regexp.MustCompile(`exec format error`),
+		Pattern: pattern(`exec format error`),
 		Causes: []string{
 			"the image (or this binary in it) was built for another architecture (arm64 on amd64, or the reverse); a single-arch image pulled on a node of another arch",
 			"a script without a #! line",
@@ -141,7 +139,7 @@ var table = []Entry{
 		ID:      "run-as-non-root",
 		Title:   "runAsNonRoot is set, and the image runs as root (or its user cannot be checked)",
 		Reasons: []string{"CreateContainerConfigError"},
-		Pattern: regexp.MustCompile(`runAsNonRoot and image`),
+		Pattern: pattern(`runAsNonRoot and image`),
 		Causes: []string{
 			"the image's USER is root or unset, and no runAsUser overrides it",
 			"the image's USER is a name, not a number: the kubelet cannot tell it is not root",
@@ -157,7 +155,7 @@ var table = []Entry{
 		ID:      "config-object-missing",
 		Title:   "a ConfigMap or Secret the pod needs does not exist",
 		Reasons: []string{"CreateContainerConfigError", "FailedMount"},
-		Pattern: regexp.MustCompile(`(configmap|secret) "[^"]*" not found|couldn't find key`),
+		Pattern: pattern(`(configmap|secret) "[^"]*" not found|couldn't find key`),
 		Causes: []string{
 			"the object is created later by another tool (helm hook, operator, external-secrets) or in another namespace",
 			"a typo in the object's name or key",

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -48,7 +49,9 @@ func MethodName(full string) string { return full[strings.LastIndexByte(full, '/
 // unary lists the CRI's unary methods by full name, from the generated
 // service descriptors of the cri-api podstep is built with, and the CSI
 // services' (a driver's socket taken over: every CSI method is unary).
-var unary = func() map[string]bool {
+// Built on the first call, not in the package's init (issue 36: every
+// podstep command runs the inits).
+var unary = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, sd := range []struct {
 		name    string
@@ -65,4 +68,4 @@ var unary = func() map[string]bool {
 		}
 	}
 	return m
-}()
+})

@@ -119,7 +119,7 @@ func (s *Server) handle(_ any, ss grpc.ServerStream) error {
 		return status.Error(codes.Internal, "podstep proxy: no method in the stream")
 	}
 	ctx := ss.Context()
-	c := &Call{Seq: s.next(), Via: s.Via, Method: method, Arrived: time.Now(), Streaming: !unary[method]}
+	c := &Call{Seq: s.next(), Via: s.Via, Method: method, Arrived: time.Now(), Streaming: !unary()[method]}
 	if dl, ok := ctx.Deadline(); ok {
 		c.Deadline = dl
 	}

@@ -4,17 +4,22 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The docker reference grammar (github.com/distribution/reference, which
 // the kubelet's parsers.ParseImageName uses through ParseNormalizedNamed):
-// [domain[:port]/]path[:tag][@digest], path components lowercase.
+// [domain[:port]/]path[:tag][@digest], path components lowercase. The
+// expressions are compiled on first use, not in the package's init, which
+// every podstep command runs (~150 KB of the inits, issue 36).
 var (
 	refComponent = `[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`
 	refDomain    = `(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?`
 	refName      = `(?:` + refDomain + `/)?` + refComponent + `(?:/` + refComponent + `)*`
-	refRE        = regexp.MustCompile(`^(` + refName + `)(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
-	refIDRE      = regexp.MustCompile(`^[a-f0-9]{64}$`)
+	refRE        = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(` + refName + `)(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+	})
+	refIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-f0-9]{64}$`) })
 )
 
 // imageNameError is why the kubelet's image manager refuses an image name
@@ -23,7 +28,7 @@ var (
 // name parses. The container then waits with InvalidImageName.
 func imageNameError(image string) error {
 	bad := func(why string) error { return fmt.Errorf("couldn't parse image name %q: %s", image, why) }
-	if refIDRE.MatchString(image) {
+	if refIDRE().MatchString(image) {
 		return bad(fmt.Sprintf("invalid repository name (%s), cannot specify 64-byte hexadecimal strings", image))
 	}
 	// ParseNormalizedNamed: a familiar name is docker.io/library/NAME; a
@@ -46,9 +51,9 @@ func imageNameError(image string) error {
 	if strings.ToLower(remote) != remote {
 		return bad(fmt.Sprintf("invalid reference format: repository name (%s) must be lowercase", remote))
 	}
-	m := refRE.FindStringSubmatch(full)
+	m := refRE().FindStringSubmatch(full)
 	switch {
-	case m == nil && refRE.MatchString(strings.ToLower(full)):
+	case m == nil && refRE().MatchString(strings.ToLower(full)):
 		return bad("repository name must be lowercase")
 	case m == nil:
 		return bad("invalid reference format")

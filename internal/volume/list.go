@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 )
 
 // Entry is one thing under a volume's directory.
@@ -55,10 +56,12 @@ func List(dir string) ([]Entry, error) {
 	return out, err
 }
 
-var timestampDir = regexp.MustCompile(`\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+`)
+var timestampDir = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\.\.\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\.\d+`)
+})
 
 // MaskTimestamp replaces the atomic writer's timestamped dir name
 // (..2006_01_02_15_04_05.<random>) in s with "..<timestamp>".
 func MaskTimestamp(s string) string {
-	return timestampDir.ReplaceAllString(s, "..<timestamp>")
+	return timestampDir().ReplaceAllString(s, "..<timestamp>")
 }
