@@ -108,7 +108,10 @@ func Derive(node []byte, major int, l Layout) ([]byte, Derived, error) {
 	for name, p := range plugins {
 		if pt, ok := p.(map[string]any); ok {
 			if _, ok := pt["root_path"]; ok {
-				pt["root_path"] = filepath.Join(l.Dir, "plugins", name)
+				// Under root (containerd's own default place for it), so
+				// that a plugin's data (a snapshotter's) goes with the root
+				// into the image cache (cache.go).
+				pt["root_path"] = filepath.Join(l.Root(), name)
 			}
 		}
 	}

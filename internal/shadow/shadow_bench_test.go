@@ -3,6 +3,7 @@ package shadow
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -10,7 +11,10 @@ import (
 // BenchmarkStartStop is a shadow's cost on top of a replay: Start (config,
 // network, the node's containerd up and answering its CRI Version, the
 // images copied) then Stop (everything removed), on the real containerd at
-// $PODSTEP_ENDPOINT (a harness: hack/containerd-up.sh). Run as root:
+// $PODSTEP_ENDPOINT (a harness: hack/containerd-up.sh). The cold cases
+// keep no image cache (PODSTEP_SHADOW_CACHE_MB=0: every image copied);
+// the warm ones start on the cache an untimed first shadow left. Run as
+// root:
 //
 //	PODSTEP_ENDPOINT=unix:///var/lib/podstep-harness/run/containerd.sock \
 //	  go test ./internal/shadow -run '^$' -bench StartStop -count 6
@@ -24,15 +28,29 @@ func BenchmarkStartStop(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	base := b.TempDir()
+	hello := []string{"docker.io/library/busybox:1.35"}
 	for _, bc := range []struct {
 		name   string
 		images []string
+		warm   bool
 	}{
-		{"no-images", nil}, // the node's sandbox image is copied all the same
-		{"hello", []string{"docker.io/library/busybox:1.35"}},
+		{"no-images", nil, false}, // the node's sandbox image is copied all the same
+		{"hello", hello, false},
+		{"hello-warm", hello, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			base := filepath.Join(b.TempDir(), "shadows")
+			if !bc.warm {
+				b.Setenv(CacheEnv, "0")
+			} else {
+				s, err := Start(ctx, node, Options{Base: base, Images: bc.images, CgroupRoot: CgroupRoot("")})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Stop(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
 			var start, stop, prep, up, export, imp time.Duration
 			n := 0
 			for b.Loop() {
@@ -44,6 +62,9 @@ func BenchmarkStartStop(b *testing.B) {
 				t1 := time.Now()
 				if err := s.Stop(ctx); err != nil {
 					b.Fatal(err)
+				}
+				if s.Warm != bc.warm {
+					b.Fatalf("warm start %v, want %v", s.Warm, bc.warm)
 				}
 				start, stop, n = start+t1.Sub(t0), stop+time.Since(t1), n+1
 				prep, up, export, imp = prep+s.Phases.Prepare, up+s.Phases.Up, export+s.Phases.Export, imp+s.Phases.Import
