@@ -127,7 +127,12 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	}
 	s = &Shadow{Node: node, Layout: l, Endpoint: "unix://" + l.Socket(), exited: make(chan struct{})}
 	s.Network = Network{Name: "podstep-shadow-" + idHex, Bridge: "pstep" + idHex}
-	s.marker = Marker{ID: idHex, Holder: mark.Self(node.Endpoint, false), Node: node.Endpoint, Cgroup: o.CgroupRoot, Chains: cniChains()}
+	s.marker = Marker{ID: idHex, Holder: mark.Self(node.Endpoint, false), Node: node.Endpoint, Cgroup: o.CgroupRoot}
+	// The CNI chains there before it (two iptables-save runs), read while
+	// the rest is prepared; recorded before its containerd starts (no
+	// network of its is made before).
+	chains := make(chan []string, 1)
+	go func() { chains <- cniChains() }() // buffered: never blocks
 	limit, err := CacheLimit()
 	if err != nil {
 		return nil, err
@@ -210,6 +215,10 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	}
 	// The images are exported from the node while the shadow starts: those
 	// the image cache's index does not already name with the node's ID.
+	s.marker.Chains = <-chains
+	if err := s.writeMarker(); err != nil {
+		return s, err
+	}
 	s.Phases.Prepare = time.Since(begin)
 	exported := make(chan exportResult, 1)
 	go func() { exported <- s.exportImages(ctx, images, idx) }()
@@ -289,7 +298,9 @@ func (s *Shadow) start(ctx context.Context, wait time.Duration) error {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("the shadow containerd's socket %s did not answer within %s: %s", s.Layout.Socket(), wait, lastLines(s.Layout.Log(), 5))
 		}
-		time.Sleep(50 * time.Millisecond)
+		// Often: containerd answers 0.3-0.6 s after its exec, most of it
+		// its own process start; a poll is a stat until its socket is there.
+		time.Sleep(10 * time.Millisecond)
 	}
 	c, err := cri.Dial(s.Endpoint, "", cri.Options{Timeout: 10 * time.Second})
 	if err != nil {

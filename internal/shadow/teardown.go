@@ -58,7 +58,9 @@ func remove(ctx context.Context, m Marker, l Layout) error {
 	if m.Network.Bridge != "" {
 		add("delete bridge "+m.Network.Bridge, deleteLink(m.Network.Bridge))
 	}
-	if m.Network.Name != "" {
+	if m.Network.Name != "" && m.PID != 0 {
+		// (PID 0: its containerd never started, so no pod had a network:
+		// and the chains before it may not be recorded yet.)
 		add("remove its iptables rules", cleanIptables(m.Network.Name, m.Network.Subnet.String(), m.Chains))
 	}
 	if m.Cgroup != "" {
