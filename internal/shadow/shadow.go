@@ -43,18 +43,18 @@ type Marker struct {
 	// Holder is the podstep that made it: while it runs, the shadow is its.
 	Holder mark.Holder `json:"holder"`
 	// PID and Start name the shadow's containerd (0 before it started).
-	PID     int          `json:"pid,omitempty"`
-	Start   uint64       `json:"start,omitempty"`
-	Node    string       `json:"node"` // the node's CRI endpoint
-	Version string       `json:"version,omitempty"`
-	Network Network      `json:"network"`
-	Chains  []string     `json:"chains_before,omitempty"` // the CNI-* iptables chains before it started
-	Cgroup  string       `json:"cgroup,omitempty"`        // the cgroup root of its pods
-	Images  []string     `json:"images,omitempty"`
+	PID     int      `json:"pid,omitempty"`
+	Start   uint64   `json:"start,omitempty"`
+	Node    string   `json:"node"` // the node's CRI endpoint
+	Version string   `json:"version,omitempty"`
+	Network Network  `json:"network"`
+	Chains  []string `json:"chains_before,omitempty"` // the CNI-* iptables chains before it started
+	Cgroup  string   `json:"cgroup,omitempty"`        // the cgroup root of its pods
+	Images  []string `json:"images,omitempty"`
 	// Cache is the image cache its root came from and goes back to after
 	// a clean stop ("" for none: PODSTEP_SHADOW_CACHE_MB=0).
-	Cache string `json:"cache,omitempty"`
-	Prefix  netip.Prefix `json:"-"`
+	Cache  string       `json:"cache,omitempty"`
+	Prefix netip.Prefix `json:"-"`
 }
 
 // Options are how Start makes a shadow.
