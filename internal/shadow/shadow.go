@@ -155,6 +155,10 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 			return nil, fmt.Errorf("shadow dir %s: %w", o.Base, err)
 		}
 	}
+	if err := os.MkdirAll(StateBase, 0o711); err != nil {
+		_ = os.RemoveAll(l.Dir)
+		return nil, fmt.Errorf("shadow state dir: %w", err)
+	}
 	for _, d := range []string{filepath.Join(l.Dir, "run"), l.CNIConfDir(), l.CNIData()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			_ = os.RemoveAll(l.Dir)

@@ -55,6 +55,10 @@ func remove(ctx context.Context, m Marker, l Layout) error {
 	clean := emptied && graceful && err == nil
 	err = unmountUnder(l.Dir)
 	add("unmount under "+l.Dir, err)
+	if e := unmountUnder(l.State()); e != nil {
+		add("unmount under "+l.State(), e)
+		err = e
+	}
 	if m.Network.Bridge != "" {
 		add("delete bridge "+m.Network.Bridge, deleteLink(m.Network.Bridge))
 	}
@@ -72,6 +76,10 @@ func remove(ctx context.Context, m Marker, l Layout) error {
 	if err := rmtree.RemoveAll(l.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		add("remove "+l.Dir, err)
 	}
+	if err := rmtree.RemoveAll(l.State()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		add("remove "+l.State(), err)
+	}
+	_ = os.Remove(StateBase) // once empty
 	return errors.Join(errs...)
 }
 

@@ -109,6 +109,15 @@ func shadowLeft(t *testing.T, dir string) []string {
 	if _, err := os.Lstat(dir); err == nil {
 		left = append(left, "dir "+dir)
 	}
+	// Its containerd's state dir (shadow.StateBase/ID): the pods' rootfs,
+	// shm and network namespaces are mounted there.
+	state := filepath.Join("/run/podstep-shadows", id)
+	for _, m := range testenv.MountsUnder(state) {
+		left = append(left, "mount "+m)
+	}
+	if _, err := os.Lstat(state); err == nil {
+		left = append(left, "dir "+state)
+	}
 	// The pods' cgroups (run --cgroups-per-qos): no other shadow runs in
 	// these tests, so none may be left under /podstep.
 	cgs, _ := filepath.Glob("/sys/fs/cgroup/*/podstep")
@@ -460,5 +469,32 @@ func TestShadowImageCache(t *testing.T) {
 	}
 	if _, err := os.Lstat(cache); err == nil {
 		t.Errorf("%s left after podstep cleanup", cache)
+	}
+}
+
+// hostUsers: false on a shadow ends as on the node's runtime: containerd
+// 1.6 reports no user-namespace support, so the kubelet refuses the pod
+// and names why (the fleet's odd node); containerd 2.x runs it. The
+// pod's rootfs is mounted under the shadow's state dir, which a user
+// namespace's root must reach as an unprivileged uid (runc: "remount-private
+// … permission denied" when it was under podstep's 0750 dir).
+func TestShadowUserNamespaces(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("userns"), "-r", e.endpoint, "--shadow=always",
+		"--settle", "0", "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	if r.startEv == nil || !strings.Contains(r.startEv.Runtime.Why, "ran on a shadow of containerd") {
+		t.Fatalf("not run on a shadow\n%s", r)
+	}
+	if e.rt.major < 2 {
+		const want = "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+		if f := r.summary; r.code != 1 || f == nil || f.Failure == nil || f.Failure.Step != "run-sandbox" || f.Failure.Reason != "CreatePodSandboxError" || !strings.Contains(f.Failure.Message, want) {
+			t.Errorf("want exit 1, run-sandbox CreatePodSandboxError %q\n%s", want, r)
+		}
+	} else if r.code != 0 || r.summary == nil || r.summary.Outcome != "running" {
+		t.Errorf("want the pod running on the shadow of %s, as on the node\n%s", e.rt, r)
+	}
+	if left := shadowLeft(t, shadowDir(t, r.startEv.Runtime.Endpoint)); len(left) > 0 {
+		t.Errorf("the shadow left:\n%s", strings.Join(left, "\n"))
 	}
 }
