@@ -255,6 +255,9 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	default:
 		s.Differences = append(s.Differences, "images: pulled at run time (none copied from the node's runtime)")
 	}
+	if s.Warm {
+		s.Differences = append(s.Differences, "image list: may also hold images earlier shadows had (the pod's own are as on the node)")
+	}
 	if s.marker.Cache != "" && len(ex.ids) > 0 {
 		if err := writeIndex(l.Root(), ex.ids); err != nil {
 			return s, fmt.Errorf("image cache index: %w", err)
