@@ -20,7 +20,9 @@ whose podstep run has ended and whose runtime no longer has the pod (or is gone)
 what your runs on the simulated runtime left (a pod kept with --keep, a killed run).
 With no runtime answering it still does the latter. It also puts back the CSI drivers'
 sockets that a podstep proxy --csi killed with SIGKILL left moved aside (its marker in
-/run/podstep-csi-proxy names them).
+/run/podstep-csi-proxy names them). And it removes the shadow runtimes a killed run left, and
+the shadows' image cache kept between runs (/var/lib/podstep/shadow-cache, beside
+PODSTEP_SHADOW_DIR; docs/shadow.md), each listed.
 
 With --sim it only removes what your runs on the simulated runtime left in their dirs
 (` + session.SimDirPrefix + `*, in $TMPDIR when set, else in $XDG_RUNTIME_DIR or /dev/shm when a

@@ -9,7 +9,7 @@ import (
 // newFleetCmd is `podstep fleet`: flags → fleet.Flags → fleet.Command
 // (the checks, the pod, the run, the output and exit code: internal/fleet).
 func newFleetCmd(g *globalOptions) *cobra.Command {
-	o := &fleet.Flags{}
+	o := &fleet.Flags{Version: podstepVersion}
 	cmd := &cobra.Command{
 		Use:   "fleet -f POD.yaml | --pod NS/NAME [--nodes SELECTOR | --node N ...]",
 		Short: "Replay one pod on many nodes of a cluster, each by a runner pod on the node, and name the odd node",
@@ -28,7 +28,8 @@ its requests that differ) and the stage times that are outliers.
 Every object it creates carries the podstep.dev/fleet label and is owned by one parent
 ConfigMap: podstep deletes them at the end and on Ctrl-C, and "podstep fleet cleanup"
 (deleting the parents; the garbage collector does the rest) removes any a killed podstep
-left. The runner image is built by hack/image-build.sh (docs/fleet.md).`,
+left. The runner image is the release image of this version (ghcr.io/podstep/podstep:VERSION)
+unless --image names another, such as one built by hack/image-build.sh (docs/install.md).`,
 		Example: `  podstep fleet -f pod.yaml --image registry.example/podstep:v1
   podstep fleet --pod web/web-7d4b9c-x2k9p --nodes node-role.kubernetes.io/worker= -o json
   podstep fleet -f pod.yaml --node node-a --node node-b --timeout 30s --record runs/

@@ -13,9 +13,17 @@ import (
 )
 
 // Shadows removes a shadow whose podstep has ended, leaves one whose
-// podstep runs, and keeps a dir with no marker (it may not be a shadow's).
+// podstep runs, keeps a dir with no marker (it may not be a shadow's), and
+// removes the shadows' image cache beside them, saying what it was.
 func TestShadows(t *testing.T) {
-	base := t.TempDir()
+	base := filepath.Join(t.TempDir(), "shadows")
+	cache := filepath.Join(shadow.CacheBase(base), "0123456789abcdef")
+	if err := os.MkdirAll(filepath.Join(cache, "root", "io.containerd.content.v1.content"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "root", "io.containerd.content.v1.content", "blob"), make([]byte, 3<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	write := func(name string, m *shadow.Marker) string {
 		dir := filepath.Join(base, name)
 		if err := os.MkdirAll(filepath.Join(dir, "root", "io.containerd.content.v1.content"), 0o700); err != nil {
@@ -58,5 +66,11 @@ func TestShadows(t *testing.T) {
 	}
 	if _, err := os.Lstat(bare); err != nil {
 		t.Errorf("%s: %v", bare, err)
+	}
+	if d, ok := byPath[cache]; !ok || !d.Removed || !strings.Contains(d.Why, "image cache of shadow runtimes (3 MB") {
+		t.Errorf("the image cache: %+v, want removed, saying what it was", d)
+	}
+	if _, err := os.Lstat(shadow.CacheBase(base)); err == nil {
+		t.Errorf("%s still there", shadow.CacheBase(base))
 	}
 }

@@ -46,6 +46,9 @@ type Flags struct {
 	Output           string
 	RunFlags         []string
 	RunnerServer     string
+	// Version is podstep's version (cmd/podstep's podstepVersion): with no
+	// --image, the runner image is the release image of that version.
+	Version func() string
 	// Endpoint is the global -r: every node's runtime endpoint.
 	Endpoint string
 	// Shadow is --shadow: auto, always or never (session.ShadowAuto, ...).
@@ -63,7 +66,7 @@ func (o *Flags) AddFlags(f *pflag.FlagSet) {
 	f.StringSliceVar(&o.Nodes, "node", nil, "a node to replay on (repeatable; default: every node, or --nodes)")
 	f.StringVar(&o.Selector, "nodes", "", "label selector of the nodes to replay on (e.g. kubernetes.io/os=linux)")
 	o.addAPIFlags(f)
-	f.StringVar(&o.Image, "image", os.Getenv("PODSTEP_FLEET_IMAGE"), "the runner image: podstep's static binary (hack/image-build.sh; env PODSTEP_FLEET_IMAGE)")
+	f.StringVar(&o.Image, "image", os.Getenv("PODSTEP_FLEET_IMAGE"), "the runner image: podstep's static binary (env PODSTEP_FLEET_IMAGE; default: the release image of this version, "+ReleaseImageRepo+":VERSION; docs/install.md)")
 	f.StringVar(&o.PullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "the runner image's pull policy (Always, IfNotPresent, Never)")
 	f.StringVar(&o.ServiceAccount, "service-account", DefaultServiceAccount, "the runners' service account (deploy/fleet.yaml)")
 	f.StringVar(&o.HostDir, "host-dir", DefaultHostDir, "on each node's host, the dir under which the runner keeps its root and log dirs (DIR/<node>/root, DIR/<node>/logs; the runner removes them at its end)")
@@ -92,6 +95,39 @@ func (o *Flags) addAPIFlags(f *pflag.FlagSet) {
 	f.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "namespace of the runner pods and their ConfigMaps (deploy/fleet.yaml makes it)")
 }
 
+// ReleaseImageRepo is where the release images of the runner are
+// published: ReleaseImageRepo:vX.Y.Z, podstep's binary of that release
+// (docs/install.md).
+const ReleaseImageRepo = "ghcr.io/podstep/podstep"
+
+// isRelease: version is a release's, vX.Y.Z with nothing after (no
+// regexp at package init: every command would pay for it).
+func isRelease(version string) bool {
+	parts := strings.Split(strings.TrimPrefix(version, "v"), ".")
+	if !strings.HasPrefix(version, "v") || len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// ReleaseImage is the runner image of podstep's version: the release
+// image of that release; a dev build (0.1.0-dev, a snapshot, a git
+// describe between tags) has none: an error naming the version.
+func ReleaseImage(version string) (string, error) {
+	if !isRelease(version) {
+		if version == "" {
+			version = "unknown"
+		}
+		return "", fmt.Errorf("podstep %s is not a release, so it has no release image", version)
+	}
+	return ReleaseImageRepo + ":" + version, nil
+}
+
 // Validate checks the flags before anything is read or sent (exit 2).
 func (o *Flags) Validate() error {
 	if (o.File == "") == (o.Pod == "") {
@@ -104,7 +140,15 @@ func (o *Flags) Validate() error {
 		return session.Usagef("--select %s: expected -f FILE too (it chooses a pod or workload of the file)", o.Select)
 	}
 	if o.Image == "" {
-		return session.Usagef("--image is required: the runner image (build it with hack/image-build.sh; docs/fleet.md)")
+		v := ""
+		if o.Version != nil {
+			v = o.Version()
+		}
+		img, err := ReleaseImage(v)
+		if err != nil {
+			return session.Usagef("--image is required: %v; build the runner image with hack/image-build.sh and give it with --image (or PODSTEP_FLEET_IMAGE) (docs/install.md)", err)
+		}
+		o.Image = img
 	}
 	switch corev1.PullPolicy(o.PullPolicy) {
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:

@@ -21,7 +21,11 @@ func TestFlagsValidate(t *testing.T) {
 		{"no pod", func(f *Flags) { f.File = "" }, "give the pod with -f FILE or --pod"},
 		{"both", func(f *Flags) { f.Pod = "ns/p" }, "one of them"},
 		{"node and nodes", func(f *Flags) { f.Nodes, f.Selector = []string{"a"}, "x=y" }, "--node and --nodes"},
-		{"no image", func(f *Flags) { f.Image = "" }, "--image is required"},
+		{"no image", func(f *Flags) { f.Image = "" }, "--image is required: podstep unknown is not a release"},
+		{"no image, a dev build", func(f *Flags) { f.Image, f.Version = "", func() string { return "0.1.0-dev" } }, "--image is required: podstep 0.1.0-dev is not a release, so it has no release image; build the runner image with hack/image-build.sh and give it with --image"},
+		{"no image, a snapshot", func(f *Flags) { f.Image, f.Version = "", func() string { return "v0.2.0-snapshot" } }, "podstep v0.2.0-snapshot is not a release"},
+		{"no image, between tags", func(f *Flags) { f.Image, f.Version = "", func() string { return "v0.2.0-3-gabc1234" } }, "podstep v0.2.0-3-gabc1234 is not a release"},
+		{"no image, a release", func(f *Flags) { f.Image, f.Version = "", func() string { return "v0.2.0" } }, ""},
 		{"pull policy", func(f *Flags) { f.PullPolicy = "Sometimes" }, `--image-pull-policy "Sometimes"`},
 		{"output", func(f *Flags) { f.Output = "yaml" }, "yaml"},
 		{"concurrency", func(f *Flags) { f.Concurrency = 0 }, "--concurrency 0"},
@@ -36,6 +40,9 @@ func TestFlagsValidate(t *testing.T) {
 			f := good
 			tt.edit(&f)
 			err := f.Validate()
+			if tt.name == "no image, a release" && f.Image != "ghcr.io/podstep/podstep:v0.2.0" {
+				t.Errorf("--image defaults to %q, want the release image ghcr.io/podstep/podstep:v0.2.0", f.Image)
+			}
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("%v", err)

@@ -9,14 +9,24 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 )
 
-// Layout is where a shadow keeps its files, all under Dir.
+// StateBase is where the shadows' containerd state dirs are (one per
+// shadow, named by its ID), as the node's is /run/containerd: not under
+// Dir, because a container in a user namespace (hostUsers: false) must
+// reach its rootfs, mounted under the state dir, through every dir above
+// it as an unprivileged uid (runc's remount of it fails with EACCES
+// under podstep's 0750 dir): StateBase is 0711, so is containerd's state
+// dir in it.
+const StateBase = "/run/podstep-shadows"
+
+// Layout is where a shadow keeps its files, all under Dir but its
+// containerd's state dir (State).
 type Layout struct {
 	Dir string
 }
 
 // Root and the other paths of a shadow, under its Dir.
 func (l Layout) Root() string       { return filepath.Join(l.Dir, "root") }
-func (l Layout) State() string      { return filepath.Join(l.Dir, "state") }
+func (l Layout) State() string      { return filepath.Join(StateBase, filepath.Base(l.Dir)) }
 func (l Layout) Socket() string     { return filepath.Join(l.Dir, "run", "containerd.sock") }
 func (l Layout) TTRPC() string      { return filepath.Join(l.Dir, "run", "containerd.sock.ttrpc") }
 func (l Layout) Config() string     { return filepath.Join(l.Dir, "config.toml") }
@@ -108,7 +118,10 @@ func Derive(node []byte, major int, l Layout) ([]byte, Derived, error) {
 	for name, p := range plugins {
 		if pt, ok := p.(map[string]any); ok {
 			if _, ok := pt["root_path"]; ok {
-				pt["root_path"] = filepath.Join(l.Dir, "plugins", name)
+				// Under root (containerd's own default place for it), so
+				// that a plugin's data (a snapshotter's) goes with the root
+				// into the image cache (cache.go).
+				pt["root_path"] = filepath.Join(l.Root(), name)
 			}
 		}
 	}

@@ -113,7 +113,7 @@ func TestDerive(t *testing.T) {
 				{[]string{"debug", "address"}, ""}, {[]string{"metrics", "address"}, ""},
 				{[]string{"cgroup", "path"}, nil},
 				{[]string{"plugins", optPlugin, "path"}, l.Dir + "/opt"},
-				{[]string{"plugins", "io.containerd.snapshotter.v1.overlayfs", "root_path"}, l.Dir + "/plugins/io.containerd.snapshotter.v1.overlayfs"},
+				{[]string{"plugins", "io.containerd.snapshotter.v1.overlayfs", "root_path"}, l.Dir + "/root/io.containerd.snapshotter.v1.overlayfs"},
 				{append(cri2, "stream_server_address"), "127.0.0.1"}, {append(cri2, "stream_server_port"), "0"},
 				{append(cri2, "netns_mounts_under_state_dir"), true},
 				{append(cri2, "sandbox_image"), "registry.k8s.io/pause:3.6"},

@@ -43,15 +43,18 @@ type Marker struct {
 	// Holder is the podstep that made it: while it runs, the shadow is its.
 	Holder mark.Holder `json:"holder"`
 	// PID and Start name the shadow's containerd (0 before it started).
-	PID     int          `json:"pid,omitempty"`
-	Start   uint64       `json:"start,omitempty"`
-	Node    string       `json:"node"` // the node's CRI endpoint
-	Version string       `json:"version,omitempty"`
-	Network Network      `json:"network"`
-	Chains  []string     `json:"chains_before,omitempty"` // the CNI-* iptables chains before it started
-	Cgroup  string       `json:"cgroup,omitempty"`        // the cgroup root of its pods
-	Images  []string     `json:"images,omitempty"`
-	Prefix  netip.Prefix `json:"-"`
+	PID     int      `json:"pid,omitempty"`
+	Start   uint64   `json:"start,omitempty"`
+	Node    string   `json:"node"` // the node's CRI endpoint
+	Version string   `json:"version,omitempty"`
+	Network Network  `json:"network"`
+	Chains  []string `json:"chains_before,omitempty"` // the CNI-* iptables chains before it started
+	Cgroup  string   `json:"cgroup,omitempty"`        // the cgroup root of its pods
+	Images  []string `json:"images,omitempty"`
+	// Cache is the image cache its root came from and goes back to after
+	// a clean stop ("" for none: PODSTEP_SHADOW_CACHE_MB=0).
+	Cache  string       `json:"cache,omitempty"`
+	Prefix netip.Prefix `json:"-"`
 }
 
 // Options are how Start makes a shadow.
@@ -90,6 +93,8 @@ type Shadow struct {
 	// (Prepare), its containerd up and answering (Up), the wait for the
 	// node's images' export beyond that (Export), their import (Import).
 	Phases struct{ Prepare, Up, Export, Import time.Duration }
+	// Warm is a start on the image cache's root (an earlier shadow's).
+	Warm bool
 	// helper runs the shadow's life in the host's mount namespace
 	// (StartInHost; nil: this process does).
 	helper *helper
@@ -122,7 +127,19 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	}
 	s = &Shadow{Node: node, Layout: l, Endpoint: "unix://" + l.Socket(), exited: make(chan struct{})}
 	s.Network = Network{Name: "podstep-shadow-" + idHex, Bridge: "pstep" + idHex}
-	s.marker = Marker{ID: idHex, Holder: mark.Self(node.Endpoint, false), Node: node.Endpoint, Cgroup: o.CgroupRoot, Chains: cniChains()}
+	s.marker = Marker{ID: idHex, Holder: mark.Self(node.Endpoint, false), Node: node.Endpoint, Cgroup: o.CgroupRoot}
+	// The CNI chains there before it (two iptables-save runs), read while
+	// the rest is prepared; recorded before its containerd starts (no
+	// network of its is made before).
+	chains := make(chan []string, 1)
+	go func() { chains <- cniChains() }() // buffered: never blocks
+	limit, err := CacheLimit()
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 {
+		s.marker.Cache = filepath.Join(CacheBase(o.Base), cacheKey(node))
+	}
 	close(s.exited) // no process yet
 	// The base may be removed under us once empty by another node's runner
 	// on the same host (a fleet's host dir): made again.
@@ -138,6 +155,10 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 			return nil, fmt.Errorf("shadow dir %s: %w", o.Base, err)
 		}
 	}
+	if err := os.MkdirAll(StateBase, 0o711); err != nil {
+		_ = os.RemoveAll(l.Dir)
+		return nil, fmt.Errorf("shadow state dir: %w", err)
+	}
 	for _, d := range []string{filepath.Join(l.Dir, "run"), l.CNIConfDir(), l.CNIData()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			_ = os.RemoveAll(l.Dir)
@@ -151,6 +172,15 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	}()
 	if err := s.writeMarker(); err != nil {
 		return s, err
+	}
+	// The image cache's root, when there is one (after the marker: a run
+	// killed from here on leaves its dir, root included, to cleanup).
+	var idx map[string]string
+	if s.marker.Cache != "" && claimCache(s.marker.Cache, l.Root()) {
+		s.Warm = true
+		if idx = readIndex(l.Root()); idx == nil {
+			idx = map[string]string{}
+		}
 	}
 	cfg, derived, err := Derive(node.ConfigData, node.Major, l)
 	if err != nil {
@@ -187,10 +217,15 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	if derived.SandboxImage != "" {
 		images = append([]string{derived.SandboxImage}, images...)
 	}
-	// The images are exported from the node while the shadow starts.
+	// The images are exported from the node while the shadow starts: those
+	// the image cache's index does not already name with the node's ID.
+	s.marker.Chains = <-chains
+	if err := s.writeMarker(); err != nil {
+		return s, err
+	}
 	s.Phases.Prepare = time.Since(begin)
 	exported := make(chan exportResult, 1)
-	go func() { exported <- s.exportImages(ctx, images) }()
+	go func() { exported <- s.exportImages(ctx, images, idx) }()
 	if err := s.start(ctx, o.Wait); err != nil {
 		<-exported
 		return s, err
@@ -204,12 +239,29 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 	if err := s.importImages(ctx, ex); err != nil {
 		return s, err
 	}
+	kept, err := s.checkCache(ctx, &ex)
+	if err != nil {
+		return s, err
+	}
 	s.Phases.Import = time.Since(begin) - s.Phases.Prepare - s.Phases.Up - s.Phases.Export
-	s.marker.Images = ex.refs
-	if len(ex.refs) > 0 {
+	s.marker.Images = append(slices.Clone(ex.refs), kept...)
+	switch {
+	case len(ex.refs) > 0 && len(kept) > 0:
+		s.Differences = append(s.Differences, fmt.Sprintf("images: %s copied from the node's runtime, %s kept from an earlier shadow (the node's image IDs; cache %s); any other pulled at run time", strings.Join(ex.refs, ", "), strings.Join(kept, ", "), s.marker.Cache))
+	case len(kept) > 0:
+		s.Differences = append(s.Differences, fmt.Sprintf("images: %s kept from an earlier shadow (the node's image IDs; cache %s); any other pulled at run time", strings.Join(kept, ", "), s.marker.Cache))
+	case len(ex.refs) > 0:
 		s.Differences = append(s.Differences, fmt.Sprintf("images: %s copied from the node's runtime; any other pulled at run time", strings.Join(ex.refs, ", ")))
-	} else {
+	default:
 		s.Differences = append(s.Differences, "images: pulled at run time (none copied from the node's runtime)")
+	}
+	if s.Warm {
+		s.Differences = append(s.Differences, "image list: may also hold images earlier shadows had (the pod's own are as on the node)")
+	}
+	if s.marker.Cache != "" && len(ex.ids) > 0 {
+		if err := writeIndex(l.Root(), ex.ids); err != nil {
+			return s, fmt.Errorf("image cache index: %w", err)
+		}
 	}
 	if o.CgroupRoot != "" {
 		s.Differences = append(s.Differences, fmt.Sprintf("cgroup parent: under %s, not the kubelet's kubepods", o.CgroupRoot))
@@ -253,7 +305,9 @@ func (s *Shadow) start(ctx context.Context, wait time.Duration) error {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("the shadow containerd's socket %s did not answer within %s: %s", s.Layout.Socket(), wait, lastLines(s.Layout.Log(), 5))
 		}
-		time.Sleep(50 * time.Millisecond)
+		// Often: containerd answers 0.3-0.6 s after its exec, most of it
+		// its own process start; a poll is a stat until its socket is there.
+		time.Sleep(10 * time.Millisecond)
 	}
 	c, err := cri.Dial(s.Endpoint, "", cri.Options{Timeout: 10 * time.Second})
 	if err != nil {
@@ -269,22 +323,28 @@ func (s *Shadow) start(ctx context.Context, wait time.Duration) error {
 	return nil
 }
 
-// exportResult is what exportImages wrote: the node's refs of the images
-// it has, in one tar file, and the ctr that wrote it.
+// exportResult is what exportImages found and wrote: the node's image
+// IDs of the images it has (by the ref exported), the images it does not
+// have, and the refs exported in one tar file by the ctr beside the node's
+// containerd.
 type exportResult struct {
-	ctr  string
-	refs []string
-	file string
-	err  error
+	ctr    string
+	ids    map[string]string
+	absent []string
+	refs   []string
+	file   string
+	err    error
 }
 
 // exportImages exports the images the node's runtime has, in one archive
 // (the node's ctr beside its containerd: `images export`, namespace
 // k8s.io, this platform) into the shadow's dir, so that a node with no
-// registry access runs the pod as it would. Images the node does not have
-// are left to the pull; no ctr: all are.
-func (s *Shadow) exportImages(ctx context.Context, images []string) exportResult {
-	var r exportResult
+// registry access runs the pod as it would; but not those the image
+// cache's index (cached: ref → ID) names with the node's ID (checkCache
+// checks them). Images the node does not have are left to the pull; no
+// ctr: all are.
+func (s *Shadow) exportImages(ctx context.Context, images []string, cached map[string]string) exportResult {
+	r := exportResult{ids: map[string]string{}}
 	if len(images) == 0 {
 		return r
 	}
@@ -297,23 +357,86 @@ func (s *Shadow) exportImages(ctx context.Context, images []string) exportResult
 		return exportResult{err: err}
 	}
 	defer node.Close()
+	var refs []string
 	for _, img := range images {
 		st, err := node.ImageStatus(ctx, criImage(img))
 		if err != nil || st.GetImage() == nil || len(st.GetImage().GetRepoTags()) == 0 {
+			if err == nil && st.GetImage() == nil {
+				r.absent = append(r.absent, img)
+			}
 			continue
 		}
-		if ref := exportRef(img, st.GetImage().GetRepoTags()); !slices.Contains(r.refs, ref) {
-			r.refs = append(r.refs, ref)
+		ref := exportRef(img, st.GetImage().GetRepoTags())
+		r.ids[ref] = st.GetImage().GetId()
+		if !slices.Contains(refs, ref) && (cached[ref] == "" || cached[ref] != r.ids[ref]) {
+			refs = append(refs, ref)
 		}
 	}
-	if len(r.refs) == 0 {
+	return s.export(ctx, r, refs)
+}
+
+// export writes refs of the node's runtime into one archive in the
+// shadow's dir (r.file), for importImages.
+func (s *Shadow) export(ctx context.Context, r exportResult, refs []string) exportResult {
+	r.refs, r.file = refs, ""
+	if len(refs) == 0 {
 		return r
 	}
 	r.file = filepath.Join(s.Layout.Dir, "images.tar")
-	if err := s.ctr(ctx, r.ctr, s.Node.Socket, "export", append([]string{"--platform", platform(), r.file}, r.refs...)...); err != nil {
-		r.err = fmt.Errorf("copy images %s from the node's runtime: %w", strings.Join(r.refs, ", "), err)
+	if err := s.ctr(ctx, r.ctr, s.Node.Socket, "export", append([]string{"--platform", platform(), r.file}, refs...)...); err != nil {
+		r.err = fmt.Errorf("copy images %s from the node's runtime: %w", strings.Join(refs, ", "), err)
 	}
 	return r
+}
+
+// checkCache makes a warm shadow's images the node's, for the pod's images
+// (ex): one the node does not have is removed (the replay pulls it, as the
+// node would); one it has that the shadow does not have under the node's
+// image ID (the index was wrong) is copied now. The rest are kept: their
+// refs are returned. A cold shadow has nothing to check.
+func (s *Shadow) checkCache(ctx context.Context, ex *exportResult) ([]string, error) {
+	if !s.Warm {
+		return nil, nil
+	}
+	c, err := cri.Dial(s.Endpoint, "", cri.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if cs, err := c.ListContainers(ctx, nil); err != nil || len(cs.GetContainers()) > 0 {
+		return nil, fmt.Errorf("image cache %s: the shadow's runtime is not empty (%d containers, %v): remove the cache (podstep cleanup)", s.marker.Cache, len(cs.GetContainers()), err)
+	}
+	for _, img := range ex.absent {
+		if st, err := c.ImageStatus(ctx, criImage(img)); err == nil && st.GetImage() != nil {
+			if _, err := c.RemoveImage(ctx, criImage(img)); err != nil {
+				return nil, fmt.Errorf("image cache: remove %s, which the node does not have: %w", img, err)
+			}
+		}
+	}
+	var kept, again []string
+	for ref, id := range ex.ids {
+		if slices.Contains(ex.refs, ref) {
+			continue
+		}
+		if st, err := c.ImageStatus(ctx, criImage(ref)); err == nil && st.GetImage().GetId() == id {
+			kept = append(kept, ref)
+		} else {
+			again = append(again, ref)
+		}
+	}
+	slices.Sort(kept)
+	if len(again) > 0 {
+		slices.Sort(again)
+		more := s.export(ctx, *ex, again)
+		if more.err != nil {
+			return nil, more.err
+		}
+		if err := s.importImages(ctx, more); err != nil {
+			return nil, err
+		}
+		ex.refs = append(ex.refs, again...)
+	}
+	return kept, nil
 }
 
 // exportRef is the tag to export for the image the pod names: that name

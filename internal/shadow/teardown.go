@@ -35,7 +35,10 @@ const (
 )
 
 // remove takes a shadow away, each step whatever the one before did; the
-// error joins what failed.
+// error joins what failed. Its root goes back to the image cache (m.Cache)
+// only when the stop was clean: every sandbox and container removed
+// through its CRI, its containerd ended by SIGTERM, no shim left and
+// nothing mounted under its dir; else it goes with the dir.
 func remove(ctx context.Context, m Marker, l Layout) error {
 	var errs []error
 	add := func(what string, err error) {
@@ -43,41 +46,60 @@ func remove(ctx context.Context, m Marker, l Layout) error {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	add("remove its sandboxes", removeSandboxes(ctx, "unix://"+l.Socket()))
-	add("stop its containerd", stopDaemon(m.PID, m.Start))
-	add("stop its shims", killShims(l.Socket()))
-	add("unmount under "+l.Dir, unmountUnder(l.Dir))
+	emptied, err := removeSandboxes(ctx, "unix://"+l.Socket())
+	add("remove its sandboxes", err)
+	graceful, err := stopDaemon(m.PID, m.Start)
+	add("stop its containerd", err)
+	err = killShims(l.Socket())
+	add("stop its shims", err)
+	clean := emptied && graceful && err == nil
+	err = unmountUnder(l.Dir)
+	add("unmount under "+l.Dir, err)
+	if e := unmountUnder(l.State()); e != nil {
+		add("unmount under "+l.State(), e)
+		err = e
+	}
 	if m.Network.Bridge != "" {
 		add("delete bridge "+m.Network.Bridge, deleteLink(m.Network.Bridge))
 	}
-	if m.Network.Name != "" {
+	if m.Network.Name != "" && m.PID != 0 {
+		// (PID 0: its containerd never started, so no pod had a network:
+		// and the chains before it may not be recorded yet.)
 		add("remove its iptables rules", cleanIptables(m.Network.Name, m.Network.Subnet.String(), m.Chains))
 	}
 	if m.Cgroup != "" {
 		add("remove its cgroups", removeCgroups(m.Cgroup))
 	}
+	if m.Cache != "" && clean && err == nil {
+		add("keep its image cache", giveBack(m.Cache, l))
+	}
 	if err := rmtree.RemoveAll(l.Dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		add("remove "+l.Dir, err)
 	}
+	if err := rmtree.RemoveAll(l.State()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		add("remove "+l.State(), err)
+	}
+	_ = os.Remove(StateBase) // once empty
 	return errors.Join(errs...)
 }
 
 // removeSandboxes stops and removes every sandbox of the shadow's runtime
 // (its containers go with it; CNI DEL frees the IP and port mappings).
-func removeSandboxes(ctx context.Context, endpoint string) error {
+// emptied: the runtime answered, and has no sandbox and no container left.
+func removeSandboxes(ctx context.Context, endpoint string) (emptied bool, _ error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sandboxBudget)
 	defer cancel()
 	if cri.Probe(ctx, endpoint, 2*time.Second) != nil {
-		return nil // not running: nothing to ask it
+		return false, nil // not running: nothing to ask it
 	}
 	c, err := cri.Dial(endpoint, "", cri.Options{Timeout: 30 * time.Second})
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer c.Close()
 	list, err := c.ListPodSandbox(ctx, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var errs []error
 	for _, sb := range list.GetItems() {
@@ -88,21 +110,31 @@ func removeSandboxes(ctx context.Context, endpoint string) error {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.GetId(), err))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return false, errors.Join(errs...)
+	}
+	sbs, err := c.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return false, nil
+	}
+	cs, err := c.ListContainers(ctx, nil)
+	return err == nil && len(sbs.GetItems()) == 0 && len(cs.GetContainers()) == 0, nil
 }
 
 // stopDaemon ends the shadow's containerd (pid, if it is still the process
-// started then): SIGTERM, then SIGKILL after termGrace.
-func stopDaemon(pid int, start uint64) error {
+// started then): SIGTERM, then SIGKILL after termGrace. graceful: it ended
+// on SIGTERM.
+func stopDaemon(pid int, start uint64) (graceful bool, _ error) {
 	if pid <= 0 || mark.StartTime(pid) != start {
-		return nil
+		return false, nil
 	}
-	return terminate([]int{pid}, termGrace)
+	killed, err := terminate([]int{pid}, termGrace)
+	return !killed && err == nil, err
 }
 
 // terminate sends SIGTERM, waits up to grace, then SIGKILLs what is left
-// and waits for it to go.
-func terminate(pids []int, grace time.Duration) error {
+// and waits for it to go. killed: one needed SIGKILL.
+func terminate(pids []int, grace time.Duration) (killed bool, _ error) {
 	starts := map[int]uint64{}
 	for _, p := range pids {
 		starts[p] = mark.StartTime(p)
@@ -122,6 +154,7 @@ func terminate(pids []int, grace time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, p := range alive() {
+		killed = true
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
 	deadline = time.Now().Add(5 * time.Second)
@@ -129,9 +162,9 @@ func terminate(pids []int, grace time.Duration) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if left := alive(); len(left) > 0 {
-		return fmt.Errorf("pids %v still run after SIGKILL", left)
+		return killed, fmt.Errorf("pids %v still run after SIGKILL", left)
 	}
-	return nil
+	return killed, nil
 }
 
 // zombie: exited, not yet reaped by its parent (podstep's own child).
@@ -172,7 +205,8 @@ func killShims(sock string) error {
 	for _, p := range below {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	return terminate(shims, time.Second)
+	_, err := terminate(shims, time.Second)
+	return err
 }
 
 type proc struct {

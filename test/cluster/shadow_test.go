@@ -104,7 +104,13 @@ func shadowTraces(t *testing.T, dir, uid string) []string {
 			left = append(left, "process "+e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
 		}
 	}
-	for _, m := range testenv.MountsUnder(dir) {
+	// (its containerd's state dir, shadow.StateBase/ID, holds the pods'
+	// rootfs, shm and network namespace mounts)
+	state := filepath.Join("/run/podstep-shadows", id)
+	if _, err := os.Lstat(state); err == nil {
+		left = append(left, "dir "+state)
+	}
+	for _, m := range append(testenv.MountsUnder(dir), testenv.MountsUnder(state)...) {
 		left = append(left, "mount "+m)
 	}
 	if out, err := exec.Command("ip", "-o", "link").Output(); err == nil {
@@ -203,6 +209,34 @@ func TestFleetShadowZeroSetup(t *testing.T) {
 	for _, b := range bystanders {
 		b.untouched(t, c)
 	}
+}
+
+// The odd node with no replay runtime anywhere: hostUsers: false on shadows
+// of the kubelets' runtimes ends as on the runtimes themselves: containerd
+// 1.6 reports no user-namespace support and the kubelet refuses the pod,
+// named with its reason; containerd 2.x runs it (its rootfs under the
+// shadow's state dir, which the pod's unprivileged root must reach).
+func TestFleetShadowOddNodeUserNamespaces(t *testing.T) {
+	e := newFleetEnv(t)
+	e.removeReplayAnnotations(t)
+	rep, stderr, code := e.run(t, "-f", "testdata/pods/userns.yaml", "--node", e.nodes[0], "--node", e.nodes[1], "--timeout", "2m", "--run-flag=--settle=0")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (the pod failed on one node); stderr:\n%s", code, stderr)
+	}
+	for _, n := range rep.Nodes {
+		if !n.Shadow || n.Start == nil || !strings.Contains(n.Start.Why, "ran on a shadow of containerd") {
+			t.Errorf("node %s: shadow %v, start %+v: want a shadow of the kubelet's runtime", n.Node, n.Shadow, n.Start)
+		}
+	}
+	if len(rep.Analysis.Odd) != 1 {
+		t.Fatalf("odd groups %+v, want one; stdout:\n%s", rep.Analysis.Odd, rep.raw)
+	}
+	o := rep.Analysis.Odd[0]
+	if !slices.Equal(o.Nodes, []string{e.nodes[0]}) || o.Step == nil || o.Step.Name != "run-sandbox" || o.Step.Reason != "CreatePodSandboxError" ||
+		!strings.Contains(o.Step.Message, "user namespaces") {
+		t.Errorf("odd %+v step %+v: want %s at run-sandbox, CreatePodSandboxError, user namespaces", o.Nodes, o.Step, e.nodes[0])
+	}
+	e.nothingLeft(t)
 }
 
 // shadowNormal are this test's normalisations of `podstep diff` between a

@@ -109,6 +109,15 @@ func shadowLeft(t *testing.T, dir string) []string {
 	if _, err := os.Lstat(dir); err == nil {
 		left = append(left, "dir "+dir)
 	}
+	// Its containerd's state dir (shadow.StateBase/ID): the pods' rootfs,
+	// shm and network namespaces are mounted there.
+	state := filepath.Join("/run/podstep-shadows", id)
+	for _, m := range testenv.MountsUnder(state) {
+		left = append(left, "mount "+m)
+	}
+	if _, err := os.Lstat(state); err == nil {
+		left = append(left, "dir "+state)
+	}
 	// The pods' cgroups (run --cgroups-per-qos): no other shadow runs in
 	// these tests, so none may be left under /podstep.
 	cgs, _ := filepath.Glob("/sys/fs/cgroup/*/podstep")
@@ -380,6 +389,110 @@ func TestShadowAutoFollowsKubeletSandboxes(t *testing.T) {
 		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
 	if r.code != 0 || r.startEv == nil || !strings.Contains(r.startEv.Runtime.Why, "a kubelet watches it") {
 		t.Fatalf("a kubelet's sandbox on the runtime: want the default (--shadow=auto) to run on a shadow, saying why\n%s", r)
+	}
+	if left := shadowLeft(t, shadowDir(t, r.startEv.Runtime.Endpoint)); len(left) > 0 {
+		t.Errorf("the shadow left:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// The shadows' image cache (internal/shadow cache.go): a second shadow of
+// the same runtime starts on the first's root (the sandbox image kept, not
+// copied), but an image the node does not have is not kept for the replay:
+// the pod's pull from the registry happens again, as on the node. What
+// stays between runs is only the cache's root, nothing mounted, and
+// `podstep cleanup` removes it.
+func TestShadowImageCache(t *testing.T) {
+	e, reg := setupRegistry(t)
+	// A shadow dir of its own (PODSTEP_SHADOW_DIR), so that its cache
+	// beside it is this test's: another run's cleanup does not remove it.
+	base, err := os.MkdirTemp("", "pstc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	e.extraEnv = append(slices.Clone(e.extraEnv), "PODSTEP_SHADOW_DIR="+filepath.Join(base, "shadows"))
+	m := writePullManifest(t, reg, pullCase{key: reg.addr, user: reg.user, password: reg.password, refSecret: true, policy: "IfNotPresent"})
+	c := dialCRI(t, e.endpoint)
+	if st, err := c.img.ImageStatus(ctx10(t), &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: reg.image}}); err != nil {
+		t.Fatal(err)
+	} else if st.Image != nil {
+		// The harness pulled it for another test: the node must not have it here.
+		if _, err := c.img.RemoveImage(ctx10(t), &runtimeapi.RemoveImageRequest{Image: &runtimeapi.ImageSpec{Image: reg.image}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var cache string
+	for i, want := range []string{"", "kept from an earlier shadow"} {
+		d := newDirs(t)
+		before := nodeState(t, c)
+		r := e.podstep(t, "run", "--auto", "-o", "json", "-f", m.path, "-r", e.endpoint, "--shadow=always",
+			"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+		if r.code != 0 || r.startEv == nil {
+			t.Fatalf("run %d: want exit 0\n%s", i+1, r)
+		}
+		if !strings.Contains(r.stdout, `"method":"PullImage"`) {
+			t.Errorf("run %d: no PullImage: the shadow had %s, which the node does not have\n%s", i+1, reg.image, r)
+		}
+		if why := r.startEv.Runtime.Why; !strings.Contains(why, want) {
+			t.Errorf("run %d: start.runtime.why = %q: want %q", i+1, why, want)
+		}
+		if after := nodeState(t, c); !slices.Equal(before, after) {
+			t.Errorf("run %d: the node's runtime changed:\nbefore %q\nafter  %q", i+1, before, after)
+		}
+		dir := shadowDir(t, r.startEv.Runtime.Endpoint)
+		if left := shadowLeft(t, dir); len(left) > 0 {
+			t.Errorf("run %d: the shadow left:\n%s", i+1, strings.Join(left, "\n"))
+		}
+		cache = filepath.Join(filepath.Dir(filepath.Dir(dir)), "shadow-cache")
+	}
+	if want := filepath.Join(base, "shadow-cache"); cache != want {
+		t.Fatalf("the shadows ran under %s, want %s", filepath.Dir(cache), base)
+	}
+	// What stays: one root per node runtime, nothing else, nothing mounted.
+	ents, err := os.ReadDir(cache)
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("no image cache at %s: %v", cache, err)
+	}
+	for _, ent := range ents {
+		inside, _ := os.ReadDir(filepath.Join(cache, ent.Name()))
+		if len(inside) != 1 || inside[0].Name() != "root" {
+			t.Errorf("%s holds %v, want only root", filepath.Join(cache, ent.Name()), inside)
+		}
+	}
+	if mounts := testenv.MountsUnder(cache); len(mounts) > 0 {
+		t.Errorf("mounted under the cache: %q", mounts)
+	}
+	d := newDirs(t)
+	cr := e.podstep(t, "cleanup", "-r", e.endpoint, "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	if cr.code != 0 || !strings.Contains(cr.stdout, "image cache of shadow runtimes") {
+		t.Errorf("podstep cleanup: want exit 0 and the image cache removed\n%s", cr)
+	}
+	if _, err := os.Lstat(cache); err == nil {
+		t.Errorf("%s left after podstep cleanup", cache)
+	}
+}
+
+// hostUsers: false on a shadow ends as on the node's runtime: containerd
+// 1.6 reports no user-namespace support, so the kubelet refuses the pod
+// and names why (the fleet's odd node); containerd 2.x runs it. The
+// pod's rootfs is mounted under the shadow's state dir, which a user
+// namespace's root must reach as an unprivileged uid (runc: "remount-private
+// … permission denied" when it was under podstep's 0750 dir).
+func TestShadowUserNamespaces(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("userns"), "-r", e.endpoint, "--shadow=always",
+		"--settle", "0", "--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs)
+	if r.startEv == nil || !strings.Contains(r.startEv.Runtime.Why, "ran on a shadow of containerd") {
+		t.Fatalf("not run on a shadow\n%s", r)
+	}
+	if e.rt.major < 2 {
+		const want = "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+		if f := r.summary; r.code != 1 || f == nil || f.Failure == nil || f.Failure.Step != "run-sandbox" || f.Failure.Reason != "CreatePodSandboxError" || !strings.Contains(f.Failure.Message, want) {
+			t.Errorf("want exit 1, run-sandbox CreatePodSandboxError %q\n%s", want, r)
+		}
+	} else if r.code != 0 || r.summary == nil || r.summary.Outcome != "running" {
+		t.Errorf("want the pod running on the shadow of %s, as on the node\n%s", e.rt, r)
 	}
 	if left := shadowLeft(t, shadowDir(t, r.startEv.Runtime.Endpoint)); len(left) > 0 {
 		t.Errorf("the shadow left:\n%s", strings.Join(left, "\n"))
