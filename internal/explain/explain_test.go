@@ -44,7 +44,7 @@ func TestSeenTextsMatch(t *testing.T) {
 func TestNoMatch(t *testing.T) {
 	for _, f := range []Failure{
 		{Reason: "ErrImagePull", Message: "failed to pull and unpack image: dial tcp 10.0.0.1:443: i/o timeout"},
-		{Reason: "CreatePodSandboxError", Message: "failed to setup network for sandbox"},
+		{Reason: "CreatePodSandboxError", Message: "open /etc/resolv.conf: no such file or directory"},
 		{Reason: "RunContainerError", Message: "401 Unauthorized"},
 		{Reason: "", Message: "exec format error"},
 	} {

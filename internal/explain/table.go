@@ -1,18 +1,120 @@
 package explain
 
-import "regexp"
+import (
+	"regexp"
+
+	"github.com/podstep/podstep/internal/reason"
+)
 
 const (
-	containerd = "containerd 1.6 and 2.4 (tested)"
-	kubelet    = "the kubelet's own check (every runtime; tested on containerd 1.6 and 2.4)"
-	imageBack  = "ErrImagePull now; the kubelet's next sync pulls again after the image back-off (10 s, doubling to 5 min: ImagePullBackOff in between), and keeps trying (backOffPeriod, MaxContainerBackOff in pkg/kubelet/kubelet.go)."
-	crashBack  = "The container is restarted as restartPolicy says (Always: any exit; OnFailure: a non-zero exit; Never: none), each restart after the crash back-off (10 s, doubling to 5 min; back to 10 s once no failure came for 10 min): CrashLoopBackOff in between (doBackOff, pkg/kubelet/kuberuntime/kuberuntime_manager.go)."
-	configBack = "CreateContainerConfigError; the kubelet tries again at every sync (about every 10 s while the pod waits) and starts the container as soon as the object exists or the spec is fixed; no back-off."
+	containerd  = "containerd 1.6 and 2.4 (tested)"
+	kubelet     = "the kubelet's own check (every runtime; tested on containerd 1.6 and 2.4)"
+	imageBack   = "ErrImagePull now; the kubelet's next sync pulls again after the image back-off (10 s, doubling to 5 min: ImagePullBackOff in between), and keeps trying (backOffPeriod, MaxContainerBackOff in pkg/kubelet/kubelet.go)."
+	crashBack   = "The container is restarted as restartPolicy says (Always: any exit; OnFailure: a non-zero exit; Never: none), each restart after the crash back-off (10 s, doubling to 5 min; back to 10 s once no failure came for 10 min): CrashLoopBackOff in between (doBackOff, pkg/kubelet/kuberuntime/kuberuntime_manager.go)."
+	configBack  = "CreateContainerConfigError; the kubelet tries again at every sync (about every 10 s while the pod waits) and starts the container as soon as the object exists or the spec is fixed; no back-off."
+	sandboxBack = "FailedCreatePodSandBox event; the pod worker syncs the pod again after the sync back-off (10 s, jittered up to 15 s: backOffPeriod, podWorkers.completeWork in pkg/kubelet/pod_workers.go), and that SyncPod creates a new sandbox (attempt 0 again: the runtime kept none), every time until one is made; no growing back-off."
 )
 
 // table is every known failure, most specific first: Find returns the first
 // entry that matches.
 var table = []Entry{
+	{
+		ID:      "sandbox-name-reserved",
+		Title:   "the runtime is still making an earlier sandbox of the same name: the kubelet's retry is refused",
+		Reasons: []string{reason.ErrCreatePodSandbox},
+		Pattern: regexp.MustCompile(`failed to reserve sandbox name`),
+		Causes: []string{
+			"an earlier RunPodSandbox of this pod is still running in the runtime: the kubelet gave up on it after its deadline (4 min: 2 x runtimeRequestTimeout), the runtime did not, and the retry has the same name (attempt 0 again)",
+			"that earlier call hangs in the CNI ADD (a plugin waiting on its node agent, an IPAM server, a datastore) or in pulling the pause image",
+			"the runtime is overloaded (disk I/O, many pods starting at once): every sandbox takes minutes",
+		},
+		Next:       "FailedCreatePodSandBox again at every sync (10 s apart) while the first call runs; once it ends the name is free: if it made the sandbox, the kubelet finds it at the next sync and uses it, else its next RunPodSandbox starts over.",
+		Confirm:    []string{"crictl pods --name {POD} --namespace {NAMESPACE}  (the first call's sandbox once it is made)", "journalctl -u containerd | grep -e RunPodSandbox -e 'is reserved'  (when the first call started, what it waits on)", "ps -ef | grep /opt/cni/bin  (a CNI plugin still running for the pod)"},
+		Fix:        "Find what the first call waits on (its CNI plugin, its node agent, the pause image pull) and fix that; the retries stop by themselves. Restarting containerd ends the stuck call (the kubelet then makes the sandbox anew).",
+		Runtimes:   containerd + "; CRI-O (from its source, untested): `error reserving pod name ...: name is reserved`",
+		Reproduced: "sandbox-name-reserved",
+		Seen: []string{
+			`failed to reserve sandbox name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0": name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0" is reserved for "a3b0c04a4e6e51b61f3918c88912e6b14173217b2b24c22c6ee29a0a80a060cb"`,
+		},
+	},
+	{
+		ID:      "sandbox-create-timeout",
+		Title:   "RunPodSandbox got no answer before the deadline: the runtime is stuck making the sandbox",
+		Reasons: []string{reason.ErrCreatePodSandbox},
+		Pattern: regexp.MustCompile(`DeadlineExceeded|context deadline exceeded|stream terminated by RST_STREAM with error code: CANCEL`),
+		Causes: []string{
+			"the CNI ADD hangs: a plugin waiting on its node agent (calico-node, cilium-agent, aws-node), an IPAM server or a datastore",
+			"the pause image pull hangs (a registry or proxy that does not answer)",
+			"the node is overloaded: disk I/O or CPU make every sandbox slow",
+		},
+		Next:       "The kubelet stops waiting (its deadline: 2 x runtimeRequestTimeout, 4 min by default), the runtime does not: its retry, at the next sync (10 s later), has the same name and fails `failed to reserve sandbox name` while the first call runs (sandbox-name-reserved).",
+		Confirm:    []string{"ps -ef | grep /opt/cni/bin  (a CNI plugin still running)", "crictl info  (lastCNILoadStatus, the network config)", "journalctl -u containerd --since -10min | grep -i -e cni -e RunPodSandbox"},
+		Fix:        "Make the hung part answer: restart the CNI's node agent (its DaemonSet pod), fix the IPAM or datastore it waits on; then restart containerd if the call is still stuck.",
+		Runtimes:   containerd + ": podstep's --timeout (the kubelet's deadline) passed while a CNI ADD hung; containerd 2.4 often ends the call at the deadline itself (RST_STREAM CANCEL) before the caller's own timer",
+		Reproduced: "sandbox-create-timeout",
+		Seen: []string{
+			`context deadline exceeded`,
+			`stream terminated by RST_STREAM with error code: CANCEL`,
+		},
+	},
+	{
+		ID:      "cni-ip-exhausted",
+		Title:   "the pod network's IP range has no free address (host-local IPAM)",
+		Reasons: []string{reason.ErrCreatePodSandbox},
+		Pattern: regexp.MustCompile(`no IP addresses available in range set`),
+		Causes: []string{
+			"leaked IPAM files: host-local keeps one file per address in its dir, and sandboxes removed without a CNI DEL (a runtime crash, a wiped state dir, a node restore) never gave theirs back",
+			"the node's pod CIDR is too small for its pods (a /26 or smaller with maxPods above it)",
+			"many sandboxes being re-created at once each hold an address until their DEL",
+		},
+		Next:       sandboxBack,
+		Confirm:    []string{"ls /var/lib/cni/networks/NETWORK/  (host-local's files: one per address, holding the sandbox ID; its dataDir when the config sets one)", "crictl pods -q --no-trunc  (the sandboxes that exist: an address whose file names none of them leaked)", "cat /etc/cni/net.d/*.conflist  (the range: subnet, rangeStart, rangeEnd)"},
+		Fix:        "Remove the files of addresses whose sandbox no longer exists (compare with crictl pods -q --no-trunc), or give the node a larger pod CIDR; the next sandbox then gets an address.",
+		Runtimes:   containerd + " with the CNI reference plugins' host-local IPAM",
+		Reproduced: "cni-ip-exhausted",
+		Seen: []string{
+			`failed to setup network for sandbox "0bd9c035ca342eab4d1c6e1de6815556b500797578efa703b9650c96b5d81e80": plugin type="ptp" failed (add): failed to allocate for range 0: no IP addresses available in range set: 10.254.254.1-10.254.254.2`,
+		},
+	},
+	{
+		ID:      "cni-not-initialized",
+		Title:   "the runtime has no pod network: no CNI config was loaded",
+		Reasons: []string{reason.NetworkNotReady, reason.ErrCreatePodSandbox},
+		Pattern: regexp.MustCompile(`cni plugin not initialized|cni config not initialized|network not ready|NetworkReady=false`),
+		Causes: []string{
+			"the CNI's DaemonSet pod (flannel, calico-node, cilium-agent) has not yet written its config to /etc/cni/net.d on this node, or was removed",
+			"the config is in another dir than the runtime's (containerd's conf_dir), or is invalid JSON, or names a plugin missing from the bin dir",
+			"a new node before its CNI was installed",
+		},
+		Next:       "NetworkNotReady: the kubelet creates no sandbox needing a network while the runtime says NetworkReady=false (host-network pods still start); it tries the pod again about every second (backOffOnTransientErrorPeriod, podWorkers.completeWork) and the node is NotReady; a RunPodSandbox that came first fails FailedCreatePodSandBox.",
+		Confirm:    []string{"ls -l /etc/cni/net.d/  (containerd's conf_dir)", "crictl info  (NetworkReady, lastCNILoadStatus: why the config did not load)", "kubectl -n kube-system get pods -o wide | grep -i -e cni -e flannel -e calico -e cilium  (the CNI's pod on this node)"},
+		Fix:        "Install or restart the CNI (its DaemonSet writes the config), or put a valid conflist in the runtime's CNI conf dir; containerd reloads it by itself.",
+		Runtimes:   containerd + "; CRI-O (from its source, untested): `No CNI configuration file in /etc/cni/net.d/`",
+		Reproduced: "cni-not-initialized",
+		Seen: []string{
+			`container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized`,
+			`failed to setup network for sandbox "93225cfa3d08f6d644b6c4c09067c40bc8e45ba39d49b6456a654af0e43a8949": cni plugin not initialized`,
+		},
+	},
+	{
+		ID:      "cni-plugin-failed",
+		Title:   "a CNI plugin failed to set up the sandbox's network",
+		Reasons: []string{reason.ErrCreatePodSandbox},
+		Pattern: regexp.MustCompile(`failed to setup network for sandbox|plugin type="[^"]*" failed \(add\)`),
+		Causes: []string{
+			"the plugin's node agent is down or not ready (calico-node, cilium-agent, aws-node): the plugin's own message says what it could not reach",
+			"the plugin's config is wrong for this node (a bridge, master interface or subnet that does not exist here)",
+			"the plugin binary is missing or of another version than its config",
+		},
+		Next:       sandboxBack,
+		Confirm:    []string{"crictl info  (the loaded network config)", "ls /etc/cni/net.d/ /opt/cni/bin/", "kubectl -n kube-system logs POD-OF-THE-CNI-ON-THIS-NODE  (the plugin's agent)"},
+		Fix:        "Read the plugin's message after 'failed (add)': fix or restart what it names (its agent, its config); the kubelet's next try then succeeds.",
+		Runtimes:   containerd + "; CRI-O (from its source, untested): `error adding pod ... to CNI network`",
+		Reproduced: "cni-plugin-failed",
+		Seen: []string{
+			`failed to setup network for sandbox "82e42bb0280258a0c0d89c6bf8669b17659d80c6d8fc97323df9349409a8df99": plugin type="podstep-fail" failed (add): podstep-fail: cannot reach the network agent; dial unix /run/podstep-fail/agent.sock: connect: no such file or directory`,
+		},
+	},
 	{
 		ID:      "image-not-found",
 		Title:   "the registry has no such image: the repository or the tag does not exist",
