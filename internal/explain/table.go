@@ -21,7 +21,7 @@ var table = []Entry{
 	{
 		ID:      "sandbox-name-reserved",
 		Title:   "the runtime is still making an earlier sandbox of the same name: the kubelet's retry is refused",
-		Reasons: []string{reason.ErrCreatePodSandbox},
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
 		Pattern: regexp.MustCompile(`failed to reserve sandbox name`),
 		Causes: []string{
 			"an earlier RunPodSandbox of this pod is still running in the runtime: the kubelet gave up on it after its deadline (4 min: 2 x runtimeRequestTimeout), the runtime did not, and the retry has the same name (attempt 0 again)",
@@ -40,8 +40,8 @@ var table = []Entry{
 	{
 		ID:      "sandbox-create-timeout",
 		Title:   "RunPodSandbox got no answer before the deadline: the runtime is stuck making the sandbox",
-		Reasons: []string{reason.ErrCreatePodSandbox},
-		Pattern: regexp.MustCompile(`DeadlineExceeded|context deadline exceeded|stream terminated by RST_STREAM with error code: CANCEL`),
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
+		Pattern: regexp.MustCompile(`DeadlineExceeded|context deadline exceeded|stream terminated by RST_STREAM with error code: CANCEL|^context canceled$`),
 		Causes: []string{
 			"the CNI ADD hangs: a plugin waiting on its node agent (calico-node, cilium-agent, aws-node), an IPAM server or a datastore",
 			"the pause image pull hangs (a registry or proxy that does not answer)",
@@ -50,17 +50,18 @@ var table = []Entry{
 		Next:       "The kubelet stops waiting (its deadline: 2 x runtimeRequestTimeout, 4 min by default), the runtime does not: its retry, at the next sync (10 s later), has the same name and fails `failed to reserve sandbox name` while the first call runs (sandbox-name-reserved).",
 		Confirm:    []string{"ps -ef | grep /opt/cni/bin  (a CNI plugin still running)", "crictl info  (lastCNILoadStatus, the network config)", "journalctl -u containerd --since -10min | grep -i -e cni -e RunPodSandbox"},
 		Fix:        "Make the hung part answer: restart the CNI's node agent (its DaemonSet pod), fix the IPAM or datastore it waits on; then restart containerd if the call is still stuck.",
-		Runtimes:   containerd + ": podstep's --timeout (the kubelet's deadline) passed while a CNI ADD hung; containerd 2.4 often ends the call at the deadline itself (RST_STREAM CANCEL) before the caller's own timer",
+		Runtimes:   containerd + ": podstep's --timeout (the kubelet's deadline) passed while a CNI ADD hung; containerd 2.4 often ends the call at the deadline itself (RST_STREAM CANCEL) before the caller's own timer; through podstep proxy, the kubelet's call it gave up on reads context canceled (TestExplainSickProxy)",
 		Reproduced: "sandbox-create-timeout",
 		Seen: []string{
 			`context deadline exceeded`,
 			`stream terminated by RST_STREAM with error code: CANCEL`,
+			`context canceled`,
 		},
 	},
 	{
 		ID:      "cni-ip-exhausted",
 		Title:   "the pod network's IP range has no free address (host-local IPAM)",
-		Reasons: []string{reason.ErrCreatePodSandbox},
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
 		Pattern: regexp.MustCompile(`no IP addresses available in range set`),
 		Causes: []string{
 			"leaked IPAM files: host-local keeps one file per address in its dir, and sandboxes removed without a CNI DEL (a runtime crash, a wiped state dir, a node restore) never gave theirs back",
@@ -79,7 +80,7 @@ var table = []Entry{
 	{
 		ID:      "cni-not-initialized",
 		Title:   "the runtime has no pod network: no CNI config was loaded",
-		Reasons: []string{reason.NetworkNotReady, reason.ErrCreatePodSandbox},
+		Reasons: []string{reason.NetworkNotReady, reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
 		Pattern: regexp.MustCompile(`cni plugin not initialized|cni config not initialized|network not ready|NetworkReady=false`),
 		Causes: []string{
 			"the CNI's DaemonSet pod (flannel, calico-node, cilium-agent) has not yet written its config to /etc/cni/net.d on this node, or was removed",
@@ -99,7 +100,7 @@ var table = []Entry{
 	{
 		ID:      "cni-plugin-failed",
 		Title:   "a CNI plugin failed to set up the sandbox's network",
-		Reasons: []string{reason.ErrCreatePodSandbox},
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
 		Pattern: regexp.MustCompile(`failed to setup network for sandbox|plugin type="[^"]*" failed \(add\)`),
 		Causes: []string{
 			"the plugin's node agent is down or not ready (calico-node, cilium-agent, aws-node): the plugin's own message says what it could not reach",

@@ -277,3 +277,88 @@ func runSandboxMatches(id string) func(t *testing.T, n *sickNode) {
 		}
 	}
 }
+
+// TestExplainSickProxy: `podstep proxy` in front of a sick node whose CNI
+// ADD hangs. A kubelet's RunPodSandbox (its deadline here 3 s, 4 min on a
+// node) is named in the stuck-at view within 1 s of being sent; once the
+// kubelet gave up, its retry of the same name is refused by the runtime
+// itself ("is reserved"), and the proxy names the first call as the
+// cause and explains the failed step (sandbox-name-reserved).
+func TestExplainSickProxy(t *testing.T) {
+	e := setup(t)
+	n := startSick(t, e, "", map[string]string{"podstep-hang": hangingPlugin})
+	n.setNetwork(t, "sick-hang", sickConflist("sick-hang", "podstep-hang"))
+	dir, err := os.MkdirTemp("", "sxp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "p.sock")
+	p := n.env.startProxy(t, sock)
+	c := dialCRI(t, "unix://"+sock)
+	const name, uid = "web", "5e1c0b7a-0000-4000-8000-0000000000a1"
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "default", Uid: uid},
+		Labels:   map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "default", "io.kubernetes.pod.uid": uid},
+		Linux:    &runtimeapi.LinuxPodSandboxConfig{},
+	}
+	const deadline = 3 * time.Second
+	sent := time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		_, err := c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+		errc <- err
+	}()
+	raw := func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return strings.Join(p.raw, "\n")
+	}
+	const slow = `"event":"slow","call":{"seq":1,"method":"RunPodSandbox"`
+	var seen time.Duration
+	for time.Since(sent) < deadline && seen == 0 {
+		if strings.Contains(raw(), slow) {
+			seen = time.Since(sent)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if seen == 0 || seen > time.Second {
+		t.Fatalf("the hung RunPodSandbox was named after %s, want within 1 s; output:\n%s", seen, raw())
+	}
+	t.Logf("the hung call was named %s after it was sent", seen.Round(time.Millisecond))
+	first := <-errc
+	if code := status.Code(first); code != codes.DeadlineExceeded && code != codes.Canceled {
+		t.Fatalf("the first call: %v, want its deadline to pass", first)
+	}
+	t.Logf("the first call, at its deadline: %v", first)
+	// The kubelet's retry, attempt 0 again (no sandbox was made).
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	_, err = c.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "is reserved") {
+		t.Fatalf("the retry: %v, want the runtime's name is reserved", err)
+	}
+	t.Logf("the retry: %v", status.Convert(err).Message())
+	wants := []string{`"event":"gave-up"`, "reused the name of RunPodSandbox #1", "which is the cause",
+		`"explanation":{"id":"sandbox-create-timeout"`, `"explanation":{"id":"sandbox-name-reserved"`}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		all := true
+		for _, w := range wants {
+			all = all && strings.Contains(raw(), w)
+		}
+		if all {
+			break
+		}
+	}
+	out := raw()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("the proxy's output has no %s:\n%s", w, out)
+		}
+	}
+	if testing.Verbose() {
+		t.Logf("proxy output:\n%s", out)
+	}
+}
