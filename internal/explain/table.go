@@ -19,6 +19,45 @@ const (
 // entry that matches.
 var table = []Entry{
 	{
+		ID:      "image-platform-mismatch",
+		Title:   "the image has no variant for this node's platform (OS and architecture)",
+		Reasons: []string{"ErrImagePull"},
+		Pattern: regexp.MustCompile(`no match for platform in manifest`),
+		Causes: []string{
+			"the image was built and pushed for one architecture only (arm64 from a Mac, amd64 from CI) and this node is the other",
+			"a multi-arch build pushed an index that lacks this platform (a failed leg of docker buildx --platform)",
+			"a Windows-only image on a Linux node (or the reverse)",
+		},
+		Next:       imageBack,
+		Confirm:    []string{"skopeo inspect --raw docker://{IMAGE} | jq '.manifests[].platform'  (the platforms the index holds)", "uname -m  (the node's: x86_64 is amd64, aarch64 is arm64)"},
+		Fix:        "Push the image for the node's platform too (docker buildx build --platform linux/amd64,linux/arm64 --push), or schedule the pod on nodes of the image's architecture (nodeSelector kubernetes.io/arch).",
+		Runtimes:   containerd + "; CRI-O (from its source, untested): `no image found in manifest list for architecture`",
+		Reproduced: "image-platform-mismatch",
+		Seen: []string{
+			`failed to pull and unpack image "127.0.0.1:45899/podstep/foreign:1.0": no match for platform in manifest: not found`,
+		},
+	},
+	{
+		ID:      "image-x509-untrusted",
+		Title:   "the registry's TLS certificate is not trusted by the node: x509",
+		Reasons: []string{"ErrImagePull"},
+		Pattern: regexp.MustCompile(`x509: |tls: failed to verify certificate`),
+		Causes: []string{
+			"a private registry's certificate is signed by the company's own CA, and the node (containerd) does not trust that CA",
+			"the certificate does not name the host or IP the image names (x509: certificate is valid for ..., not ...)",
+			"a TLS-intercepting proxy between the node and the registry",
+			"an expired certificate, or the node's clock is wrong (x509: certificate has expired or is not yet valid)",
+		},
+		Next:       imageBack,
+		Confirm:    []string{"openssl s_client -connect REGISTRY:PORT -showcerts </dev/null  (who signed it, its names, its dates)", "ls /etc/containerd/certs.d/REGISTRY:PORT/  (containerd's per-registry CA: ca.crt, hosts.toml)", "crictl pull {IMAGE}"},
+		Fix:        "Give containerd the registry's CA: /etc/containerd/certs.d/REGISTRY:PORT/hosts.toml with ca = \"/path/ca.crt\" (config_path set in containerd's CRI registry config), or add the CA to the node's trust store (update-ca-certificates) and restart containerd; or fix the certificate's names or dates.",
+		Runtimes:   containerd + "; CRI-O (from its source, untested): the same Go x509 texts",
+		Reproduced: "image-x509-untrusted",
+		Seen: []string{
+			`failed to pull and unpack image "192.0.2.2:38329/podstep/busybox:1.0": failed to resolve reference "192.0.2.2:38329/podstep/busybox:1.0": failed to do request: Head "https://192.0.2.2:38329/v2/podstep/busybox/manifests/1.0": x509: certificate signed by unknown authority`,
+		},
+	},
+	{
 		ID:      "sandbox-name-reserved",
 		Title:   "the runtime is still making an earlier sandbox of the same name: the kubelet's retry is refused",
 		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},

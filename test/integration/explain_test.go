@@ -28,6 +28,8 @@ type explainCase struct {
 	want, want16 string
 	// extra flags.
 	extra []string
+	// image, when set, makes the image the pod names (IMAGE in manifest).
+	image func(t *testing.T) string
 	// sick, when set, runs the pod on a sick node of its own
 	// (sick_test.go): a copy of the harness's containerd with a broken
 	// network.
@@ -96,6 +98,12 @@ func TestExplainReal(t *testing.T) {
 		// no error of its own: the back-off is the explanation.
 		{name: "crash-loop-back-off", manifest: pod("completes", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo done']}]\n"),
 			want: "crash-loop-back-off", extra: []string{"--max-restarts", "0", "--settle", "2s"}},
+		// An image index with only another architecture's image.
+		{name: "image-platform-mismatch", manifest: pod("foreign", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			image: foreignImage, want: "image-platform-mismatch"},
+		// A TLS registry whose CA the node does not trust.
+		{name: "image-x509-untrusted", manifest: pod("untrusted", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			image: untrustedRegistry, want: "image-x509-untrusted"},
 		// A sick node's network (sick_test.go), each its own copy of the
 		// harness's containerd. No CNI config: containerd says
 		// NetworkReady=false and the kubelet sends no RunPodSandbox; one sent
@@ -148,7 +156,11 @@ func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
 			secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: reg}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: %s\n---\n",
 				base64.StdEncoding.EncodeToString(fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, reg.addr,
 					base64.StdEncoding.EncodeToString([]byte(reg.user+":"+password)))))
-			m := strings.NewReplacer("SECRET", secret, "IMAGE", reg.image, "REG", reg.addr).Replace(c.manifest)
+			image := reg.image
+			if c.image != nil {
+				image = c.image(t)
+			}
+			m := strings.NewReplacer("SECRET", secret, "IMAGE", image, "REG", reg.addr).Replace(c.manifest)
 			file := filepath.Join(t.TempDir(), c.name+".yaml")
 			if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
 				t.Fatal(err)
