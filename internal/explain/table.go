@@ -328,6 +328,23 @@ var table = []Entry{
 		Seen:       []string{`Exec lifecycle hook ([sh -c echo no config; exit 3]) for Container "app" in Pod "hookfail_default(48f34d6963ea8d0250f2ab4304eddaed)" failed - error: command 'sh -c echo no config; exit 3' exited with 3: , message: "no config\n"`},
 	},
 	{
+		ID:      "no-space-left",
+		Title:   "a disk is full: no space left on device",
+		Reasons: []string{"Error", "RunContainerError", "CreateContainerError", "ErrImagePull", reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
+		Pattern: regexp.MustCompile(`(?i)no space left on device`),
+		Causes: []string{
+			"the container writes into its own filesystem (its writable layer, on the node's containerd root: /var/lib/containerd) and that disk is full: logs, caches or temp files the program writes outside a volume",
+			"the node's image store fills the disk (many or large images; the kubelet's image GC starts at imageGCHighThresholdPercent, 85% by default)",
+			"an emptyDir or hostPath volume on the same disk, or another pod's, filled it",
+		},
+		Next:       "The program decides: most exit (Error) and the container is restarted after the crash back-off (10 s, doubling to 5 min); the kubelet's eviction manager evicts pods once nodefs.available falls under its threshold (10% by default: DiskPressure), beginning with those using the most beyond their requests.",
+		Confirm:    []string{"df -h /var/lib/containerd /var/lib/kubelet  (the disk's use)", "crictl stats  (each container's writable layer: the WRITABLE LAYER column)", "du -xsh /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/* | sort -h | tail  (the largest layers)", "kubectl describe node NODE  (DiskPressure, evictions)"},
+		Fix:        "Free the disk (crictl rmi --prune; the program's files), have the program write to a volume with a size limit (emptyDir sizeLimit) or set resources.limits.ephemeral-storage (the kubelet evicts the pod before the disk fills), and give the node's containerd root more space.",
+		Runtimes:   containerd + ": the kernel's ENOSPC, in the program's own words (dd: error writing '/fill': No space left on device)",
+		Reproduced: "no-space-left",
+		Seen:       []string{`dd: error writing '/fill': No space left on device`},
+	},
+	{
 		ID:      "container-exited-error",
 		Title:   "the container's program exited with a non-zero code",
 		Reasons: []string{"Error"},

@@ -42,6 +42,11 @@ type sickCase struct {
 	plugins map[string]string
 	// network and conflist are its only CNI config ("": none).
 	network, conflist string
+	// disk, when set, is the size of a tmpfs the node keeps all its state
+	// on (its images, the containers' writable layers): a small disk. Its
+	// network is then its own bridge (the harness's, copied) and busybox
+	// is copied in.
+	disk string
 	// prepare runs before podstep; after runs after it (with the failed
 	// step's message).
 	prepare func(t *testing.T, n *sickNode)
@@ -104,6 +109,11 @@ func TestExplainReal(t *testing.T) {
 		// A TLS registry whose CA the node does not trust.
 		{name: "image-x509-untrusted", manifest: pod("untrusted", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
 			image: untrustedRegistry, want: "image-x509-untrusted"},
+		// A node whose disk is full: the container's writable layer is on a
+		// 64 MiB tmpfs with containerd's state, and the container writes
+		// until the kernel says ENOSPC.
+		{name: "no-space-left", manifest: pod("full", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'dd if=/dev/zero of=/fill bs=1M']}]\n"),
+			want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
 		// A sick node's network (sick_test.go), each its own copy of the
 		// harness's containerd. No CNI config: containerd says
 		// NetworkReady=false and the kubelet sends no RunPodSandbox; one sent
@@ -169,8 +179,12 @@ func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
 			re := e
 			var sick *sickNode
 			if c.sick != nil {
-				sick = startSick(t, e, "", c.sick.plugins)
-				sick.setNetwork(t, c.sick.network, c.sick.conflist)
+				if c.sick.disk != "" {
+					sick = startSick(t, e, smallDisk(t, c.sick.disk), c.sick.plugins, busybox)
+				} else {
+					sick = startSick(t, e, "", c.sick.plugins)
+					sick.setNetwork(t, c.sick.network, c.sick.conflist)
+				}
 				if c.sick.prepare != nil {
 					c.sick.prepare(t, sick)
 				}

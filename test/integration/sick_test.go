@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -361,4 +362,26 @@ func TestExplainSickProxy(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("proxy output:\n%s", out)
 	}
+}
+
+// smallDisk mounts a tmpfs of size (64m) on a new dir and returns it;
+// unmounted and removed at the end, after the node on it.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sickdisk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+		_ = os.Remove(dir)
+		t.Fatalf("mount a %s tmpfs: %v", size, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount the small disk: %v", err)
+			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+		_ = os.Remove(dir)
+	})
+	return dir
 }
