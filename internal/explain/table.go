@@ -35,6 +35,7 @@ var table = []Entry{
 		Reproduced: "image-platform-mismatch",
 		Seen: []string{
 			`failed to pull and unpack image "127.0.0.1:45899/podstep/foreign:1.0": no match for platform in manifest: not found`,
+			`get image config descriptor: no match for platform in manifest sha256:0e87474f870fb07a4815fced67f0f2ab28dda42f477afebd813dc3e5265bd116: not found`,
 		},
 	},
 	{
@@ -55,6 +56,7 @@ var table = []Entry{
 		Reproduced: "image-x509-untrusted",
 		Seen: []string{
 			`failed to pull and unpack image "192.0.2.2:38329/podstep/busybox:1.0": failed to resolve reference "192.0.2.2:38329/podstep/busybox:1.0": failed to do request: Head "https://192.0.2.2:38329/v2/podstep/busybox/manifests/1.0": x509: certificate signed by unknown authority`,
+			`failed to pull and unpack image "192.0.2.2:41217/podstep/busybox:1.0": failed to resolve image: failed to do request: Head "https://192.0.2.2:41217/v2/podstep/busybox/manifests/1.0": tls: failed to verify certificate: x509: certificate signed by unknown authority`,
 		},
 	},
 	{
