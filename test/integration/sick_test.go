@@ -42,6 +42,38 @@ type sickNode struct {
 // (bin_dir = "..." in 1.6's, bin_dirs = ["..."] in 2.x's).
 var harnessCNIBin = regexp.MustCompile(`bin_dirs? = \[?"([^"]+)"`)
 
+// sickPrefix begins the name of every sick node's dir in the temp dir.
+const sickPrefix = "podstep-sick-"
+
+// removeDeadSick removes the sick nodes of test processes that were
+// killed before their clean-up (their holder is gone: shadow.Leftovers),
+// and their small disks.
+func removeDeadSick(ctx context.Context, t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), sickPrefix+"*"))
+	for _, dir := range dirs {
+		removed := 0
+		for _, l := range shadow.Leftovers(dir) {
+			if l.Err != nil {
+				continue
+			}
+			if err := shadow.Remove(ctx, l); err != nil {
+				t.Logf("a sick node left by a killed test, %s: %v", l.Dir, err)
+				continue
+			}
+			removed++
+			t.Logf("removed a sick node left by a killed test: %s", l.Dir)
+		}
+		// The dir holds only its node: gone, the dir goes too.
+		if ents, err := os.ReadDir(dir); removed == 0 || err != nil || len(ents) > 0 {
+			continue
+		}
+		if strings.HasPrefix(filepath.Base(dir), sickPrefix+"disk-") {
+			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+		}
+		_ = os.Remove(dir)
+	}
+}
+
 // startSick starts a sick node of the harness's runtime under base (""
 // for a temp dir of its own): plugins are CNI plugins (name → script) put
 // in its CNI bin dir beside the harness's; images are copied from the
@@ -50,6 +82,7 @@ func startSick(t *testing.T, e *env, base string, plugins map[string]string, ima
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	removeDeadSick(ctx, t)
 	node, err := shadow.Find(ctx, e.endpoint)
 	if err != nil {
 		t.Fatalf("the harness's runtime: %v", err)
@@ -61,14 +94,20 @@ func startSick(t *testing.T, e *env, base string, plugins map[string]string, ima
 	harnessBin := string(m[1])
 	if base == "" {
 		// A short dir: the copy's sockets are under it (108 bytes at most).
-		base, err = os.MkdirTemp("", "sick")
+		base, err = os.MkdirTemp("", sickPrefix)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = os.RemoveAll(base) })
 	}
-	bin := filepath.Join(base, "cni-bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
+	// Its CNI bin dir, beside (base holds only the node: a killed test's
+	// is found and removed whole).
+	bin, err := os.MkdirTemp("", "podstep-sickbin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(bin) })
+	if err := os.Chmod(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ents, err := os.ReadDir(harnessBin)
@@ -173,11 +212,12 @@ const failingPlugin = cniPluginHead + `echo '{"cniVersion":"1.0.0","code":11,"ms
 exit 1
 `
 
-// hangingPlugin blocks every ADD until the file RELEASE exists: a child
-// holds the plugin's stdout, so containerd waits for it even after it
-// killed the plugin when the caller gave up (as with a plugin stuck on a
-// hung node agent).
-const hangingPlugin = cniPluginHead + `(while [ ! -e RELEASE ]; do sleep 0.1; done
+// hangingPlugin blocks every ADD until the file RELEASE exists (or 2
+// minutes passed: a killed test's is not left for ever): a child holds the
+// plugin's stdout, so containerd waits for it even after it killed the
+// plugin when the caller gave up (as with a plugin stuck on a hung node
+// agent).
+const hangingPlugin = cniPluginHead + `(i=0; while [ ! -e RELEASE ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
 echo '{"cniVersion":"1.0.0","code":11,"msg":"podstep-hang: released"}')
 exit 1
 `
@@ -368,7 +408,7 @@ func TestExplainSickProxy(t *testing.T) {
 // unmounted and removed at the end, after the node on it.
 func smallDisk(t *testing.T, size string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sickdisk")
+	dir, err := os.MkdirTemp("", sickPrefix+"disk-")
 	if err != nil {
 		t.Fatal(err)
 	}
