@@ -22,7 +22,7 @@ var table = []Entry{
 		ID:      "image-platform-mismatch",
 		Title:   "the image has no variant for this node's platform (OS and architecture)",
 		Reasons: []string{"ErrImagePull"},
-		Pattern: regexp.MustCompile(`no match for platform in manifest`),
+		Pattern: regexp.MustCompile(`no match for platform in manifest|no image found in manifest list for architecture`),
 		Causes: []string{
 			"the image was built and pushed for one architecture only (arm64 from a Mac, amd64 from CI) and this node is the other",
 			"a multi-arch build pushed an index that lacks this platform (a failed leg of docker buildx --platform)",
@@ -31,7 +31,7 @@ var table = []Entry{
 		Next:       imageBack,
 		Confirm:    []string{"skopeo inspect --raw docker://{IMAGE} | jq '.manifests[].platform'  (the platforms the index holds)", "uname -m  (the node's: x86_64 is amd64, aarch64 is arm64)"},
 		Fix:        "Push the image for the node's platform too (docker buildx build --platform linux/amd64,linux/arm64 --push), or schedule the pod on nodes of the image's architecture (nodeSelector kubernetes.io/arch).",
-		Runtimes:   containerd + "; CRI-O (from its source, untested): `no image found in manifest list for architecture`",
+		Runtimes:   containerd + "; CRI-O's text (containers/image, from its source, untested): `no image found in manifest list for architecture ARCH, variant VARIANT, OS OS`",
 		Reproduced: "image-platform-mismatch",
 		Seen: []string{
 			`failed to pull and unpack image "127.0.0.1:45899/podstep/foreign:1.0": no match for platform in manifest: not found`,
@@ -52,7 +52,7 @@ var table = []Entry{
 		Next:       imageBack,
 		Confirm:    []string{"openssl s_client -connect REGISTRY:PORT -showcerts </dev/null  (who signed it, its names, its dates)", "ls /etc/containerd/certs.d/REGISTRY:PORT/  (containerd's per-registry CA: ca.crt, hosts.toml)", "crictl pull {IMAGE}"},
 		Fix:        "Give containerd the registry's CA: /etc/containerd/certs.d/REGISTRY:PORT/hosts.toml with ca = \"/path/ca.crt\" (config_path set in containerd's CRI registry config), or add the CA to the node's trust store (update-ca-certificates) and restart containerd; or fix the certificate's names or dates.",
-		Runtimes:   containerd + "; CRI-O (from its source, untested): the same Go x509 texts",
+		Runtimes:   containerd + "; CRI-O: Go's own x509 texts too (untested)",
 		Reproduced: "image-x509-untrusted",
 		Seen: []string{
 			`failed to pull and unpack image "192.0.2.2:38329/podstep/busybox:1.0": failed to resolve reference "192.0.2.2:38329/podstep/busybox:1.0": failed to do request: Head "https://192.0.2.2:38329/v2/podstep/busybox/manifests/1.0": x509: certificate signed by unknown authority`,
@@ -63,7 +63,7 @@ var table = []Entry{
 		ID:      "sandbox-name-reserved",
 		Title:   "the runtime is still making an earlier sandbox of the same name: the kubelet's retry is refused",
 		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
-		Pattern: regexp.MustCompile(`failed to reserve sandbox name`),
+		Pattern: regexp.MustCompile(`failed to reserve sandbox name|error reserving pod name|already reserved for pod`),
 		Causes: []string{
 			"an earlier RunPodSandbox of this pod is still running in the runtime: the kubelet gave up on it after its deadline (4 min: 2 x runtimeRequestTimeout), the runtime did not, and the retry has the same name (attempt 0 again)",
 			"that earlier call hangs in the CNI ADD (a plugin waiting on its node agent, an IPAM server, a datastore) or in pulling the pause image",
@@ -72,7 +72,7 @@ var table = []Entry{
 		Next:       "FailedCreatePodSandBox again at every sync (10 s apart) while the first call runs; once it ends the name is free: if it made the sandbox, the kubelet finds it at the next sync and uses it, else its next RunPodSandbox starts over.",
 		Confirm:    []string{"crictl pods --name {POD} --namespace {NAMESPACE}  (the first call's sandbox once it is made)", "journalctl -u containerd | grep -e RunPodSandbox -e 'is reserved'  (when the first call started, what it waits on)", "ps -ef | grep /opt/cni/bin  (a CNI plugin still running for the pod)"},
 		Fix:        "Find what the first call waits on (its CNI plugin, its node agent, the pause image pull) and fix that; the retries stop by themselves. Restarting containerd ends the stuck call (the kubelet then makes the sandbox anew).",
-		Runtimes:   containerd + "; CRI-O (from its source, untested): `error reserving pod name ...: name is reserved`",
+		Runtimes:   containerd + "; CRI-O's texts (from its source, untested): `error reserving pod name NAME for id ID: ...`, `conflict, name NAME already reserved for pod ID`",
 		Reproduced: "sandbox-name-reserved",
 		Seen: []string{
 			`failed to reserve sandbox name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0": name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0" is reserved for "a3b0c04a4e6e51b61f3918c88912e6b14173217b2b24c22c6ee29a0a80a060cb"`,
@@ -122,7 +122,7 @@ var table = []Entry{
 		ID:      "cni-not-initialized",
 		Title:   "the runtime has no pod network: no CNI config was loaded",
 		Reasons: []string{reason.NetworkNotReady, reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
-		Pattern: regexp.MustCompile(`cni plugin not initialized|cni config not initialized|network not ready|NetworkReady=false`),
+		Pattern: regexp.MustCompile(`cni plugin not initialized|cni config not initialized|network not ready|NetworkReady=false|No CNI configuration file in`),
 		Causes: []string{
 			"the CNI's DaemonSet pod (flannel, calico-node, cilium-agent) has not yet written its config to /etc/cni/net.d on this node, or was removed",
 			"the config is in another dir than the runtime's (containerd's conf_dir), or is invalid JSON, or names a plugin missing from the bin dir",
@@ -131,7 +131,7 @@ var table = []Entry{
 		Next:       "NetworkNotReady: the kubelet creates no sandbox needing a network while the runtime says NetworkReady=false (host-network pods still start); it tries the pod again about every second (backOffOnTransientErrorPeriod, podWorkers.completeWork) and the node is NotReady; a RunPodSandbox that came first fails FailedCreatePodSandBox.",
 		Confirm:    []string{"ls -l /etc/cni/net.d/  (containerd's conf_dir)", "crictl info  (NetworkReady, lastCNILoadStatus: why the config did not load)", "kubectl -n kube-system get pods -o wide | grep -i -e cni -e flannel -e calico -e cilium  (the CNI's pod on this node)"},
 		Fix:        "Install or restart the CNI (its DaemonSet writes the config), or put a valid conflist in the runtime's CNI conf dir; containerd reloads it by itself.",
-		Runtimes:   containerd + "; CRI-O (from its source, untested): `No CNI configuration file in /etc/cni/net.d/`",
+		Runtimes:   containerd + "; CRI-O's text (ocicni, from its source, untested): `No CNI configuration file in /etc/cni/net.d/. Has your network provider started?`",
 		Reproduced: "cni-not-initialized",
 		Seen: []string{
 			`container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized`,
@@ -151,7 +151,7 @@ var table = []Entry{
 		Next:       sandboxBack,
 		Confirm:    []string{"crictl info  (the loaded network config)", "ls /etc/cni/net.d/ /opt/cni/bin/", "kubectl -n kube-system logs POD-OF-THE-CNI-ON-THIS-NODE  (the plugin's agent)"},
 		Fix:        "Read the plugin's message after 'failed (add)': fix or restart what it names (its agent, its config); the kubelet's next try then succeeds.",
-		Runtimes:   containerd + "; CRI-O (from its source, untested): `error adding pod ... to CNI network`",
+		Runtimes:   containerd + " (CRI-O's texts not covered)",
 		Reproduced: "cni-plugin-failed",
 		Seen: []string{
 			`failed to setup network for sandbox "82e42bb0280258a0c0d89c6bf8669b17659d80c6d8fc97323df9349409a8df99": plugin type="podstep-fail" failed (add): podstep-fail: cannot reach the network agent; dial unix /run/podstep-fail/agent.sock: connect: no such file or directory`,
