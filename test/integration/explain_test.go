@@ -28,6 +28,10 @@ type explainCase struct {
 	want, want16 string
 	// extra flags.
 	extra []string
+	// proxy, when set, is the entry the proxy's failed step names when the
+	// run is made again through `podstep proxy` in front of the runtime
+	// (the run's calls as a kubelet's).
+	proxy string
 	// image, when set, makes the image the pod names (IMAGE in manifest).
 	image func(t *testing.T) string
 	// sick, when set, runs the pod on a sick node of its own
@@ -105,10 +109,10 @@ func TestExplainReal(t *testing.T) {
 			want: "crash-loop-back-off", extra: []string{"--max-restarts", "0", "--settle", "2s"}},
 		// An image index with only another architecture's image.
 		{name: "image-platform-mismatch", manifest: pod("foreign", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
-			image: foreignImage, want: "image-platform-mismatch"},
+			image: foreignImage, proxy: "image-platform-mismatch", want: "image-platform-mismatch"},
 		// A TLS registry whose CA the node does not trust.
 		{name: "image-x509-untrusted", manifest: pod("untrusted", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
-			image: untrustedRegistry, want: "image-x509-untrusted"},
+			image: untrustedRegistry, proxy: "image-x509-untrusted", want: "image-x509-untrusted"},
 		// A node whose disk is full: the container's writable layer is on a
 		// 64 MiB tmpfs with containerd's state, and the container writes
 		// until the kernel says ENOSPC.
@@ -122,21 +126,22 @@ func TestExplainReal(t *testing.T) {
 		{name: "cni-not-initialized", manifest: pod("nonet", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
 			want: "cni-not-initialized", sick: &sickCase{after: runSandboxMatches("cni-not-initialized")}},
 		{name: "cni-plugin-failed", manifest: pod("cnifail", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
-			want: "cni-plugin-failed", sick: &sickCase{plugins: map[string]string{"podstep-fail": failingPlugin},
+			proxy: "cni-plugin-failed", want: "cni-plugin-failed", sick: &sickCase{plugins: map[string]string{"podstep-fail": failingPlugin},
 				network: "sick-fail", conflist: sickConflist("sick-fail", "podstep-fail")}},
 		// A /30: host-local's one address (.1 is the gateway) is held by a
 		// file of a sandbox long gone.
 		{name: "cni-ip-exhausted", manifest: pod("noip", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
-			want: "cni-ip-exhausted", sick: &sickCase{network: "sick-ipam", conflist: exhaustedConflist, prepare: leakAddresses}},
+			proxy: "cni-ip-exhausted", want: "cni-ip-exhausted", sick: &sickCase{network: "sick-ipam", conflist: exhaustedConflist, prepare: leakAddresses}},
 		// A CNI ADD that hangs: the run's deadline for RunPodSandbox (the
-		// kubelet's is 4 min) passes.
+		// kubelet's is 4 min) passes. The run again through the proxy is the
+		// kubelet's retry while the first call still hangs: name is reserved.
 		{name: "sandbox-create-timeout", manifest: pod("hang", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
-			want: "sandbox-create-timeout", extra: []string{"--timeout", "3s"}, sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
+			proxy: "sandbox-name-reserved", want: "sandbox-create-timeout", extra: []string{"--timeout", "3s"}, sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
 				network: "sick-hang", conflist: sickConflist("sick-hang", "podstep-hang")}},
 		// The kubelet's first RunPodSandbox gave up on the hung CNI ADD (the
 		// runtime did not): its retry, the same name, is refused.
 		{name: "sandbox-name-reserved", manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: reserved, uid: " + reservedUID + "}\nspec:\n  containers: [{name: app, image: " + busybox + ", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n",
-			want: "sandbox-name-reserved", sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
+			proxy: "sandbox-name-reserved", want: "sandbox-name-reserved", sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
 				network: "sick-hang", conflist: sickConflist("sick-hang", "podstep-hang"), prepare: firstCallGivesUp("reserved", reservedUID)}},
 	}
 	t.Run("cases", func(t *testing.T) { explainCases(t, e, reg, cases) })
@@ -229,6 +234,9 @@ func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
 			assertGone(t, "pod dir", d.podDir(r.summary.UID))
 			assertGone(t, "pod log dir", d.podLogDir("default", r.summary.Pod[strings.IndexByte(r.summary.Pod, '/')+1:], r.summary.UID))
 
+			if c.proxy != "" {
+				proxyExplains(t, re, file, c.proxy, c.extra)
+			}
 			// podstep explain ID prints the entry whole.
 			if x := e.podstep(t, "explain", want); x.code != 0 || !strings.HasPrefix(x.stdout, want+": ") || !strings.Contains(x.stdout, "fix: ") {
 				t.Errorf("podstep explain %s:\n%s", want, x)
@@ -278,4 +286,34 @@ func arm64ELF() []byte {
 	le64(0x80)     // p_memsz
 	le64(0x1000)   // p_align
 	return append(b, make([]byte, 8)...)
+}
+
+// proxyExplains runs the pod again, through `podstep proxy` in front of
+// e's runtime (the run's calls are what a kubelet's would be), and wants
+// the proxy's failed step to name the entry want.
+func proxyExplains(t *testing.T, e *env, file, want string, extra []string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pxe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	p := e.startProxy(t, filepath.Join(dir, "p.sock"))
+	d := newDirs(t)
+	r := e.podstep(t, append([]string{"run", "--auto", "-o", "json", "-f", file, "-r", "unix://" + filepath.Join(dir, "p.sock"),
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}, extra...)...)
+	if r.code != 1 {
+		t.Errorf("the run through the proxy: exit %d, want 1\n%s", r.code, r)
+	}
+	id := `"explanation":{"id":"` + want + `"`
+	var out string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		p.mu.Lock()
+		out = strings.Join(p.raw, "\n")
+		p.mu.Unlock()
+		if strings.Contains(out, id) {
+			return
+		}
+	}
+	t.Errorf("the proxy's output names no %s:\n%s", want, out)
 }
