@@ -128,7 +128,7 @@ var table = []Entry{
 			"the config is in another dir than the runtime's (containerd's conf_dir), or is invalid JSON, or names a plugin missing from the bin dir",
 			"a new node before its CNI was installed",
 		},
-		Next:       "NetworkNotReady: the kubelet creates no sandbox needing a network while the runtime says NetworkReady=false (host-network pods still start); it tries the pod again about every second (backOffOnTransientErrorPeriod, podWorkers.completeWork) and the node is NotReady; a RunPodSandbox that came first fails FailedCreatePodSandBox.",
+		Next:       "NetworkNotReady: the kubelet creates no sandbox needing a network while the runtime says NetworkReady=false (host-network pods still start); it tries the pod again about every second (backOffOnTransientErrorPeriod, podWorkers.completeWork) and the node is NotReady; a RunPodSandbox that came first fails FailedCreatePodSandBox, and containerd 1.6 keeps that sandbox (NotReady), which it cannot stop (failed to destroy network for sandbox: cni plugin not initialized) until a config is back.",
 		Confirm:    []string{"ls -l /etc/cni/net.d/  (containerd's conf_dir)", "crictl info  (NetworkReady, lastCNILoadStatus: why the config did not load)", "kubectl -n kube-system get pods -o wide | grep -i -e cni -e flannel -e calico -e cilium  (the CNI's pod on this node)"},
 		Fix:        "Install or restart the CNI (its DaemonSet writes the config), or put a valid conflist in the runtime's CNI conf dir; containerd reloads it by itself.",
 		Runtimes:   containerd + "; CRI-O's text (ocicni, from its source, untested): `No CNI configuration file in /etc/cni/net.d/. Has your network provider started?`",
