@@ -118,6 +118,9 @@ func TestExplainReal(t *testing.T) {
 		// until the kernel says ENOSPC.
 		{name: "no-space-left", manifest: pod("full", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'dd if=/dev/zero of=/fill bs=1M']}]\n"),
 			want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
+		// The same full disk at a pull: the layers do not fit.
+		{name: "no-space-left-pull", manifest: "SECRET" + pod("fullpull", "  imagePullSecrets: [{name: reg}]\n  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			want: "no-space-left", sick: &sickCase{disk: "6m"}},
 		// A sick node's network (sick_test.go), each its own copy of the
 		// harness's containerd. No CNI config: containerd says
 		// NetworkReady=false and the kubelet sends no RunPodSandbox; one sent
@@ -185,7 +188,11 @@ func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
 			var sick *sickNode
 			if c.sick != nil {
 				if c.sick.disk != "" {
-					sick = startSick(t, e, smallDisk(t, c.sick.disk), c.sick.plugins, busybox)
+					var images []string
+					if strings.Contains(c.manifest, busybox) {
+						images = append(images, busybox)
+					}
+					sick = startSick(t, e, smallDisk(t, c.sick.disk), c.sick.plugins, images...)
 				} else {
 					sick = startSick(t, e, "", c.sick.plugins)
 					sick.setNetwork(t, c.sick.network, c.sick.conflist)
