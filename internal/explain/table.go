@@ -346,6 +346,7 @@ var table = []Entry{
 		Reproduced: "no-space-left",
 		Seen: []string{
 			`dd: error writing '/fill': No space left on device`,
+			`failed to pull and unpack image "127.0.0.1:5231/podstep/private-busybox:1.0": failed to extract layer sha256:1b2b0e45ddc7450b9832d79900b0175e16de9bfc2cd738815de7c9eaabada56a: mount callback failed on /tmp/podstep-sick-disk-1839335504/00c58916/root/tmpmounts/containerd-mount723905890: write /tmp/podstep-sick-disk-1839335504/00c58916/root/tmpmounts/containerd-mount723905890/bin/busybox: no space left on device: unknown`,
 			`failed to pull and unpack image "127.0.0.1:5232/podstep/private-busybox:1.0": failed to extract layer (application/vnd.oci.image.layer.v1.tar+gzip sha256:c8a8647da7d8b3e3d76368315646d7b7444887c307a3fcad426a7a2015aef839) to overlayfs as "extract-115375937--82x sha256:bb45685959bf876468df32ca3f1b2f86a764c6a197b0a625bbe9b9afd5eb0c9c": mount callback failed on /tmp/podstep-sick-disk-127359416/56871886/root/tmpmounts/containerd-mount3713365062: write /tmp/podstep-sick-disk-127359416/56871886/root/tmpmounts/containerd-mount3713365062/bin/busybox: no space left on device`,
 		},
 	},
