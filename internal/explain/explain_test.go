@@ -44,7 +44,7 @@ func TestSeenTextsMatch(t *testing.T) {
 func TestNoMatch(t *testing.T) {
 	for _, f := range []Failure{
 		{Reason: "ErrImagePull", Message: "failed to pull and unpack image: dial tcp 10.0.0.1:443: i/o timeout"},
-		{Reason: "CreatePodSandboxError", Message: "failed to setup network for sandbox"},
+		{Reason: "CreatePodSandboxError", Message: "open /etc/resolv.conf: no such file or directory"},
 		{Reason: "RunContainerError", Message: "401 Unauthorized"},
 		{Reason: "", Message: "exec format error"},
 	} {
@@ -118,4 +118,19 @@ func id(e *Entry) string {
 		return "<none>"
 	}
 	return e.ID
+}
+
+// TestCRIOTexts: CRI-O's words for the same failures, as its source
+// writes them (untested against a running CRI-O: the entries' Runtimes
+// say so), find the same entries.
+func TestCRIOTexts(t *testing.T) {
+	for _, tc := range []struct{ reason, msg, want string }{
+		{"CreatePodSandboxError", `error reserving pod name k8s_web_default_5e1c_0 for id 3ebef1dc: name is reserved`, "sandbox-name-reserved"},
+		{"NetworkNotReady", `container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: No CNI configuration file in /etc/cni/net.d/. Has your network provider started?`, "cni-not-initialized"},
+		{"ErrImagePull", `choosing image instance: no image found in manifest list for architecture "amd64", variant "", OS "linux"`, "image-platform-mismatch"},
+	} {
+		if got := Find(Failure{Reason: tc.reason, Message: tc.msg}); got == nil || got.ID != tc.want {
+			t.Errorf("Find(%s, %q) = %s, want %s", tc.reason, tc.msg, id(got), tc.want)
+		}
+	}
 }

@@ -1,16 +1,160 @@
 package explain
 
+import (
+	"github.com/podstep/podstep/internal/reason"
+)
+
 const (
-	containerd = "containerd 1.6 and 2.4 (tested)"
-	kubelet    = "the kubelet's own check (every runtime; tested on containerd 1.6 and 2.4)"
-	imageBack  = "ErrImagePull now; the kubelet's next sync pulls again after the image back-off (10 s, doubling to 5 min: ImagePullBackOff in between), and keeps trying (backOffPeriod, MaxContainerBackOff in pkg/kubelet/kubelet.go)."
-	crashBack  = "The container is restarted as restartPolicy says (Always: any exit; OnFailure: a non-zero exit; Never: none), each restart after the crash back-off (10 s, doubling to 5 min; back to 10 s once no failure came for 10 min): CrashLoopBackOff in between (doBackOff, pkg/kubelet/kuberuntime/kuberuntime_manager.go)."
-	configBack = "CreateContainerConfigError; the kubelet tries again at every sync (about every 10 s while the pod waits) and starts the container as soon as the object exists or the spec is fixed; no back-off."
+	containerd  = "containerd 1.6 and 2.4 (tested)"
+	kubelet     = "the kubelet's own check (every runtime; tested on containerd 1.6 and 2.4)"
+	imageBack   = "ErrImagePull now; the kubelet's next sync pulls again after the image back-off (10 s, doubling to 5 min: ImagePullBackOff in between), and keeps trying (backOffPeriod, MaxContainerBackOff in pkg/kubelet/kubelet.go)."
+	crashBack   = "The container is restarted as restartPolicy says (Always: any exit; OnFailure: a non-zero exit; Never: none), each restart after the crash back-off (10 s, doubling to 5 min; back to 10 s once no failure came for 10 min): CrashLoopBackOff in between (doBackOff, pkg/kubelet/kuberuntime/kuberuntime_manager.go)."
+	configBack  = "CreateContainerConfigError; the kubelet tries again at every sync (about every 10 s while the pod waits) and starts the container as soon as the object exists or the spec is fixed; no back-off."
+	sandboxBack = "FailedCreatePodSandBox event; the pod worker syncs the pod again after the sync back-off (10 s, jittered up to 15 s: backOffPeriod, podWorkers.completeWork in pkg/kubelet/pod_workers.go), and that SyncPod creates a new sandbox (attempt 0 again: the runtime kept none), every time until one is made; no growing back-off."
 )
 
 // table is every known failure, most specific first: Find returns the first
 // entry that matches.
 var table = []Entry{
+	{
+		ID:      "image-platform-mismatch",
+		Title:   "the image has no variant for this node's platform (OS and architecture)",
+		Reasons: []string{"ErrImagePull"},
+		Pattern: pattern(`no match for platform in manifest|no image found in manifest list for architecture`),
+		Causes: []string{
+			"the image was built and pushed for one architecture only (arm64 from a Mac, amd64 from CI) and this node is the other",
+			"a multi-arch build pushed an index that lacks this platform (a failed leg of docker buildx --platform)",
+			"a Windows-only image on a Linux node (or the reverse)",
+		},
+		Next:       imageBack,
+		Confirm:    []string{"skopeo inspect --raw docker://{IMAGE} | jq '.manifests[].platform'  (the platforms the index holds)", "uname -m  (the node's: x86_64 is amd64, aarch64 is arm64)"},
+		Fix:        "Push the image for the node's platform too (docker buildx build --platform linux/amd64,linux/arm64 --push), or schedule the pod on nodes of the image's architecture (nodeSelector kubernetes.io/arch).",
+		Runtimes:   containerd + "; CRI-O's text (containers/image, from its source, untested): `no image found in manifest list for architecture ARCH, variant VARIANT, OS OS`",
+		Reproduced: "image-platform-mismatch",
+		Seen: []string{
+			`failed to pull and unpack image "127.0.0.1:45899/podstep/foreign:1.0": no match for platform in manifest: not found`,
+			`get image config descriptor: no match for platform in manifest sha256:0e87474f870fb07a4815fced67f0f2ab28dda42f477afebd813dc3e5265bd116: not found`,
+		},
+	},
+	{
+		ID:      "image-x509-untrusted",
+		Title:   "the registry's TLS certificate is not trusted by the node: x509",
+		Reasons: []string{"ErrImagePull"},
+		Pattern: pattern(`x509: |tls: failed to verify certificate`),
+		Causes: []string{
+			"a private registry's certificate is signed by the company's own CA, and the node (containerd) does not trust that CA",
+			"the certificate does not name the host or IP the image names (x509: certificate is valid for ..., not ...)",
+			"a TLS-intercepting proxy between the node and the registry",
+			"an expired certificate, or the node's clock is wrong (x509: certificate has expired or is not yet valid)",
+		},
+		Next:       imageBack,
+		Confirm:    []string{"openssl s_client -connect REGISTRY:PORT -showcerts </dev/null  (who signed it, its names, its dates)", "ls /etc/containerd/certs.d/REGISTRY:PORT/  (containerd's per-registry CA: ca.crt, hosts.toml)", "crictl pull {IMAGE}"},
+		Fix:        "Give containerd the registry's CA: /etc/containerd/certs.d/REGISTRY:PORT/hosts.toml with ca = \"/path/ca.crt\" (config_path set in containerd's CRI registry config), or add the CA to the node's trust store (update-ca-certificates) and restart containerd; or fix the certificate's names or dates.",
+		Runtimes:   containerd + "; CRI-O: Go's own x509 texts too (untested)",
+		Reproduced: "image-x509-untrusted",
+		Seen: []string{
+			`failed to pull and unpack image "192.0.2.2:38329/podstep/busybox:1.0": failed to resolve reference "192.0.2.2:38329/podstep/busybox:1.0": failed to do request: Head "https://192.0.2.2:38329/v2/podstep/busybox/manifests/1.0": x509: certificate signed by unknown authority`,
+			`failed to pull and unpack image "192.0.2.2:41217/podstep/busybox:1.0": failed to resolve image: failed to do request: Head "https://192.0.2.2:41217/v2/podstep/busybox/manifests/1.0": tls: failed to verify certificate: x509: certificate signed by unknown authority`,
+		},
+	},
+	{
+		ID:      "sandbox-name-reserved",
+		Title:   "the runtime is still making an earlier sandbox of the same name: the kubelet's retry is refused",
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
+		Pattern: pattern(`failed to reserve sandbox name|error reserving pod name|already reserved for pod`),
+		Causes: []string{
+			"an earlier RunPodSandbox of this pod is still running in the runtime: the kubelet gave up on it after its deadline (4 min: 2 x runtimeRequestTimeout), the runtime did not, and the retry has the same name (attempt 0 again)",
+			"that earlier call hangs in the CNI ADD (a plugin waiting on its node agent, an IPAM server, a datastore) or in pulling the pause image",
+			"the runtime is overloaded (disk I/O, many pods starting at once): every sandbox takes minutes",
+		},
+		Next:       "FailedCreatePodSandBox again at every sync (10 s apart) while the first call runs; once it ends the name is free: if it made the sandbox, the kubelet finds it at the next sync and uses it, else its next RunPodSandbox starts over.",
+		Confirm:    []string{"crictl pods --name {POD} --namespace {NAMESPACE}  (the first call's sandbox once it is made)", "journalctl -u containerd | grep -e RunPodSandbox -e 'is reserved'  (when the first call started, what it waits on)", "ps -ef | grep /opt/cni/bin  (a CNI plugin still running for the pod)"},
+		Fix:        "Find what the first call waits on (its CNI plugin, its node agent, the pause image pull) and fix that; the retries stop by themselves. Restarting containerd ends the stuck call (the kubelet then makes the sandbox anew).",
+		Runtimes:   containerd + "; CRI-O's texts (from its source, untested): `error reserving pod name NAME for id ID: ...`, `conflict, name NAME already reserved for pod ID`",
+		Reproduced: "sandbox-name-reserved",
+		Seen: []string{
+			`failed to reserve sandbox name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0": name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0" is reserved for "a3b0c04a4e6e51b61f3918c88912e6b14173217b2b24c22c6ee29a0a80a060cb"`,
+		},
+	},
+	{
+		ID:      "sandbox-create-timeout",
+		Title:   "RunPodSandbox got no answer before the deadline: the runtime is stuck making the sandbox",
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
+		Pattern: pattern(`DeadlineExceeded|context deadline exceeded|stream terminated by RST_STREAM with error code: CANCEL|^context canceled$`),
+		Causes: []string{
+			"the CNI ADD hangs: a plugin waiting on its node agent (calico-node, cilium-agent, aws-node), an IPAM server or a datastore",
+			"the pause image pull hangs (a registry or proxy that does not answer)",
+			"the node is overloaded: disk I/O or CPU make every sandbox slow",
+		},
+		Next:       "The kubelet stops waiting (its deadline: 2 x runtimeRequestTimeout, 4 min by default), the runtime does not: its retry, at the next sync (10 s later), has the same name and fails `failed to reserve sandbox name` while the first call runs (sandbox-name-reserved).",
+		Confirm:    []string{"ps -ef | grep /opt/cni/bin  (a CNI plugin still running)", "crictl info  (lastCNILoadStatus, the network config)", "journalctl -u containerd --since -10min | grep -i -e cni -e RunPodSandbox"},
+		Fix:        "Make the hung part answer: restart the CNI's node agent (its DaemonSet pod), fix the IPAM or datastore it waits on; then restart containerd if the call is still stuck.",
+		Runtimes:   containerd + ": podstep's --timeout (the kubelet's deadline) passed while a CNI ADD hung; containerd 2.4 often ends the call at the deadline itself (RST_STREAM CANCEL) before the caller's own timer; through podstep proxy, the kubelet's call it gave up on reads context canceled (TestExplainSickProxy)",
+		Reproduced: "sandbox-create-timeout",
+		Seen: []string{
+			`context deadline exceeded`,
+			`stream terminated by RST_STREAM with error code: CANCEL`,
+			`context canceled`,
+		},
+	},
+	{
+		ID:      "cni-ip-exhausted",
+		Title:   "the pod network's IP range has no free address (host-local IPAM)",
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
+		Pattern: pattern(`no IP addresses available in range set`),
+		Causes: []string{
+			"leaked IPAM files: host-local keeps one file per address in its dir, and sandboxes removed without a CNI DEL (a runtime crash, a wiped state dir, a node restore) never gave theirs back",
+			"the node's pod CIDR is too small for its pods (a /26 or smaller with maxPods above it)",
+			"many sandboxes being re-created at once each hold an address until their DEL",
+		},
+		Next:       sandboxBack,
+		Confirm:    []string{"ls /var/lib/cni/networks/NETWORK/  (host-local's files: one per address, holding the sandbox ID; its dataDir when the config sets one)", "crictl pods -q --no-trunc  (the sandboxes that exist: an address whose file names none of them leaked)", "cat /etc/cni/net.d/*.conflist  (the range: subnet, rangeStart, rangeEnd)"},
+		Fix:        "Remove the files of addresses whose sandbox no longer exists (compare with crictl pods -q --no-trunc), or give the node a larger pod CIDR; the next sandbox then gets an address.",
+		Runtimes:   containerd + " with the CNI reference plugins' host-local IPAM",
+		Reproduced: "cni-ip-exhausted",
+		Seen: []string{
+			`failed to setup network for sandbox "0bd9c035ca342eab4d1c6e1de6815556b500797578efa703b9650c96b5d81e80": plugin type="ptp" failed (add): failed to allocate for range 0: no IP addresses available in range set: 10.254.254.1-10.254.254.2`,
+		},
+	},
+	{
+		ID:      "cni-not-initialized",
+		Title:   "the runtime has no pod network: no CNI config was loaded",
+		Reasons: []string{reason.NetworkNotReady, reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
+		Pattern: pattern(`cni plugin not initialized|cni config not initialized|network not ready|NetworkReady=false|No CNI configuration file in`),
+		Causes: []string{
+			"the CNI's DaemonSet pod (flannel, calico-node, cilium-agent) has not yet written its config to /etc/cni/net.d on this node, or was removed",
+			"the config is in another dir than the runtime's (containerd's conf_dir), or is invalid JSON, or names a plugin missing from the bin dir",
+			"a new node before its CNI was installed",
+		},
+		Next:       "NetworkNotReady: the kubelet creates no sandbox needing a network while the runtime says NetworkReady=false (host-network pods still start); it tries the pod again about every second (backOffOnTransientErrorPeriod, podWorkers.completeWork) and the node is NotReady; a RunPodSandbox that came first fails FailedCreatePodSandBox, and containerd 1.6 keeps that sandbox (NotReady), which it cannot stop (failed to destroy network for sandbox: cni plugin not initialized) until a config is back.",
+		Confirm:    []string{"ls -l /etc/cni/net.d/  (containerd's conf_dir)", "crictl info  (NetworkReady, lastCNILoadStatus: why the config did not load)", "kubectl -n kube-system get pods -o wide | grep -i -e cni -e flannel -e calico -e cilium  (the CNI's pod on this node)"},
+		Fix:        "Install or restart the CNI (its DaemonSet writes the config), or put a valid conflist in the runtime's CNI conf dir; containerd reloads it by itself.",
+		Runtimes:   containerd + "; CRI-O's text (ocicni, from its source, untested): `No CNI configuration file in /etc/cni/net.d/. Has your network provider started?`",
+		Reproduced: "cni-not-initialized",
+		Seen: []string{
+			`container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized`,
+			`failed to setup network for sandbox "93225cfa3d08f6d644b6c4c09067c40bc8e45ba39d49b6456a654af0e43a8949": cni plugin not initialized`,
+		},
+	},
+	{
+		ID:      "cni-plugin-failed",
+		Title:   "a CNI plugin failed to set up the sandbox's network",
+		Reasons: []string{reason.ErrCreatePodSandbox, reason.FailedCreatePodSandBox},
+		Pattern: pattern(`failed to setup network for sandbox|plugin type="[^"]*" failed \(add\)`),
+		Causes: []string{
+			"the plugin's node agent is down or not ready (calico-node, cilium-agent, aws-node): the plugin's own message says what it could not reach",
+			"the plugin's config is wrong for this node (a bridge, master interface or subnet that does not exist here)",
+			"the plugin binary is missing or of another version than its config",
+		},
+		Next:       sandboxBack,
+		Confirm:    []string{"crictl info  (the loaded network config)", "ls /etc/cni/net.d/ /opt/cni/bin/", "kubectl -n kube-system logs POD-OF-THE-CNI-ON-THIS-NODE  (the plugin's agent)"},
+		Fix:        "Read the plugin's message after 'failed (add)': fix or restart what it names (its agent, its config); the kubelet's next try then succeeds.",
+		Runtimes:   containerd + " (CRI-O's texts not covered)",
+		Reproduced: "cni-plugin-failed",
+		Seen: []string{
+			`failed to setup network for sandbox "82e42bb0280258a0c0d89c6bf8669b17659d80c6d8fc97323df9349409a8df99": plugin type="podstep-fail" failed (add): podstep-fail: cannot reach the network agent; dial unix /run/podstep-fail/agent.sock: connect: no such file or directory`,
+		},
+	},
 	{
 		ID:      "image-not-found",
 		Title:   "the registry has no such image: the repository or the tag does not exist",
@@ -182,6 +326,27 @@ var table = []Entry{
 		Runtimes:   kubelet + ": runLifecycleHandler, pkg/kubelet/lifecycle/handlers.go",
 		Reproduced: "poststart-hook-failed",
 		Seen:       []string{`Exec lifecycle hook ([sh -c echo no config; exit 3]) for Container "app" in Pod "hookfail_default(48f34d6963ea8d0250f2ab4304eddaed)" failed - error: command 'sh -c echo no config; exit 3' exited with 3: , message: "no config\n"`},
+	},
+	{
+		ID:      "no-space-left",
+		Title:   "a disk is full: no space left on device",
+		Reasons: []string{"Error", "ErrImagePull"},
+		Pattern: pattern(`(?i)no space left on device`),
+		Causes: []string{
+			"the container writes into its own filesystem (its writable layer, on the node's containerd root: /var/lib/containerd) and that disk is full: logs, caches or temp files the program writes outside a volume",
+			"the node's image store fills the disk (many or large images; the kubelet's image GC starts at imageGCHighThresholdPercent, 85% by default)",
+			"an emptyDir or hostPath volume on the same disk, or another pod's, filled it",
+		},
+		Next:       "The program decides: most exit (Error) and the container is restarted after the crash back-off (10 s, doubling to 5 min); the kubelet's eviction manager evicts pods once nodefs.available falls under its threshold (10% by default: DiskPressure), beginning with those using the most beyond their requests.",
+		Confirm:    []string{"df -h /var/lib/containerd /var/lib/kubelet  (the disk's use)", "crictl stats  (each container's writable layer: the WRITABLE LAYER column)", "du -xsh /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/* | sort -h | tail  (the largest layers)", "kubectl describe node NODE  (DiskPressure, evictions)"},
+		Fix:        "Free the disk (crictl rmi --prune; the program's files), have the program write to a volume with a size limit (emptyDir sizeLimit) or set resources.limits.ephemeral-storage (the kubelet evicts the pod before the disk fills), and give the node's containerd root more space.",
+		Runtimes:   containerd + ": the kernel's ENOSPC, in the program's own words (a container's last log line) or in the pull's (unpacking a layer; no-space-left-pull)",
+		Reproduced: "no-space-left",
+		Seen: []string{
+			`dd: error writing '/fill': No space left on device`,
+			`failed to pull and unpack image "127.0.0.1:5231/podstep/private-busybox:1.0": failed to extract layer sha256:1b2b0e45ddc7450b9832d79900b0175e16de9bfc2cd738815de7c9eaabada56a: mount callback failed on /tmp/podstep-sick-disk-1839335504/00c58916/root/tmpmounts/containerd-mount723905890: write /tmp/podstep-sick-disk-1839335504/00c58916/root/tmpmounts/containerd-mount723905890/bin/busybox: no space left on device: unknown`,
+			`failed to pull and unpack image "127.0.0.1:5232/podstep/private-busybox:1.0": failed to extract layer (application/vnd.oci.image.layer.v1.tar+gzip sha256:c8a8647da7d8b3e3d76368315646d7b7444887c307a3fcad426a7a2015aef839) to overlayfs as "extract-115375937--82x sha256:bb45685959bf876468df32ca3f1b2f86a764c6a197b0a625bbe9b9afd5eb0c9c": mount callback failed on /tmp/podstep-sick-disk-127359416/56871886/root/tmpmounts/containerd-mount3713365062: write /tmp/podstep-sick-disk-127359416/56871886/root/tmpmounts/containerd-mount3713365062/bin/busybox: no space left on device`,
+		},
 	},
 	{
 		ID:      "container-exited-error",

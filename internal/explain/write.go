@@ -104,7 +104,11 @@ step's and the summary's `+"`explanation`"+` (`+"`id`, `title`, `causes`, `kubel
 `+"`podstep explain ID`"+`. Commands name the failing pod, container, image and container ID.
 
 Every entry is made for real on containerd 1.6 and 2.4 by `+"`"+TestFile+"`"+` (the case of the same name);
-the texts below are what those runtimes answered there, and the unit tests match each.
+the texts below are what those runtimes answered there, and the unit tests match each. The sandbox and
+network failures are made on a sick node: a private copy of the harness's containerd (its binary and config,
+own dirs, `+"`test/integration/sick_test.go`"+`) with no CNI config, a plugin that fails or hangs, or a /30
+range whose one address a leaked host-local file holds, or all its state on a small tmpfs (a full disk); the
+platform and x509 pulls are from registries the test runs. The harness itself is untouched.
 
 | ID | kubelet reason | what failed |
 | --- | --- | --- |

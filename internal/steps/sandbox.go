@@ -50,6 +50,7 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	details := []Detail{kv("runtime", fmt.Sprintf("%s %s (CRI %s)", v.RuntimeName, v.RuntimeVersion, v.RuntimeApiVersion))}
 	var conds []string
 	runtimeReady := false
+	var netCond *runtimeapi.RuntimeCondition
 	for _, c := range st.GetStatus().GetConditions() {
 		conds = append(conds, fmt.Sprintf("%s=%t", c.Type, c.Status))
 		switch c.Type {
@@ -57,6 +58,7 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 			runtimeReady = c.Status
 		case runtimeapi.NetworkReady:
 			e.rt.networkReady = c.Status
+			netCond = c
 		}
 	}
 	details = append(details, kv("conditions", strings.Join(conds, ", ")))
@@ -77,7 +79,9 @@ func (runtimeStatusStep) run(ctx context.Context, e *Engine) Result {
 	}
 	hostNet := e.pod.Spec.HostNetwork
 	if !e.rt.networkReady && !hostNet {
-		err := fmt.Errorf("container runtime network not ready: NetworkReady=false")
+		// The kubelet's words (updateRuntimeUp, pkg/kubelet/kubelet.go, with
+		// RuntimeCondition.String): the runtime's reason and message say why.
+		err := fmt.Errorf("container runtime network not ready: NetworkReady=false reason:%s message:%s", netCond.GetReason(), netCond.GetMessage())
 		return fail(reason.NetworkNotReady, err, "the runtime's network is not ready")
 	}
 	// Cgroup driver: the runtime's, else the configured one (cgroupdriver.go).

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // explainCase is one known failure (internal/explain's table) made for
@@ -27,6 +28,33 @@ type explainCase struct {
 	want, want16 string
 	// extra flags.
 	extra []string
+	// proxy, when set, is the entry the proxy's failed step names when the
+	// run is made again through `podstep proxy` in front of the runtime
+	// (the run's calls as a kubelet's).
+	proxy string
+	// image, when set, makes the image the pod names (IMAGE in manifest).
+	image func(t *testing.T) string
+	// sick, when set, runs the pod on a sick node of its own
+	// (sick_test.go): a copy of the harness's containerd with a broken
+	// network.
+	sick *sickCase
+}
+
+// sickCase is the sick node a case runs on.
+type sickCase struct {
+	// plugins are CNI plugins (name → script) beside the harness's.
+	plugins map[string]string
+	// network and conflist are its only CNI config ("": none).
+	network, conflist string
+	// disk, when set, is the size of a tmpfs the node keeps all its state
+	// on (its images, the containers' writable layers): a small disk. Its
+	// network is then its own bridge (the harness's, copied) and busybox
+	// is copied in.
+	disk string
+	// prepare runs before podstep; after runs after it (with the failed
+	// step's message).
+	prepare func(t *testing.T, n *sickNode)
+	after   func(t *testing.T, n *sickNode)
 }
 
 const busybox = "docker.io/library/busybox:1.35"
@@ -61,7 +89,7 @@ func TestExplainReal(t *testing.T) {
 		// log's last line says so.
 		{name: "exec-format-error", manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\nbinaryData: {arm64: " + arm64 + "}\n---\n" +
 			pod("execformat", "  volumes: [{name: cm, configMap: {name: bad, defaultMode: 0755}}]\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [/cm/arm64], volumeMounts: [{name: cm, mountPath: /cm}]}]\n"),
-			want: "exec-format-error", extra: []string{"--max-restarts", "0"}},
+			want: "exec-format-error", extra: []string{"--max-restarts", "0", "--settle", "10s"}}, // runc's exec fails within a second; later on a loaded machine
 		{name: "oom-killed", manifest: pod("oom", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done'], resources: {limits: {memory: 16Mi}}}]\n"),
 			want: "oom-killed", extra: []string{"--settle", "20s"}}, // 16Mi in about a second; several seconds on a loaded machine
 		{name: "run-as-non-root", manifest: pod("nonroot", "  securityContext: {runAsNonRoot: true}\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
@@ -79,6 +107,45 @@ func TestExplainReal(t *testing.T) {
 		// no error of its own: the back-off is the explanation.
 		{name: "crash-loop-back-off", manifest: pod("completes", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo done']}]\n"),
 			want: "crash-loop-back-off", extra: []string{"--max-restarts", "0", "--settle", "2s"}},
+		// An image index with only another architecture's image.
+		{name: "image-platform-mismatch", manifest: pod("foreign", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			image: foreignImage, proxy: "image-platform-mismatch", want: "image-platform-mismatch"},
+		// A TLS registry whose CA the node does not trust.
+		{name: "image-x509-untrusted", manifest: pod("untrusted", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			image: untrustedRegistry, proxy: "image-x509-untrusted", want: "image-x509-untrusted"},
+		// A node whose disk is full: the container's writable layer is on a
+		// 64 MiB tmpfs with containerd's state, and the container writes
+		// until the kernel says ENOSPC.
+		{name: "no-space-left", manifest: pod("full", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'dd if=/dev/zero of=/fill bs=1M']}]\n"),
+			want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
+		// The same full disk at a pull: the layers do not fit.
+		{name: "no-space-left-pull", manifest: "SECRET" + pod("fullpull", "  imagePullSecrets: [{name: reg}]\n  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			want: "no-space-left", sick: &sickCase{disk: "6m"}},
+		// A sick node's network (sick_test.go), each its own copy of the
+		// harness's containerd. No CNI config: containerd says
+		// NetworkReady=false and the kubelet sends no RunPodSandbox; one sent
+		// anyway (the config removed after the kubelet's last Status) fails
+		// with the runtime's own words, which the entry matches too.
+		{name: "cni-not-initialized", manifest: pod("nonet", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
+			want: "cni-not-initialized", sick: &sickCase{after: runSandboxMatches("cni-not-initialized")}},
+		{name: "cni-plugin-failed", manifest: pod("cnifail", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
+			proxy: "cni-plugin-failed", want: "cni-plugin-failed", sick: &sickCase{plugins: map[string]string{"podstep-fail": failingPlugin},
+				network: "sick-fail", conflist: sickConflist("sick-fail", "podstep-fail")}},
+		// A /30: host-local's one address (.1 is the gateway) is held by a
+		// file of a sandbox long gone.
+		{name: "cni-ip-exhausted", manifest: pod("noip", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
+			proxy: "cni-ip-exhausted", want: "cni-ip-exhausted", sick: &sickCase{network: "sick-ipam", conflist: exhaustedConflist, prepare: leakAddresses}},
+		// A CNI ADD that hangs: the run's deadline for RunPodSandbox (the
+		// kubelet's is 4 min) passes. The run again through the proxy is the
+		// kubelet's retry while the first call still hangs: name is reserved.
+		{name: "sandbox-create-timeout", manifest: pod("hang", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
+			proxy: "sandbox-name-reserved", want: "sandbox-create-timeout", extra: []string{"--timeout", "3s"}, sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
+				network: "sick-hang", conflist: sickConflist("sick-hang", "podstep-hang")}},
+		// The kubelet's first RunPodSandbox gave up on the hung CNI ADD (the
+		// runtime did not): its retry, the same name, is refused.
+		{name: "sandbox-name-reserved", manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: reserved, uid: " + reservedUID + "}\nspec:\n  containers: [{name: app, image: " + busybox + ", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n",
+			proxy: "sandbox-name-reserved", want: "sandbox-name-reserved", sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
+				network: "sick-hang", conflist: sickConflist("sick-hang", "podstep-hang"), prepare: firstCallGivesUp("reserved", reservedUID)}},
 	}
 	t.Run("cases", func(t *testing.T) { explainCases(t, e, reg, cases) })
 	// The cases ran at once: nothing of any is left in the runtime.
@@ -107,13 +174,40 @@ func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
 			secret := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata: {name: reg}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: %s\n---\n",
 				base64.StdEncoding.EncodeToString(fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, reg.addr,
 					base64.StdEncoding.EncodeToString([]byte(reg.user+":"+password)))))
-			m := strings.NewReplacer("SECRET", secret, "IMAGE", reg.image, "REG", reg.addr).Replace(c.manifest)
+			image := reg.image
+			if c.image != nil {
+				image = c.image(t)
+			}
+			m := strings.NewReplacer("SECRET", secret, "IMAGE", image, "REG", reg.addr).Replace(c.manifest)
 			file := filepath.Join(t.TempDir(), c.name+".yaml")
 			if err := os.WriteFile(file, []byte(m), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			d := newDirs(t)
-			r := e.run(t, d, file, c.extra...)
+			re := e
+			var sick *sickNode
+			if c.sick != nil {
+				if c.sick.disk != "" {
+					var images []string
+					if strings.Contains(c.manifest, busybox) {
+						images = append(images, busybox)
+					}
+					sick = startSick(t, e, smallDisk(t, c.sick.disk), c.sick.plugins, images...)
+				} else {
+					sick = startSick(t, e, "", c.sick.plugins)
+					sick.setNetwork(t, c.sick.network, c.sick.conflist)
+				}
+				if c.sick.prepare != nil {
+					c.sick.prepare(t, sick)
+				}
+				re = sick.env
+			}
+			start := time.Now()
+			r := re.run(t, d, file, c.extra...)
+			t.Logf("the run took %s", time.Since(start).Round(time.Millisecond))
+			if sick != nil && c.sick.after != nil {
+				c.sick.after(t, sick)
+			}
 			if r.code != 1 || r.summary.Failure == nil {
 				t.Fatalf("want exit 1 with a failure\n%s", r)
 			}
@@ -131,9 +225,13 @@ func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
 				if s.Explanation == nil || s.Explanation.ID != want {
 					t.Errorf("step %s (%s: %s): explanation %+v, want %s", s.Name, s.Reason, s.Message, s.Explanation, want)
 				}
+				t.Logf("step %s failed: %s: %s", s.Name, s.Reason, s.Message)
 			}
 			if failed == 0 {
 				t.Errorf("no failed step\n%s", r)
+			}
+			if r.summary.Failure.Explanation == nil {
+				return
 			}
 			// The commands name this pod's objects.
 			confirm := strings.Join(r.summary.Failure.Explanation.Confirm, "\n")
@@ -143,13 +241,20 @@ func explainCases(t *testing.T, e *env, reg registry, cases []explainCase) {
 			assertGone(t, "pod dir", d.podDir(r.summary.UID))
 			assertGone(t, "pod log dir", d.podLogDir("default", r.summary.Pod[strings.IndexByte(r.summary.Pod, '/')+1:], r.summary.UID))
 
+			if c.proxy != "" {
+				proxyExplains(t, re, file, c.proxy, c.extra)
+			}
+			// podstep explain ID prints the entry whole.
+			if x := e.podstep(t, "explain", want); x.code != 0 || !strings.HasPrefix(x.stdout, want+": ") || !strings.Contains(x.stdout, "fix: ") {
+				t.Errorf("podstep explain %s:\n%s", want, x)
+			}
 			// Text: the why: line under the error, whole once (one case: the
 			// printer is the same for all).
-			if i != 0 {
+			if i != 0 && c.name != "cni-plugin-failed" {
 				return
 			}
 			d2 := newDirs(t)
-			txt := e.podstep(t, append([]string{"run", "--auto", "-f", file, "-r", e.endpoint, "--grace-period", "0",
+			txt := e.podstep(t, append([]string{"run", "--auto", "-f", file, "-r", re.endpoint, "--grace-period", "0",
 				"--root-dir", d2.root, "--log-dir", d2.logs}, c.extra...)...)
 			if txt.code != 1 || !strings.Contains(txt.stdout, "(podstep explain "+want+")") || !strings.Contains(txt.stdout, "fix: ") {
 				t.Errorf("text output lacks the explanation %s\n%s", want, txt)
@@ -188,4 +293,34 @@ func arm64ELF() []byte {
 	le64(0x80)     // p_memsz
 	le64(0x1000)   // p_align
 	return append(b, make([]byte, 8)...)
+}
+
+// proxyExplains runs the pod again, through `podstep proxy` in front of
+// e's runtime (the run's calls are what a kubelet's would be), and wants
+// the proxy's failed step to name the entry want.
+func proxyExplains(t *testing.T, e *env, file, want string, extra []string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pxe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	p := e.startProxy(t, filepath.Join(dir, "p.sock"))
+	d := newDirs(t)
+	r := e.podstep(t, append([]string{"run", "--auto", "-o", "json", "-f", file, "-r", "unix://" + filepath.Join(dir, "p.sock"),
+		"--grace-period", "0", "--root-dir", d.root, "--log-dir", d.logs}, extra...)...)
+	if r.code != 1 {
+		t.Errorf("the run through the proxy: exit %d, want 1\n%s", r.code, r)
+	}
+	id := `"explanation":{"id":"` + want + `"`
+	var out string
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		p.mu.Lock()
+		out = strings.Join(p.raw, "\n")
+		p.mu.Unlock()
+		if strings.Contains(out, id) {
+			return
+		}
+	}
+	t.Errorf("the proxy's output names no %s:\n%s", want, out)
 }
