@@ -144,6 +144,9 @@ func (e Endpoints) startShadow(ctx context.Context, endpoint, why string, opts c
 			fmt.Fprintf(e.Shadow.Log, "podstep: the shadow runtime was not fully removed (podstep cleanup removes the rest): %s\n", safe.Line(err.Error()))
 		default:
 			fmt.Fprintf(e.Shadow.Log, "podstep: the shadow of %s removed (process, shims, mounts, network, dir %s)\n", safe.Line(sh.Version), sh.Layout.Dir)
+			if c := sh.CacheKept(); c != "" {
+				fmt.Fprintf(e.Shadow.Log, "podstep: its images stay in the shadows' image cache %s for the next shadow (%s=0 keeps none; podstep cleanup removes it)\n", c, shadow.CacheEnv)
+			}
 		}
 	}
 	return conn, nil

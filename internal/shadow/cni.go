@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Network is a shadow's private CNI network.
@@ -277,4 +278,67 @@ func walkSubnets(v any, out *[]netip.Prefix) {
 			walkSubnets(e, out)
 		}
 	}
+}
+
+// subnetClaim is the file in a shadow's state dir naming the subnet it
+// took: shadows under other dirs (PODSTEP_SHADOW_DIR) see it there.
+const subnetClaim = "podstep-subnet"
+
+// pickSubnet chooses the shadow's subnet and claims it, under a lock that
+// every shadow of the host takes for this (a flock on StateBase): two
+// shadows started at once would otherwise both see the same subnet free
+// until either's pod had an address, share it, and each one's teardown
+// would remove the other's iptables chains. Used: the host's addresses and
+// routes, the node's CNI configs, the other shadows' configs under the
+// same base (others) and every shadow's claim.
+func pickSubnet(l Layout, nodeConfDir string, others []string) (netip.Prefix, error) {
+	if err := os.MkdirAll(StateBase, 0o711); err != nil {
+		return netip.Prefix{}, fmt.Errorf("shadow state dir: %w", err)
+	}
+	f, err := os.Open(StateBase)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("shadow state dir: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return netip.Prefix{}, fmt.Errorf("lock %s: %w", StateBase, err)
+	}
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+	used, err := UsedSubnets(append([]string{nodeConfDir, "/etc/cni/net.d"}, others...)...)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	used = append(used, claimedSubnets(filepath.Base(l.State()))...)
+	p, err := FreeSubnet(Candidates(), used)
+	if err != nil {
+		return p, err
+	}
+	if err := os.MkdirAll(l.State(), 0o711); err != nil {
+		return p, fmt.Errorf("shadow state dir: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(l.State(), subnetClaim), []byte(p.String()+"\n"), 0o600); err != nil {
+		return p, fmt.Errorf("claim subnet %s: %w", p, err)
+	}
+	return p, nil
+}
+
+// claimedSubnets are the subnets other shadows' state dirs claim (self
+// left out); a killed shadow's claim holds until podstep cleanup removes
+// its state dir.
+func claimedSubnets(self string) []netip.Prefix {
+	files, _ := filepath.Glob(filepath.Join(StateBase, "*", subnetClaim))
+	var out []netip.Prefix
+	for _, f := range files {
+		if filepath.Base(filepath.Dir(f)) == self {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if p, err := netip.ParsePrefix(strings.TrimSpace(string(b))); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }

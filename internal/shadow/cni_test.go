@@ -2,12 +2,14 @@ package shadow
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -170,5 +172,39 @@ func TestUsedSubnetsOnTheHost(t *testing.T) {
 	got, err := FreeSubnet(Candidates(), used)
 	if err != nil || got.Addr().As4()[2] < 2 {
 		t.Errorf("free subnet %s, %v: want one past 10.234.1.0/24", got, err)
+	}
+}
+
+// TestPickSubnetConcurrent: shadows started at once (under different
+// bases, as the sick-node tests run them two at a time) each get a subnet
+// of their own; without the lock and the claims they all took the first
+// free one.
+func TestPickSubnetConcurrent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the claims live in " + StateBase)
+	}
+	const n = 6
+	var wg sync.WaitGroup
+	got := make([]netip.Prefix, n)
+	errs := make([]error, n)
+	for i := range n {
+		l := Layout{Dir: filepath.Join(t.TempDir(), fmt.Sprintf("pick%d%08x", i, os.Getpid()))}
+		t.Cleanup(func() { _ = os.RemoveAll(l.State()) })
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = pickSubnet(l, t.TempDir(), nil)
+		}()
+	}
+	wg.Wait()
+	seen := map[netip.Prefix]bool{}
+	for i, p := range got {
+		if errs[i] != nil {
+			t.Fatalf("pick %d: %v", i, errs[i])
+		}
+		if seen[p] {
+			t.Errorf("subnet %s picked twice: %v", p, got)
+		}
+		seen[p] = true
 	}
 }

@@ -187,11 +187,7 @@ func Start(ctx context.Context, node *Runtime, o Options) (s *Shadow, err error)
 		return s, err
 	}
 	s.Differences = append([]string{"no other pods: the node's pods are not in it (its kubelet does not see it)"}, derived.Differences...)
-	used, err := UsedSubnets(append([]string{derived.CNIConfDir, "/etc/cni/net.d"}, otherCNIDirs(o.Base, idHex)...)...)
-	if err != nil {
-		return s, err
-	}
-	if s.Network.Subnet, err = FreeSubnet(Candidates(), used); err != nil {
+	if s.Network.Subnet, err = pickSubnet(l, derived.CNIConfDir, otherCNIDirs(o.Base, idHex)); err != nil {
 		return s, err
 	}
 	file, data, err := NodeConflist(derived.CNIConfDir)
@@ -560,6 +556,19 @@ func (s *Shadow) Stop(ctx context.Context) error {
 	case <-time.After(2 * time.Second):
 	}
 	return err
+}
+
+// CacheKept is the image cache the shadow's root went back to at its Stop
+// ("" when none was kept): what stays on the node after a run, for the run
+// to say so.
+func (s *Shadow) CacheKept() string {
+	if s.marker.Cache == "" {
+		return ""
+	}
+	if _, err := os.Lstat(filepath.Join(s.marker.Cache, "root")); err != nil {
+		return ""
+	}
+	return s.marker.Cache
 }
 
 // Leftover is a shadow's dir found by Leftovers.

@@ -444,6 +444,10 @@ func TestShadowImageCache(t *testing.T) {
 			t.Errorf("run %d: the shadow left:\n%s", i+1, strings.Join(left, "\n"))
 		}
 		cache = filepath.Join(filepath.Dir(filepath.Dir(dir)), "shadow-cache")
+		// What stays on the node is said, with how to keep none.
+		if !strings.Contains(r.stderr, "its images stay in the shadows' image cache "+cache) || !strings.Contains(r.stderr, "PODSTEP_SHADOW_CACHE_MB=0") {
+			t.Errorf("run %d: stderr does not say the image cache stays at %s:\n%s", i+1, cache, r.stderr)
+		}
 	}
 	if want := filepath.Join(base, "shadow-cache"); cache != want {
 		t.Fatalf("the shadows ran under %s, want %s", filepath.Dir(cache), base)
