@@ -235,10 +235,10 @@ func alignCalls(a, b []*Call) []pair {
 	channel := func(ia, ib []int) []pair {
 		ka, kb := make([]string, len(ia)), make([]string, len(ib))
 		for i, x := range ia {
-			ka[i] = a[x].Key()
+			ka[i] = a[x].alignKey()
 		}
 		for i, x := range ib {
-			kb[i] = b[x].Key()
+			kb[i] = b[x].alignKey()
 		}
 		ps := align(ka, kb)
 		for i, p := range ps {

@@ -222,9 +222,33 @@ func foldable(prev, c *Call) bool {
 func keys(calls []*Call) []string {
 	out := make([]string, len(calls))
 	for i, c := range calls {
-		out[i] = c.Key()
+		out[i] = c.alignKey()
 	}
 	return out
+}
+
+// alignKey is what the alignment matches calls on: the Key, and the
+// attempt of the container the call is about (a CreateContainer's
+// config.metadata.attempt, absent for 0; the normalised container_id
+// <container:NAME/ATTEMPT> of the calls on a container). A kubelet that
+// restarted a container made and started it again with the next attempt;
+// a run that did not has only attempt 0's calls, which pair with the
+// kubelet's first ones, not with whichever let more later calls line up.
+func (c *Call) alignKey() string {
+	for _, f := range c.Fields {
+		switch {
+		case f.Path == "config.metadata.attempt" && c.Method == "CreateContainer":
+			return c.Key() + "\x00" + f.Value
+		case f.Path == "container_id":
+			if i := strings.LastIndexByte(f.Value, '/'); i >= 0 && strings.HasPrefix(f.Value, `"<container:`) {
+				return c.Key() + "\x00" + strings.TrimSuffix(f.Value[i+1:], `>"`)
+			}
+		}
+	}
+	if c.Method == "CreateContainer" {
+		return c.Key() + "\x000"
+	}
+	return c.Key()
 }
 
 // compareFields lists the paths whose values differ, in A's order, then
