@@ -230,7 +230,7 @@ func Helper(ctx context.Context, in io.Reader, out io.Writer) error {
 	s, err := Start(sctx, node, req.Options)
 	if err != nil {
 		removeEmpty(base)
-		return reply(helperReply{Err: fmt.Sprintf("start a shadow of the runtime at %s: %v", req.Endpoint, err)})
+		return reply(helperReply{Err: err.Error()}) // the caller says which runtime
 	}
 	nodeCopy := *node
 	nodeCopy.ConfigData = nil

@@ -115,13 +115,20 @@ func newFleetEnv(t testing.TB) *fleetEnv {
 // shared with the fleets of other clusters on this host).
 func fleetSharedHostDir(t testing.TB) string {
 	t.Helper()
-	dir := t.TempDir()
+	// Short (not t.TempDir, which is named after the test): a shadow's
+	// sockets live under the host dir, and a unix socket path has at most
+	// 107 bytes (TestFleetShadowOddNodeUserNamespaces' was 112).
+	dir, err := os.MkdirTemp("", "psf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	for _, args := range [][]string{{"--bind", dir, dir}, {"--make-shared", dir}} {
 		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
 			t.Fatalf("mount %v: %v\n%s", args, err, out)
 		}
 	}
-	// before t.TempDir's removal (cleanups run last first)
+	// before the dir's removal (cleanups run last first)
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
 			t.Errorf("umount %s: %v\n%s", dir, err, out)
