@@ -106,7 +106,7 @@ func shadowTraces(t *testing.T, dir, uid string) []string {
 	}
 	// (its containerd's state dir, shadow.StateBase/ID, holds the pods'
 	// rootfs, shm and network namespace mounts)
-	state := filepath.Join("/run/podstep-shadows", id)
+	state := "/run/podstep-shadows/" + id // shadow.StateBase/ID
 	if _, err := os.Lstat(state); err == nil {
 		left = append(left, "dir "+state)
 	}

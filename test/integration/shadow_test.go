@@ -111,7 +111,7 @@ func shadowLeft(t *testing.T, dir string) []string {
 	}
 	// Its containerd's state dir (shadow.StateBase/ID): the pods' rootfs,
 	// shm and network namespaces are mounted there.
-	state := filepath.Join("/run/podstep-shadows", id)
+	state := "/run/podstep-shadows/" + id // shadow.StateBase/ID
 	for _, m := range testenv.MountsUnder(state) {
 		left = append(left, "mount "+m)
 	}
