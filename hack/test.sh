@@ -477,7 +477,7 @@ integration() {
 		PODSTEP_REGISTRY=$registry PODSTEP_REGISTRY_USER=$(harness_value PODSTEP_REGISTRY_USER) \
 		PODSTEP_REGISTRY_PASSWORD=$(harness_value PODSTEP_REGISTRY_PASSWORD) \
 		PODSTEP_REGISTRY_IMAGE=$(harness_value PODSTEP_REGISTRY_IMAGE) PODSTEP_KUBELET=$KUBELET_BIN \
-		PODSTEP_CSIMOCK=$CSIMOCK_BIN gotest "$TMP/integration-$rt.log" go test -count=1 -timeout 15m -tags integration ./test/integration/ -v
+		PODSTEP_CSIMOCK=$CSIMOCK_BIN gotest "$TMP/integration-$rt.log" go test -count=1 -timeout 25m -tags integration ./test/integration/ -v
 	rc=$?
 	record "integration suite on $name ($((SECONDS - start)) s)$(failed_tests "$TMP/integration-$rt.log")" $rc
 	harness_down "$rt"
