@@ -65,12 +65,16 @@ gotest() {
 	"$@" 2>&1 | tee "$log"
 	return "${PIPESTATUS[0]}"
 }
-# failed_tests LOG: "; failed: TestA, TestB, pkg": the top-level tests and the packages that failed
-# in LOG, for the summary (the end of CI's log is often all that is shown of a run).
+# failed_tests LOG: "; failed: TestA/sub, TestB, pkg": the tests that failed in LOG, the innermost
+# subtest of each (a parent fails with any of its subtests), then the packages, for the summary (the
+# end of CI's log is often all that is shown of a run).
 failed_tests() {
 	local names
-	names=$(sed -n -e 's/^--- FAIL: \([^ ]*\).*/\1/p' -e 's/^FAIL\t\([^\t ]*\).*/\1/p' "$1" 2>/dev/null |
-		awk '!seen[$0]++' | head -n 12 | paste -sd, - | sed 's/,/, /g')
+	names=$(sed -n -e 's/^ *--- FAIL: \([^ ]*\).*/\1/p' -e 's/^FAIL\t\([^\t ]*\).*/\1/p' "$1" 2>/dev/null |
+		awk '!seen[$0]++ { n[++k] = $0 }
+			END { for (i = 1; i <= k; i++) { keep = 1
+				for (j = 1; j <= k; j++) if (index(n[j], n[i] "/") == 1) keep = 0
+				if (keep) print n[i] } }' | head -n 12 | paste -sd, - | sed 's/,/, /g')
 	if [ -n "$names" ]; then printf '; failed: %s' "$names"; fi
 }
 banner() { # banner WORD TEXT...

@@ -45,6 +45,12 @@ var harnessCNIBin = regexp.MustCompile(`bin_dirs? = \[?"([^"]+)"`)
 // sickPrefix begins the name of every sick node's dir in the temp dir.
 const sickPrefix = "podstep-sick-"
 
+// sickNodeDir is the shadows' base in a sick node's dir: the shadows'
+// image cache (shadow.CacheBase: beside the base) is then in that dir too,
+// and goes with it (a copy's config names its own temp dirs: no later
+// node could start warm from its cache).
+const sickNodeDir = "n"
+
 // removeDeadSick removes the sick nodes of test processes that were
 // killed before their clean-up (their holder is gone: shadow.Leftovers),
 // and their small disks.
@@ -52,7 +58,7 @@ func removeDeadSick(ctx context.Context, t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), sickPrefix+"*"))
 	for _, dir := range dirs {
 		removed := 0
-		for _, l := range shadow.Leftovers(dir) {
+		for _, l := range shadow.Leftovers(filepath.Join(dir, sickNodeDir)) {
 			if l.Err != nil {
 				continue
 			}
@@ -63,10 +69,13 @@ func removeDeadSick(ctx context.Context, t *testing.T) {
 			removed++
 			t.Logf("removed a sick node left by a killed test: %s", l.Dir)
 		}
-		// The dir holds only its node: gone, the dir goes too.
-		if ents, err := os.ReadDir(dir); removed == 0 || err != nil || len(ents) > 0 {
+		// The dir holds only its node and the node's image cache: the node
+		// gone, the dir goes too.
+		if ents, err := os.ReadDir(filepath.Join(dir, sickNodeDir)); removed == 0 || err != nil || len(ents) > 0 {
 			continue
 		}
+		_ = os.RemoveAll(shadow.CacheBase(filepath.Join(dir, sickNodeDir)))
+		_ = os.Remove(filepath.Join(dir, sickNodeDir))
 		if strings.HasPrefix(filepath.Base(dir), sickPrefix+"disk-") {
 			_ = syscall.Unmount(dir, syscall.MNT_DETACH)
 		}
@@ -128,7 +137,7 @@ func startSick(t *testing.T, e *env, base string, plugins map[string]string, ima
 	// The node's config with its CNI bin dir ours (1.6 has only one).
 	node.ConfigData = []byte(strings.ReplaceAll(string(node.ConfigData), `"`+harnessBin+`"`, `"`+bin+`"`))
 	start := time.Now()
-	sh, err := shadow.Start(ctx, node, shadow.Options{Base: base, Images: images})
+	sh, err := shadow.Start(ctx, node, shadow.Options{Base: filepath.Join(base, sickNodeDir), Images: images})
 	if err != nil {
 		t.Fatalf("start a sick copy of the harness's containerd: %v", err)
 	}
