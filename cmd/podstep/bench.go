@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/bench"
+	"github.com/podstep/podstep/internal/imageconfig"
 	"github.com/podstep/podstep/internal/render"
 	"github.com/podstep/podstep/internal/session"
 )
@@ -15,6 +16,8 @@ import (
 // benchOptions are the flags of `podstep bench`.
 type benchOptions struct {
 	run         session.Options
+	image       imageconfig.Flags
+	simFlags    []string // the image config flags for the simulated runtime's process
 	n           int
 	warmup      int
 	concurrency int
@@ -57,6 +60,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	f.DurationVar(&o.run.PollInterval, "poll-interval", 100*time.Millisecond, "how often to relist containers while an init container runs")
 	f.DurationVar(&o.run.InitTimeout, "init-timeout", 5*time.Minute, "how long to wait for one init container to exit")
 	f.DurationVar(&o.run.ReadyTimeout, "ready-timeout", 2*time.Minute, "how long the ready stage (--wait-ready) waits for the pod to be Ready")
+	o.image.AddFlags(f)
 	o.run.MaxRestarts, o.run.BackoffScale = 0, 1
 	return cmd
 }
@@ -75,6 +79,9 @@ func (o *benchOptions) validate(cmd *cobra.Command, g *globalOptions) error {
 		return session.Usagef("%v", err)
 	}
 	o.levels = levels
+	if o.simFlags, err = bench.SimFlags(o.image, cmd.Flags().Changed("image-config")); err != nil {
+		return session.Usagef("%v", err)
+	}
 	return session.CheckOutput(o.output, "text", "json")
 }
 
@@ -104,6 +111,7 @@ func runBench(cmd *cobra.Command, g *globalOptions, o *benchOptions) error {
 	ep := g.ep
 	ep.SimExe = simServeBinary
 	ep.SimDirs = o.run.SimDirs()
+	ep.SimFlags = o.simFlags
 	c, err := session.Connect(ctx, ep)
 	if err != nil {
 		return sig.NotStarted(err)

@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
-	"github.com/podstep/podstep/internal/sim"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/podstep/podstep/internal/bench"
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/imageconfig"
+	"github.com/podstep/podstep/internal/imageconfig/imageconfigtest"
+	"github.com/podstep/podstep/internal/sim"
 )
 
 // benchJSON runs `podstep bench --sim -o json` with args and decodes it.
@@ -267,5 +271,72 @@ func TestSimServeStopsWithParent(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s still there after sim-serve stopped (%v)", dir, err)
+	}
+}
+
+// TestBenchImageConfig runs bench on the simulated runtime with
+// --image-config auto against a registry behind basic auth, with
+// imagePullPolicy Always (every pod pulls): the simulated pulls read the
+// image's config as run's do, once per image for the whole bench (4 pods
+// ask the registry no more than 1 does: one runtime process, its reads
+// cached), and the result says the verdicts rest on it (rests_on in the
+// JSON, the lines in the text).
+func TestBenchImageConfig(t *testing.T) {
+	const user, password = "puller", "Bench-pa55word-3"
+	reg := imageconfigtest.New(t, user, password)
+	dig := reg.Push(t, "team/app", "1.0", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1000", Entrypoint: []string{"/server"}}))
+	source := reg.Host + "/team/app@" + dig
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.Host: map[string]string{"username": user, "password": password, "auth": auth}}})
+	pod := filepath.Join(t.TempDir(), "pod.yaml")
+	y := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: regcred}
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: %s
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  imagePullSecrets: [{name: regcred}]
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - {name: app, image: %s/team/app:1.0, imagePullPolicy: Always}
+`, base64.StdEncoding.EncodeToString(cfg), reg.Host)
+	if err := os.WriteFile(pod, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	benchOf := func(output string, n, warmup int) (string, int64) {
+		t.Helper()
+		before := reg.Requests()
+		root, logs := dirs(t)
+		code, out, errOut := run(t, "bench", "--sim", "-f", pod, "--grace-period", "0", "-o", output, "-n", fmt.Sprint(n), "--warmup", fmt.Sprint(warmup),
+			"--image-config", "auto", "--image-config-no-cache", "--root-dir", root, "--log-dir", logs)
+		if code != ExitOK {
+			t.Fatalf("bench exit %d\n%s\n%s", code, out, errOut)
+		}
+		if strings.Contains(out+errOut, password) {
+			t.Errorf("the output holds the password")
+		}
+		return out, reg.Requests() - before
+	}
+	_, one := benchOf("json", 1, 0)
+	out, five := benchOf("json", 4, 1)
+	if one == 0 || five != one {
+		t.Errorf("registry requests: %d for 1 pod, %d for 5: want the same, more than 0 (one read per image, cached)", one, five)
+	}
+	var res bench.Output
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := "image config from " + source
+	if ro := strings.Join(res.RestsOn, "\n"); !strings.Contains(ro, want) || !strings.Contains(ro, "image user: uid 1000") {
+		t.Errorf("rests_on %q: want %q and the image's user", res.RestsOn, want)
+	}
+	text, _ := benchOf("text", 1, 0)
+	if !strings.Contains(text, "the verdicts rest on:") || !strings.Contains(text, want) {
+		t.Errorf("text output lacks what the verdicts rest on:\n%s", text)
 	}
 }

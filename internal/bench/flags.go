@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/podstep/podstep/internal/imageconfig"
 	"github.com/podstep/podstep/internal/session"
 )
 
@@ -61,4 +62,25 @@ func Check(f Flags) ([]int, error) {
 		}
 	}
 	return levels, nil
+}
+
+// SimFlags are the sim-serve flags that make bench's simulated runtime
+// (a process of its own) read image configs as run's does in podstep's
+// process: fl with the mode resolved (given: --image-config was given,
+// else imageconfig.EnvMode may turn it off). The one child serves every
+// pod, so each image's config is read once and cached by digest. nil when
+// off; an error is bad usage.
+func SimFlags(fl imageconfig.Flags, given bool) ([]string, error) {
+	fetcher, err := fl.Fetcher(given)
+	if err != nil || fetcher == nil {
+		return nil, err
+	}
+	out := []string{"--image-config", imageconfig.ModeAuto, "--image-config-timeout", fl.Timeout.String()}
+	for _, r := range fl.Insecure {
+		out = append(out, "--image-config-insecure", r)
+	}
+	if fl.NoCache {
+		out = append(out, "--image-config-no-cache")
+	}
+	return out, nil
 }

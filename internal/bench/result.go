@@ -35,7 +35,20 @@ type Result struct {
 	// Started is when the bench began.
 	Started time.Time `json:"started"`
 	Levels  []Level   `json:"levels"`
+	// RestsOn is what the pods' verdicts rest on, on the simulated runtime
+	// (as run's summary's rests_on: steps.RestsOn of each pod, warm-up
+	// ones too, each line once, a pod's own IP written PodIPMark), at most
+	// MaxRestsOn lines.
+	RestsOn []string `json:"rests_on,omitempty"`
 }
+
+// MaxRestsOn bounds Result.RestsOn.
+const MaxRestsOn = 100
+
+// PodIPMark stands for each pod's own IP in Result.RestsOn (the
+// simulator gives every pod its own loopback IP, which its probes' lines
+// name).
+const PodIPMark = "POD-IP"
 
 // Runtime is the runtime and how it was chosen.
 type Runtime struct {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,6 +51,8 @@ type Runner struct {
 	rtName   string
 	rtVer    string
 	reported bool
+	restsOn  []string        // Result.RestsOn so far
+	seen     map[string]bool // its lines
 }
 
 // NewRunner makes the bench's runner; ctx's end (an interrupt) stops it.
@@ -84,6 +87,9 @@ func (b *Runner) Run() *Result {
 		}
 	}
 	res.Runtime.Name, res.Runtime.Version = b.version()
+	b.mu.Lock()
+	res.RestsOn = b.restsOn
+	b.mu.Unlock()
 	return res
 }
 
@@ -148,6 +154,7 @@ func (b *Runner) pod(i int) (Pod, bool) {
 	}
 	all := eng.Steps()
 	b.noteVersion(all)
+	b.noteRestsOn(all, sum.Status.PodIP)
 	b.finish(eng, code)
 	p := Measure(pb.Pod, all, created, torn)
 	p.Interrupted = interrupted
@@ -199,6 +206,26 @@ func (b *Runner) noteVersion(all []steps.Step) {
 				b.rtName, b.rtVer, b.reported = v.RuntimeName, v.RuntimeVersion, true
 				return
 			}
+		}
+	}
+}
+
+// noteRestsOn adds what a pod's verdict rests on (steps.RestsOn of its
+// steps all) to the bench's, its own IP ip written PodIPMark.
+func (b *Runner) noteRestsOn(all []steps.Step, ip string) {
+	lines := steps.RestsOn(all)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = map[string]bool{}
+	}
+	for _, r := range lines {
+		if ip != "" {
+			r = strings.ReplaceAll(r, ip, PodIPMark)
+		}
+		if !b.seen[r] && len(b.restsOn) < MaxRestsOn {
+			b.seen[r] = true
+			b.restsOn = append(b.restsOn, r)
 		}
 	}
 }

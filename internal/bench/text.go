@@ -18,6 +18,12 @@ func WriteText(w io.Writer, r *Result) {
 	if r.Simulated {
 		fmt.Fprintln(w, SimulatedNote)
 	}
+	if len(r.RestsOn) > 0 {
+		fmt.Fprintln(w, "on the simulated runtime the verdicts rest on:")
+		for _, l := range r.RestsOn {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	for i := range r.Levels {
 		writeLevel(w, &r.Levels[i])
 	}

@@ -2,6 +2,7 @@ package podcfg
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"strconv"
 
@@ -103,6 +104,11 @@ func verifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, uid *int64, userna
 	switch {
 	case uid != nil && *uid == 0:
 		return configErrorf("container has runAsNonRoot and image will run as root (pod: %q, container: %s)", formatPod(pod), c.Name)
+	case uid != nil && (*uid < 0 || *uid > math.MaxInt32):
+		// validation.IsValidUserID: a uid is 0 to MaxInt32 (an image's
+		// USER 4294967296 or -1 parses as a number, so it is no username).
+		return configErrorf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): must be between 0 and %d, inclusive (pod: %q, container: %s)",
+			*uid, math.MaxInt32, math.MaxInt32, formatPod(pod), c.Name)
 	case uid == nil && username != "":
 		return configErrorf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root (pod: %q, container: %s)", username, formatPod(pod), c.Name)
 	}

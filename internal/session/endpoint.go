@@ -27,6 +27,9 @@ type Endpoints struct {
 	// the simulated runtime in a process of its own (bench: sim.StartProcess);
 	// else it runs in podstep's process.
 	SimExe func() (string, error)
+	// SimFlags are more sim-serve flags for SimExe's runtime (bench: its
+	// image config flags, sim.StartProcessWith).
+	SimFlags []string
 	// SimDirs are the directories, besides the run's sim dir, where the
 	// simulated runtime lets requests name log dirs (sim.Options.Dirs):
 	// the run's --root-dir and --log-dir when given (Options.SimDirs).
@@ -195,7 +198,7 @@ func (e Endpoints) simServer(dir string) (string, func(), error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("start simulated runtime: %w", err)
 		}
-		p, err := sim.StartProcess(exe, append([]string{dir}, e.SimDirs...)...)
+		p, err := sim.StartProcessWith(exe, e.SimFlags, append([]string{dir}, e.SimDirs...)...)
 		if err != nil {
 			return "", nil, err
 		}

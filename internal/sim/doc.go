@@ -73,7 +73,12 @@
 //     annotation AnnotationImageConfig: unknown, with
 //     AnnotationImageConfigError when a read failed (not when no registry
 //     could be reached at all).
-//   - ExecSync returns what the command echoes (as in the log) and exit code 0.
+//   - ExecSync (exec probes and hooks) answers from what the reader reads
+//     of the command (ReadExec): a knowable script's exit code after its
+//     sleeps, or DeadlineExceeded (containerd's words) when the request's
+//     timeout ends it first; what it cannot read (an unknown program, a
+//     file test) is assumed to exit 0, labelled; its output is what it
+//     echoes (as in the log).
 //   - Ports (listen.go): a running container serves, on its sandbox's IP,
 //     every TCP port it declares (the io.kubernetes.container.ports
 //     annotation the kubelet's newContainerAnnotations,

@@ -29,11 +29,18 @@ type Process struct {
 // own process the runtime's goroutines would share the Go scheduler with
 // the pods' and count in podstep's own time and CPU.
 func StartProcess(exe string, dirs ...string) (*Process, error) {
+	return StartProcessWith(exe, nil, dirs...)
+}
+
+// StartProcessWith is StartProcess with more sim-serve flags (bench: the
+// image config flags, so that its simulated pulls read image configs as
+// run's do).
+func StartProcessWith(exe string, flags []string, dirs ...string) (*Process, error) {
 	dir, err := os.MkdirTemp("", "podstep-sim-")
 	if err != nil {
 		return nil, fmt.Errorf("start simulated runtime: %w", err)
 	}
-	args := []string{"sim-serve", "--until-stdin-closes"}
+	args := append([]string{"sim-serve", "--until-stdin-closes"}, flags...)
 	for _, d := range dirs {
 		args = append(args, "--allow-dir", d)
 	}
@@ -108,14 +115,16 @@ func FirstLine(r io.Reader, timeout time.Duration) (string, error) {
 }
 
 // Serve is `podstep sim-serve DIR`: the simulated runtime on DIR/sim.sock
-// (requests may name paths in DIR and dirs: Options.Dirs), its endpoint printed as the first line of out, until SIGINT or SIGTERM,
+// with o (requests may name paths in DIR and o.Dirs; o.ImageConfig reads
+// the pulled images' configs, one Fetcher for all the pods it serves), its
+// endpoint printed as the first line of out, until SIGINT or SIGTERM,
 // or, with untilEOF, until in closes (then DIR is removed: StartProcess
 // made it for the child alone, and it goes even when podstep was killed).
-func Serve(dir string, dirs []string, in io.Reader, out io.Writer, untilEOF bool) error {
+func Serve(dir string, o Options, in io.Reader, out io.Writer, untilEOF bool) error {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(stop)
-	srv, err := StartWithOptions(dir, Options{Dirs: dirs})
+	srv, err := StartWithOptions(dir, o)
 	if err != nil {
 		return fmt.Errorf("start simulated runtime: %w", err)
 	}

@@ -66,8 +66,12 @@ func (s postStartStep) run(ctx context.Context, e *Engine) Result {
 		e.tracker.Record(corev1.EventTypeWarning, reason.LifecycleHTTPFallback, "", hr.FallbackEvent)
 	}
 	restsOn := ""
-	if h.HTTPGet != nil {
-		// What an exec hook rests on is the start step's (what the simulator read of the command).
+	switch {
+	case h.Exec != nil:
+		// What the simulator reads of the hook's command (the kubelet's
+		// hook runner sends no timeout: RunInContainer(..., 0)).
+		restsOn = e.execRestsOn(c, "postStart", h.Exec.Command, 0)
+	case h.HTTPGet != nil:
 		restsOn = e.handlerRestsOn(c, "postStart", corev1.ProbeHandler{HTTPGet: h.HTTPGet})
 	}
 	if hr.Err == nil {

@@ -124,13 +124,32 @@ func simProbePorts(c *corev1.Container) []int {
 }
 
 // probeRestsOn says, on the simulator, what a probe's verdict rests on:
-// for exec, what ExecSync returns; for a network probe, the listener the
+// for exec, what the simulator reads of the command (execRestsOn); for a network probe, the listener the
 // simulator opened for the container and the assumption behind it (that
 // the program serves that port and answers as a healthy server does), or
 // the probe-fail fault. "" on a real runtime or when the probe sends
 // nothing to the pod (a host of its own).
 func (e *Engine) probeRestsOn(w *probeWorker) string {
+	if w.p.Exec != nil {
+		// The command the prober sends: $(VAR) expanded, with the probe's timeout.
+		return e.execRestsOn(w.c, probeField(w.kind), probe.ExpandCommand(w.p.Exec.Command, w.c.spec.Env), w.spec.Timeout)
+	}
 	return e.handlerRestsOn(w.c, probeField(w.kind), w.p.ProbeHandler)
+}
+
+// execRestsOn says, on the simulator, what the verdict of cmd run by
+// ExecSync in c with timeout (an exec probe's, or an exec hook's with
+// none) rests on: what the simulator reads of the command (sim.ReadExec,
+// which its ExecSync answers from). "" on a real runtime.
+func (e *Engine) execRestsOn(c *containerRuntime, kind string, cmd []string, timeout time.Duration) string {
+	if !e.simulated() {
+		return ""
+	}
+	img := c.simImage
+	if img.Name == "" {
+		img.Name = c.spec.Image
+	}
+	return kind + ": ExecSync: " + sim.ReadExec(cmd, c.config, e.simAnnotations(c), img, timeout).RestsOn
 }
 
 // handlerRestsOn is probeRestsOn for handler p of c, in the spec field
@@ -142,10 +161,7 @@ func (e *Engine) handlerRestsOn(c *containerRuntime, kind string, p corev1.Probe
 	name := c.spec.Name
 	ann := e.simAnnotations(c)
 	if p.Exec != nil {
-		if v, ok := ann[sim.AnnotationExecExitCode+name]; ok {
-			return fmt.Sprintf("%s: fault: %s%s makes ExecSync exit %s", kind, sim.AnnotationExecExitCode, name, v)
-		}
-		return kind + ": simulated: ExecSync runs nothing; it returns what the command echoes, exit code 0"
+		return e.execRestsOn(c, kind, p.Exec.Command, 0)
 	}
 	var port intstr.IntOrString
 	what := ""

@@ -237,6 +237,23 @@ spec:
       grpc: {port: 8080}
       periodSeconds: 1
 `, ready: "0/1", event: `Readiness probe failed: service unhealthy (responded with "NOT_SERVING")`},
+		{name: "exec: a script's exit code", probes: `    readinessProbe:
+      exec: {command: [sh, -c, "echo starting; exit 1"]}
+      periodSeconds: 1
+`, ready: "0/1", event: "Readiness probe failed: starting", restsOn: []string{"app: readinessProbe: ExecSync: script: exits 1 after `echo starting; exit 1`"}},
+		{name: "exec: the container's env", cmd: `[sleep, "3600"]
+    env: [{name: MODE, value: ready}]`, probes: `    readinessProbe:
+      exec: {command: [sh, -c, '[ "$MODE" = ready ]']}
+      periodSeconds: 1
+`, ready: "1/1", restsOn: []string{"app: readinessProbe: ExecSync: script: exits 0 after"}},
+		{name: "exec: an unknown program is assumed to exit 0", probes: `    readinessProbe:
+      exec: {command: [mysqladmin, ping]}
+      periodSeconds: 1
+`, ready: "1/1", restsOn: []string{"app: readinessProbe: ExecSync: assumed: it exits 0: the simulator cannot read `mysqladmin ping`"}},
+		{name: "exec postStart hook that fails", probes: `    lifecycle:
+      postStart:
+        exec: {command: [sh, -c, "exit 3"]}
+`, ready: "0/1", event: "FailedPostStartHook", restsOn: []string{"app: postStart: ExecSync: script: exits 3 after `exit 3`"}},
 		{name: "host network", hostNet: true, probes: fmt.Sprintf(`    readinessProbe:
       httpGet: {port: %s}
       periodSeconds: 1
