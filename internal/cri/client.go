@@ -170,7 +170,10 @@ func invoke[Req, Resp proto.Message](ctx context.Context, c *Client, method stri
 	if tracer != nil {
 		ctx, endSpan = tracer.StartCall(ctx, CallStart{Method: method, FullMethod: FullMethod(method), Request: redReq, Size: proto.Size(req)})
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	start := time.Now()
 	resp, err := fn(cctx, req)

@@ -86,9 +86,16 @@ func (c *Client) ListContainers(ctx context.Context, filter *runtimeapi.Containe
 }
 
 // ExecSync runs a command in a container and waits for it, as lifecycle
-// hooks and exec probes do; timeout is in seconds (0 = none).
+// hooks and exec probes do; timeout is in seconds (0 = none). As the
+// kubelet's cri-client (remoteRuntimeService.ExecSync, v1.37): a timeout
+// gets the call timeout on top (the runtime's time to clean up), none
+// gets no deadline (a hook's: the kubelet waits for it as long as it
+// runs; only ctx ends the wait).
 func (c *Client) ExecSync(ctx context.Context, id string, cmd []string, timeout int64) (*runtimeapi.ExecSyncResponse, error) {
-	d := c.opts.Timeout + secondsDuration(timeout)
+	d := time.Duration(0)
+	if timeout > 0 {
+		d = c.opts.Timeout + secondsDuration(timeout)
+	}
 	return invoke(ctx, c, "ExecSync", d, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd, Timeout: timeout}, c.rt.ExecSync)
 }
 

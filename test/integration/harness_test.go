@@ -79,8 +79,15 @@ func setup(t *testing.T) *env {
 		t.Logf("removing %d podstep sandbox(es) left by an earlier test", len(left))
 		e.cleanup(t)
 	}
+	// What a test leaves in the runtime fails it (podstep tears down what
+	// it made, and a test that keeps a pod removes it), then is removed.
 	t.Cleanup(func() {
 		if left := c.managedSandboxes(t); len(left) > 0 {
+			names := make([]string, 0, len(left))
+			for _, sb := range left {
+				names = append(names, sb.GetMetadata().GetNamespace()+"/"+sb.GetMetadata().GetName()+" "+sb.GetId()+" "+sb.GetState().String())
+			}
+			t.Errorf("%d podstep sandbox(es) left in the runtime by this test: %s", len(left), strings.Join(names, ", "))
 			e.cleanup(t)
 		}
 	})
