@@ -339,7 +339,7 @@ func proxyExplains(t *testing.T, e *env, file, want string, extra []string) {
 	}
 	id := `"explanation":{"id":"` + want + `"`
 	var out string
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		p.mu.Lock()
 		out = strings.Join(p.raw, "\n")
 		p.mu.Unlock()

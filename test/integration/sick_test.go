@@ -181,7 +181,7 @@ func (n *sickNode) setNetwork(t *testing.T, name, conflist string) {
 	}
 	c := dialCRI(t, n.sh.Endpoint)
 	var last string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		st, err := c.rt.Status(ctx10(t), &runtimeapi.StatusRequest{Verbose: true})
 		if err != nil {
 			t.Fatalf("CRI Status of the sick node: %v", err)
@@ -197,7 +197,7 @@ func (n *sickNode) setNetwork(t *testing.T, name, conflist string) {
 			return
 		}
 	}
-	t.Fatalf("the sick node's containerd did not load network %q within 10 s; its CNI config: %s", name, last)
+	t.Fatalf("the sick node's containerd did not load network %q within 30 s; its CNI config: %s", name, last)
 }
 
 // ipamDir is host-local's data dir of the node (its networks' dirs are in it).
@@ -393,7 +393,7 @@ func TestExplainSickProxy(t *testing.T) {
 	t.Logf("the retry: %v", status.Convert(err).Message())
 	wants := []string{`"event":"gave-up"`, "reused the name of RunPodSandbox #1", "which is the cause",
 		`"explanation":{"id":"sandbox-create-timeout"`, `"explanation":{"id":"sandbox-name-reserved"`}
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		all := true
 		for _, w := range wants {
 			all = all && strings.Contains(raw(), w)
