@@ -135,9 +135,11 @@ func TestExplainReal(t *testing.T) {
 		// file of a sandbox long gone.
 		{name: "cni-ip-exhausted", manifest: pod("noip", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
 			proxy: "cni-ip-exhausted", want: "cni-ip-exhausted", sick: &sickCase{network: "sick-ipam", conflist: exhaustedConflist, prepare: leakAddresses}},
-		// A CNI ADD that hangs: the run's deadline for RunPodSandbox (the
-		// kubelet's is 4 min) passes. The run again through the proxy is the
-		// kubelet's retry while the first call still hangs: name is reserved.
+		// A CNI ADD that hangs: the run's deadline for RunPodSandbox passes
+		// (twice --timeout: 6 s, as the kubelet's is twice its
+		// runtimeRequestTimeout, 4 min). The run again through the proxy is
+		// the kubelet's retry while the first call still hangs: name is
+		// reserved.
 		{name: "sandbox-create-timeout", manifest: pod("hang", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
 			proxy: "sandbox-name-reserved", want: "sandbox-create-timeout", extra: []string{"--timeout", "3s"}, sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
 				network: "sick-hang", conflist: sickConflist("sick-hang", "podstep-hang")}},
