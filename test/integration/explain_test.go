@@ -115,9 +115,10 @@ func TestExplainReal(t *testing.T) {
 			image: untrustedRegistry, proxy: "image-x509-untrusted", want: "image-x509-untrusted"},
 		// A node whose disk is full: the container's writable layer is on a
 		// 64 MiB tmpfs with containerd's state, and the container writes
-		// until the kernel says ENOSPC.
+		// until the kernel says ENOSPC. The proxy reads the same last log
+		// line as the run (the log's end, from the pod's log directory).
 		{name: "no-space-left", manifest: pod("full", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'dd if=/dev/zero of=/fill bs=1M']}]\n"),
-			want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
+			proxy: "no-space-left", want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
 		// The same full disk at a pull: the layers do not fit.
 		{name: "no-space-left-pull", manifest: "SECRET" + pod("fullpull", "  imagePullSecrets: [{name: reg}]\n  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
 			want: "no-space-left", sick: &sickCase{disk: "6m"}},
