@@ -30,13 +30,13 @@ func TestExitExplainedFromLog(t *testing.T) {
 		name string
 		// log writes the container's log file path (the runtime made it).
 		log  func(t *testing.T, path string)
-		stop bool   // the kubelet stops the container before it exits
+		stop bool // the kubelet stops the container before it exits
 		// teardown: the kubelet stops the sandbox right after the relist
 		// that saw the exit (a Failed pod, as podstep run's), before that
 		// relist's step closes.
 		teardown bool
-		want string // the explanation's id; "" no failed step
-		warn string // a warning of the failed step
+		want     string // the explanation's id; "" no failed step
+		warn     string // a warning of the failed step
 	}{
 		{name: "enospc", want: "no-space-left", log: func(t *testing.T, path string) { appendFile(t, path, enospc) }},
 		{name: "enospc-then-teardown", want: "no-space-left", teardown: true, log: func(t *testing.T, path string) { appendFile(t, path, enospc) }},
