@@ -35,8 +35,12 @@ func TestExitExplainedFromLog(t *testing.T) {
 		// that saw the exit (a Failed pod, as podstep run's), before that
 		// relist's step closes.
 		teardown bool
-		want     string // the explanation's id; "" no failed step
-		warn     string // a warning of the failed step
+		// stopSandbox: the kubelet stops the sandbox while the container
+		// runs (it exits 137); killOther: it killed another container of
+		// the pod before (a liveness kill), which says nothing of this one.
+		stopSandbox, killOther bool
+		want                   string // the explanation's id; "" no failed step
+		warn                   string // a warning of the failed step
 	}{
 		{name: "enospc", want: "no-space-left", log: func(t *testing.T, path string) { appendFile(t, path, enospc) }},
 		{name: "enospc-then-teardown", want: "no-space-left", teardown: true, log: func(t *testing.T, path string) { appendFile(t, path, enospc) }},
@@ -71,23 +75,34 @@ func TestExitExplainedFromLog(t *testing.T) {
 			}
 		}},
 		{name: "stopped", stop: true, log: func(t *testing.T, path string) { appendFile(t, path, enospc) }},
+		{name: "sandbox-stopped", stopSandbox: true, log: func(t *testing.T, path string) { appendFile(t, path, enospc) }},
+		{name: "after-kill-of-another", killOther: true, want: "no-space-left", log: func(t *testing.T, path string) { appendFile(t, path, enospc) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, Options{})
 			ctx := context.Background()
 			cfg := sandboxConfig("full", "uid-"+tc.name)
 			cfg.LogDirectory = t.TempDir()
-			cfg.Annotations = map[string]string{sim.AnnotationExitCode + "app": "1"}
-			if tc.stop {
-				// It runs until StopContainer, which ends it 137.
+			cfg.Annotations = map[string]string{sim.AnnotationExitCode + "app": "1", sim.AnnotationKeepRunning + "old": "true"}
+			if tc.stop || tc.stopSandbox {
+				// It runs until StopContainer (StopPodSandbox), which ends it 137.
 				cfg.Annotations = map[string]string{sim.AnnotationKeepRunning + "app": "true"}
 			}
 			k := newKubelet(t, r.client, cfg)
 			k.sandbox(ctx)
+			if tc.killOther {
+				k.container(ctx, "old", nil, "sleep", "3600")
+				_, err := k.c.StopContainer(ctx, k.ids["old"], 0)
+				k.must(err)
+			}
 			k.container(ctx, "app", nil, "dd", "if=/dev/zero", "of=/fill", "bs=1M")
 			tc.log(t, filepath.Join(cfg.LogDirectory, "app", "0.log"))
 			if tc.stop {
 				_, err := k.c.StopContainer(ctx, k.ids["app"], 0)
+				k.must(err)
+			}
+			if tc.stopSandbox {
+				_, err := k.c.StopPodSandbox(ctx, k.sb)
 				k.must(err)
 			}
 			waitExited(t, k, "app")

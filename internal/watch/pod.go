@@ -43,8 +43,9 @@ type ctr struct {
 	// runtime's log_path), for a container whose CreateContainer podstep
 	// did not see.
 	statusLog string
-	// stopSent: the kubelet sent StopContainer for it, so its non-zero
-	// exit (137, 143) is the kill's, not a failure of its own.
+	// stopSent: the kubelet sent StopContainer for it, or StopPodSandbox
+	// for its sandbox, so its non-zero exit (137, 143) is the kill's, not
+	// a failure of its own.
 	stopSent bool
 	// exitSeen: ContainerStatus showed its non-zero exit; exitPending
 	// until the step that saw it explains it.
@@ -176,8 +177,15 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 	switch info.kind {
 	case steps.KindStopContainers, steps.KindStopSandbox:
 		p.stopping = true
-		if r, ok := info.req.(*runtimeapi.StopContainerRequest); ok {
+		switch r := info.req.(type) {
+		case *runtimeapi.StopContainerRequest:
 			if k := p.w.byContainer[r.GetContainerId()]; k != nil {
+				k.stopSent = true
+			}
+		case *runtimeapi.StopPodSandboxRequest:
+			// It kills every container of the sandbox (the containers of
+			// a sandbox made after it are new ones).
+			for _, k := range p.containers {
 				k.stopSent = true
 			}
 		}
@@ -654,11 +662,11 @@ func (k *ctr) status(st *runtimeapi.ContainerStatus) {
 	k.state = st.GetState()
 	k.exitCode, k.reason, k.message = st.GetExitCode(), st.GetReason(), st.GetMessage()
 	if k.state == runtimeapi.ContainerState_CONTAINER_EXITED && k.exitCode != 0 && !k.exitSeen {
-		// An exit after the kubelet's StopContainer, or once it tears the
-		// pod down, is the kill's (137, 143), not a failure; decided now,
-		// as the step closes only when the next call comes.
+		// An exit after the kubelet's StopContainer or StopPodSandbox is
+		// the kill's (137, 143), not a failure; decided now, as the step
+		// closes only when the next call comes.
 		k.exitSeen = true
-		k.exitPending = !k.stopSent && (k.pod == nil || !k.pod.stopping)
+		k.exitPending = !k.stopSent
 	}
 	if st.GetLogPath() != "" {
 		k.statusLog = st.GetLogPath()
