@@ -91,7 +91,7 @@ Without a reachable runtime it uses a built-in simulated CRI runtime, and says s
 	pf.StringVarP(&g.ep.Runtime, "runtime-endpoint", "r", "", "CRI runtime endpoint (env CONTAINER_RUNTIME_ENDPOINT; default: the first well-known socket that answers, else the simulated runtime)")
 	pf.StringVar(&g.ep.Image, "image-endpoint", "", "CRI image service endpoint (env IMAGE_SERVICE_ENDPOINT; default: the runtime endpoint)")
 	pf.BoolVar(&g.ep.Sim, "sim", false, "use the built-in simulated CRI runtime")
-	pf.DurationVar(&g.ep.Timeout, "timeout", cri.DefaultTimeout, "timeout of each CRI call (image pulls: --pull-timeout)")
+	pf.DurationVar(&g.ep.Timeout, "timeout", cri.DefaultTimeout, "timeout of each CRI call (RunPodSandbox: twice it, as the kubelet; image pulls: --pull-timeout)")
 	pf.DurationVar(&g.ep.PullTimeout, "pull-timeout", cri.DefaultPullTimeout, "timeout of each PullImage call")
 	pf.StringVar(&g.rootDir, "root-dir", session.DefaultRootDir(), "kubelet-style root dir for pod data (pods/<uid>/...)")
 	pf.StringVar(&g.logDir, "log-dir", session.DefaultLogDir(), "root of the pod log dirs the runtime writes container logs into")

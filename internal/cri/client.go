@@ -25,7 +25,9 @@ const (
 
 // Options tune a Client.
 type Options struct {
-	// Timeout bounds each CRI call except PullImage (0 = DefaultTimeout).
+	// Timeout bounds each CRI call except PullImage (0 = DefaultTimeout);
+	// RunPodSandbox gets twice it (SandboxTimeout), StopContainer and
+	// ExecSync it plus their own timeout, as the kubelet gives them.
 	Timeout time.Duration
 	// PullTimeout bounds PullImage (0 = DefaultPullTimeout).
 	PullTimeout time.Duration

@@ -53,6 +53,12 @@ func (s *slowRuntime) ListContainers(ctx context.Context, _ *runtimeapi.ListCont
 
 func serve(t *testing.T, srv runtimeapi.RuntimeServiceServer) *Client {
 	t.Helper()
+	return serveWith(t, srv, Options{Timeout: 10 * time.Second})
+}
+
+// serveWith serves srv on a socket of its own and dials it with o.
+func serveWith(t *testing.T, srv runtimeapi.RuntimeServiceServer, o Options) *Client {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "cri.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
@@ -62,12 +68,45 @@ func serve(t *testing.T, srv runtimeapi.RuntimeServiceServer) *Client {
 	runtimeapi.RegisterRuntimeServiceServer(g, srv)
 	go func() { _ = g.Serve(l) }() // returns when g.Stop closes l
 	t.Cleanup(g.Stop)
-	c, err := Dial("unix://"+sock, "", Options{Timeout: 10 * time.Second})
+	c, err := Dial("unix://"+sock, "", o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// TestSandboxDeadline: RunPodSandbox gets twice the per-call timeout, as the
+// kubelet gives it (remoteRuntimeService.RunPodSandbox); another call still
+// gets the timeout. A runtime that answers after 1.5 timeouts answers
+// RunPodSandbox, and ListContainers ends DeadlineExceeded.
+func TestSandboxDeadline(t *testing.T) {
+	const timeout = time.Second
+	srv := &slowRuntime{delay: timeout * 3 / 2, cancelled: make(chan string, 10)}
+	c := serveWith(t, srv, Options{Timeout: timeout})
+	for _, tc := range []struct {
+		method string
+		call   func() error
+		want   codes.Code
+	}{
+		{"RunPodSandbox", func() error {
+			_, err := c.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{})
+			return err
+		}, codes.OK},
+		{"ListContainers", func() error {
+			_, err := c.ListContainers(context.Background(), nil)
+			return err
+		}, codes.DeadlineExceeded},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			if err := tc.call(); status.Code(err) != tc.want {
+				t.Errorf("%s answered after %v with a %v timeout: %v, want %v", tc.method, srv.delay, timeout, err, tc.want)
+			}
+		})
+	}
+	if got := SandboxTimeout(2 * time.Minute); got != 4*time.Minute {
+		t.Errorf("SandboxTimeout(2m) = %v, want the kubelet's 4m0s", got)
+	}
 }
 
 // TestCreatingCallsSettle: a cancelled context does not abandon

@@ -26,10 +26,18 @@ func (c *Client) RuntimeConfig(ctx context.Context) (*runtimeapi.RuntimeConfigRe
 }
 
 // RunPodSandbox creates and starts a pod sandbox. It is not abandoned when
-// ctx is cancelled (see settled).
+// ctx is cancelled (see settled), and its deadline is SandboxTimeout of the
+// per-call timeout.
 func (c *Client) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
-	return invoke(settled(ctx), c, "RunPodSandbox", c.opts.Timeout, req, c.rt.RunPodSandbox)
+	return invoke(settled(ctx), c, "RunPodSandbox", SandboxTimeout(c.opts.Timeout), req, c.rt.RunPodSandbox)
 }
+
+// SandboxTimeout is RunPodSandbox's deadline for a per-call timeout t: twice
+// t, as the kubelet gives it (k8s.io/cri-client pkg/remote_runtime.go,
+// remoteRuntimeService.RunPodSandbox: "timeout := r.timeout * 2", 4 min with
+// the default runtimeRequestTimeout of 2 min), since the sandbox's network
+// setup (CNI ADD) runs inside the call.
+func SandboxTimeout(t time.Duration) time.Duration { return 2 * t }
 
 // PodSandboxStatus returns a sandbox's state and network status.
 func (c *Client) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatusResponse, error) {

@@ -89,7 +89,7 @@ var table = []Entry{
 		Next:       "The kubelet stops waiting (its deadline: 2 x runtimeRequestTimeout, 4 min by default), the runtime does not: its retry, at the next sync (10 s later), has the same name and fails `failed to reserve sandbox name` while the first call runs (sandbox-name-reserved).",
 		Confirm:    []string{"ps -ef | grep /opt/cni/bin  (a CNI plugin still running)", "crictl info  (lastCNILoadStatus, the network config)", "journalctl -u containerd --since -10min | grep -i -e cni -e RunPodSandbox"},
 		Fix:        "Make the hung part answer: restart the CNI's node agent (its DaemonSet pod), fix the IPAM or datastore it waits on; then restart containerd if the call is still stuck.",
-		Runtimes:   containerd + ": podstep's --timeout (the kubelet's deadline) passed while a CNI ADD hung; containerd 2.4 often ends the call at the deadline itself (RST_STREAM CANCEL) before the caller's own timer; through podstep proxy, the kubelet's call it gave up on reads context canceled (TestExplainSickProxy)",
+		Runtimes:   containerd + ": RunPodSandbox's deadline in podstep run (twice --timeout, as the kubelet's is twice runtimeRequestTimeout) passed while a CNI ADD hung; containerd 2.4 often ends the call at the deadline itself (RST_STREAM CANCEL) before the caller's own timer; through podstep proxy, the kubelet's call it gave up on reads context canceled (TestExplainSickProxy)",
 		Reproduced: "sandbox-create-timeout",
 		Seen: []string{
 			`context deadline exceeded`,

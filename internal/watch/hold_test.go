@@ -20,9 +20,10 @@ func TestHoldLetsGoBeforeDeadline(t *testing.T) {
 	var held atomic.Int32
 	h := NewHold(HoldOptions{AutoReleased: func(Held) { auto.Add(1) }, Holding: func(Held) { held.Add(1) }})
 	r := newRig(t, Options{Hold: h})
-	// A client whose calls carry a 2 s deadline (the kubelet's carry its
-	// runtimeRequestTimeout, 2 min by default).
-	c, err := cri.Dial(r.ep, "", cri.Options{Timeout: 2 * time.Second})
+	// A client whose RunPodSandbox carries a 2 s deadline: twice its 1 s
+	// timeout, as the kubelet's carries twice its runtimeRequestTimeout
+	// (4 min by default).
+	c, err := cri.Dial(r.ep, "", cri.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

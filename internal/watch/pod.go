@@ -1,7 +1,8 @@
 package watch
 
 import (
-	"github.com/podstep/podstep/internal/explain"
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,9 +15,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podstep/podstep/internal/cri"
+	"github.com/podstep/podstep/internal/explain"
 	"github.com/podstep/podstep/internal/podstate"
 	"github.com/podstep/podstep/internal/proxy"
 	"github.com/podstep/podstep/internal/reason"
+	"github.com/podstep/podstep/internal/safe"
 	"github.com/podstep/podstep/internal/steps"
 )
 
@@ -36,6 +39,17 @@ type ctr struct {
 	finished time.Time
 	init     bool   // inferred: see the package comment
 	hookErr  string // a failed postStart exec hook's message
+	// statusLog is the log file ContainerStatus named (absolute, the
+	// runtime's log_path), for a container whose CreateContainer podstep
+	// did not see.
+	statusLog string
+	// stopSent: the kubelet sent StopContainer for it, or StopPodSandbox
+	// for its sandbox, so its non-zero exit (137, 143) is the kill's, not
+	// a failure of its own.
+	stopSent bool
+	// exitSeen: ContainerStatus showed its non-zero exit; exitPending
+	// until the step that saw it explains it.
+	exitSeen, exitPending bool
 }
 
 // Pod is one pod's story as the kubelet's calls tell it.
@@ -163,6 +177,18 @@ func (p *Pod) callArrived(info *callInfo, c *proxy.Call, shown proto.Message) *o
 	switch info.kind {
 	case steps.KindStopContainers, steps.KindStopSandbox:
 		p.stopping = true
+		switch r := info.req.(type) {
+		case *runtimeapi.StopContainerRequest:
+			if k := p.w.byContainer[r.GetContainerId()]; k != nil {
+				k.stopSent = true
+			}
+		case *runtimeapi.StopPodSandboxRequest:
+			// It kills every container of the sandbox (the containers of
+			// a sandbox made after it are new ones).
+			for _, k := range p.containers {
+				k.stopSent = true
+			}
+		}
 	case steps.KindCreate:
 		p.inferInit(info.container)
 		if o := p.open["work"]; o != nil && o.kind == steps.KindPull && o.container == "" {
@@ -343,15 +369,26 @@ func (p *Pod) closeStep(o *openStep) {
 	s.Result = p.result(s)
 	s.Result.Warnings = append(s.Result.Warnings, o.notes...)
 	s.State = steps.Done
+	var exited *ctr
+	if s.Result.Err == nil {
+		if exited = p.exitIn(s); exited != nil {
+			s.Result.Reason = exited.reason
+			if s.Result.Reason == "" {
+				s.Result.Reason = reason.Error
+			}
+			s.Result.Message = fmt.Sprintf("container %q exited with code %d (%s)", exited.name, exited.exitCode, s.Result.Reason)
+			s.Result.Err = errors.New(s.Result.Message)
+		}
+	}
 	if s.Result.Err != nil {
 		s.State = steps.Failed
-		s.Result.Explanation = p.explain(s)
+		s.Result.Explanation = p.explain(s, exited)
 	}
 	snap := p.snapshot()
 	s.Changes = podstate.Diff(p.prev, snap)
 	s.Events = podstate.NewEvents(p.prev, snap)
 	s.Pod = &snap
-	if o.kind == steps.KindRelist && !o.keep && len(s.Changes) == 0 && len(s.Events) == 0 {
+	if o.kind == steps.KindRelist && !o.keep && s.State != steps.Failed && len(s.Changes) == 0 && len(s.Events) == 0 {
 		// A relist that found nothing new: counted with the polling.
 		for _, c := range s.Calls {
 			p.w.polling[c.Method]++
@@ -624,6 +661,16 @@ func (k *ctr) status(st *runtimeapi.ContainerStatus) {
 	}
 	k.state = st.GetState()
 	k.exitCode, k.reason, k.message = st.GetExitCode(), st.GetReason(), st.GetMessage()
+	if k.state == runtimeapi.ContainerState_CONTAINER_EXITED && k.exitCode != 0 && !k.exitSeen {
+		// An exit after the kubelet's StopContainer or StopPodSandbox is
+		// the kill's (137, 143), not a failure; decided now, as the step
+		// closes only when the next call comes.
+		k.exitSeen = true
+		k.exitPending = !k.stopSent
+	}
+	if st.GetLogPath() != "" {
+		k.statusLog = st.GetLogPath()
+	}
 	if st.GetStartedAt() > 0 {
 		k.started = time.Unix(0, st.GetStartedAt())
 	}
@@ -694,14 +741,49 @@ func (p *Pod) podRef() string { return p.Name + "_" + p.Namespace + "(" + p.UID 
 
 // explain matches a failed step of the kubelet's with the table of known
 // failures (internal/explain), its commands filled in with the pod's names.
-func (p *Pod) explain(s *steps.Step) *explain.Explanation {
-	e := explain.Find(explain.Failure{Reason: s.Result.Reason, Message: s.Result.Message})
+// exited, when set, is the container whose non-zero exit failed the step:
+// the last lines of its log are matched too (a program's own words, such
+// as "No space left on device", as `podstep run` reads them).
+func (p *Pod) explain(s *steps.Step, exited *ctr) *explain.Explanation {
+	f := explain.Failure{Reason: s.Result.Reason, Message: s.Result.Message}
+	name := s.Container
+	if exited != nil {
+		name = exited.name
+		if lines, err := p.exitLog(exited); err == nil {
+			f.Log = lines
+		} else {
+			s.Result.Warnings = append(s.Result.Warnings, "the container's log was not read: "+safe.Line(err.Error()))
+		}
+	}
+	e := explain.Find(f)
 	if e == nil {
 		return nil
 	}
-	v := explain.Values{Pod: p.Name, Namespace: p.Namespace, Container: s.Container}
-	if c := p.containers[s.Container]; c != nil {
+	v := explain.Values{Pod: p.Name, Namespace: p.Namespace, Container: name}
+	if c := p.containers[name]; c != nil {
 		v.Image, v.ContainerID = c.image, c.id
 	}
 	return e.Explain(v)
+}
+
+// exitIn is the container whose non-zero exit a ContainerStatus of step s
+// showed first, not yet explained (w.mu held); nil when there is none
+// (ctr.status leaves out the exits of a kill).
+func (p *Pod) exitIn(s *steps.Step) *ctr {
+	var found *ctr
+	for _, c := range s.Calls {
+		q, ok := c.Request.(*runtimeapi.ContainerStatusRequest)
+		if !ok {
+			continue
+		}
+		k := p.w.byContainer[q.GetContainerId()]
+		if k == nil || k.pod != p || !k.exitPending {
+			continue
+		}
+		k.exitPending = false
+		if found == nil {
+			found = k
+		}
+	}
+	return found
 }

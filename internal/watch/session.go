@@ -88,7 +88,7 @@ func NewSession(o SessionOptions) *Session {
 			Holding: s.holding, AutoReleased: s.autoReleased})
 	}
 	s.W = New(Options{Follow: o.Follow, Hold: s.Hold, OnPod: s.onPod, MaxPods: o.MaxPods, OnForget: s.onForget, OnRemoved: s.onRemoved,
-		Specs: o.Specs, OnSpec: s.onSpec, RequestTimeout: o.RequestTimeout, OnStuck: s.onStuck})
+		Specs: o.Specs, OnSpec: s.onSpec, RequestTimeout: o.RequestTimeout, OnStuck: s.onStuck, OnPLEG: s.onPLEG})
 	return s
 }
 
@@ -334,6 +334,35 @@ func (s *Session) onStuck(p *Pod, n StuckNote) {
 		}
 		fmt.Fprintf(s.o.Stdout, "%s%s\n", c.Sprint(word+":"), rest)
 	}
+}
+
+// onPLEG prints a note on the kubelet's relists under --auto: a line of
+// text, or a JSON line of type "pleg".
+func (s *Session) onPLEG(n PLEGNote) {
+	if !s.o.Auto {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.Output == report.JSON {
+		_, _ = s.o.Stdout.Write(jsonLine(plegLine{Type: "pleg", PLEGNote: n})) // unchecked, as the step lines
+		return
+	}
+	word, rest, _ := strings.Cut(n.Line(), ":")
+	c := color.New(color.FgYellow, color.Bold)
+	switch n.Event {
+	case "unhealthy":
+		c = color.New(color.FgRed, color.Bold)
+	case "relisted":
+		c = color.New(color.Faint)
+	}
+	fmt.Fprintf(s.o.Stdout, "%s%s\n", c.Sprint(word+":"), rest)
+}
+
+// plegLine is a PLEG note as a JSON line.
+type plegLine struct {
+	Type string `json:"type"`
+	PLEGNote
 }
 
 // stuckLine is a stuck-at note as a JSON line.

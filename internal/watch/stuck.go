@@ -85,7 +85,7 @@ const (
 func kubeletDeadline(method string, req proto.Message, t time.Duration) (time.Duration, string) {
 	switch method {
 	case "RunPodSandbox":
-		return 2 * t, "2 × runtimeRequestTimeout (remoteRuntimeService.RunPodSandbox)"
+		return cri.SandboxTimeout(t), "2 × runtimeRequestTimeout (remoteRuntimeService.RunPodSandbox)"
 	case "StopContainer":
 		g := time.Duration(0)
 		if r, ok := req.(*runtimeapi.StopContainerRequest); ok {

@@ -81,6 +81,10 @@ type Options struct {
 	// said, given up on by the kubelet; a pod that began or stopped
 	// waiting. It must not block; it may read the pod.
 	OnStuck func(*Pod, StuckNote)
+	// OnPLEG is called with the notes on the kubelet's PLEG relists
+	// (pleg.go): the last one late, PLEG unhealthy, relisting again. It
+	// must not block.
+	OnPLEG func(PLEGNote)
 }
 
 // DefaultMaxPods is Options.MaxPods's default.
@@ -112,6 +116,8 @@ type Watcher struct {
 	tokens      map[string]bool      // the service-account tokens values already told to the redactor
 	names       map[string]*holder   // sandbox and container names held by a call (stuck.go)
 	stuckQ      []stuckQueued        // stuck-at notes OnStuck has not seen
+	pleg        plegState            // the kubelet's relists (pleg.go)
+	plegQ       []PLEGNote           // PLEG notes OnPLEG has not seen
 	pokes       []*Pod               // pods whose calls in flight aged a second
 
 	deliverMu sync.Mutex // one delivery at a time, in queue order
@@ -266,6 +272,7 @@ func (w *Watcher) arrived(c *proxy.Call) {
 	w.mu.Lock()
 	info := w.classify(c, req)
 	w.calls[c.Seq] = info
+	w.plegArrived(c, req)
 	if !c.Streaming {
 		w.prepareStuck(info, c)
 	}
@@ -326,6 +333,7 @@ func (w *Watcher) done(c *proxy.Call) {
 	w.mu.Lock()
 	if info != nil {
 		w.stuckDone(info, c, resp)
+		w.plegDone(c, info.req)
 	}
 	if v, ok := resp.(*runtimeapi.VersionResponse); ok && v.GetRuntimeName() != "" {
 		w.runtime = v.GetRuntimeName()
@@ -373,6 +381,7 @@ func (w *Watcher) tick() {
 		}
 		w.mu.Lock()
 		w.checkStuck()
+		w.checkPLEG()
 		now := w.opts.Now()
 		for _, p := range w.list {
 			for _, o := range p.openSteps() {
@@ -395,11 +404,14 @@ func (w *Watcher) deliver() {
 	defer w.deliverMu.Unlock()
 	for {
 		w.mu.Lock()
-		q, np, removed, gone, notes, sq, pokes := w.queue, w.newPods, w.gone, w.forgotten, w.specNotes, w.stuckQ, w.pokes
-		w.queue, w.newPods, w.gone, w.forgotten, w.specNotes, w.stuckQ, w.pokes = nil, nil, nil, nil, nil, nil, nil
+		q, np, removed, gone, notes, sq, pokes, pq := w.queue, w.newPods, w.gone, w.forgotten, w.specNotes, w.stuckQ, w.pokes, w.plegQ
+		w.queue, w.newPods, w.gone, w.forgotten, w.specNotes, w.stuckQ, w.pokes, w.plegQ = nil, nil, nil, nil, nil, nil, nil, nil
 		w.mu.Unlock()
-		if len(q) == 0 && len(np) == 0 && len(removed) == 0 && len(gone) == 0 && len(notes) == 0 && len(sq) == 0 && len(pokes) == 0 {
+		if len(q) == 0 && len(np) == 0 && len(removed) == 0 && len(gone) == 0 && len(notes) == 0 && len(sq) == 0 && len(pokes) == 0 && len(pq) == 0 {
 			return
+		}
+		for _, n := range pq {
+			w.opts.OnPLEG(n)
 		}
 		for _, p := range np {
 			if w.opts.OnPod != nil {

@@ -116,9 +116,10 @@ func TestExplainReal(t *testing.T) {
 			image: untrustedRegistry, proxy: "image-x509-untrusted", want: "image-x509-untrusted"},
 		// A node whose disk is full: the container's writable layer is on a
 		// 64 MiB tmpfs with containerd's state, and the container writes
-		// until the kernel says ENOSPC.
+		// until the kernel says ENOSPC. The proxy reads the same last log
+		// line as the run (the log's end, from the pod's log directory).
 		{name: "no-space-left", manifest: pod("full", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'dd if=/dev/zero of=/fill bs=1M']}]\n"),
-			want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
+			proxy: "no-space-left", want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
 		// The same full disk at a pull: the layers do not fit.
 		{name: "no-space-left-pull", manifest: "SECRET" + pod("fullpull", "  imagePullSecrets: [{name: reg}]\n  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
 			want: "no-space-left", sick: &sickCase{disk: "6m"}},
@@ -136,9 +137,11 @@ func TestExplainReal(t *testing.T) {
 		// file of a sandbox long gone.
 		{name: "cni-ip-exhausted", manifest: pod("noip", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
 			proxy: "cni-ip-exhausted", want: "cni-ip-exhausted", sick: &sickCase{network: "sick-ipam", conflist: exhaustedConflist, prepare: leakAddresses}},
-		// A CNI ADD that hangs: the run's deadline for RunPodSandbox (the
-		// kubelet's is 4 min) passes. The run again through the proxy is the
-		// kubelet's retry while the first call still hangs: name is reserved.
+		// A CNI ADD that hangs: the run's deadline for RunPodSandbox passes
+		// (twice --timeout: 6 s, as the kubelet's is twice its
+		// runtimeRequestTimeout, 4 min). The run again through the proxy is
+		// the kubelet's retry while the first call still hangs: name is
+		// reserved.
 		{name: "sandbox-create-timeout", manifest: pod("hang", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
 			proxy: "sandbox-name-reserved", want: "sandbox-create-timeout", extra: []string{"--timeout", "3s"}, sick: &sickCase{plugins: map[string]string{"podstep-hang": hangingPlugin},
 				network: "sick-hang", conflist: sickConflist("sick-hang", "podstep-hang")}},

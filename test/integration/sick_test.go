@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -433,4 +434,96 @@ func smallDisk(t *testing.T, size string) string {
 		_ = os.Remove(dir)
 	})
 	return dir
+}
+
+// TestPLEGStoppedRuntime: a runtime that stops answering (the sick node's
+// containerd stopped with SIGSTOP, as a containerd stuck on its disk or
+// its locks) behind podstep proxy, while a client relists as the kubelet's
+// PLEG does (an unfiltered ListPodSandbox, then ListContainers, each
+// second: GenericPLEG.Relist): the proxy says the relist late 5 s after
+// the last one began, naming the list call it waits on, and says it again
+// once the runtime answers (SIGCONT).
+func TestPLEGStoppedRuntime(t *testing.T) {
+	e := setup(t)
+	n := startSick(t, e, "", nil)
+	pid, err := shadow.ServingPID(n.sh.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "sxl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "p.sock")
+	p := n.env.startProxy(t, sock)
+	c := dialCRI(t, "unix://"+sock)
+	var mu sync.Mutex
+	var began time.Time // the last relist's start
+	stop := make(chan struct{})
+	relisted := make(chan struct{})
+	go func() {
+		defer close(relisted)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			now := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			_, err := c.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{}})
+			if err == nil {
+				_, err = c.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{}})
+			}
+			cancel()
+			if err == nil {
+				mu.Lock()
+				began = now
+				mu.Unlock()
+			}
+			time.Sleep(time.Second) // the kubelet's genericPlegRelistPeriod
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-relisted })
+	raw := func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return strings.Join(p.raw, "\n")
+	}
+	time.Sleep(3500 * time.Millisecond) // three relists: a kubelet's PLEG
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume) // never leave it stopped
+	late := regexp.MustCompile(`"type":"pleg","event":"late",[^\n]*"open":\{"seq":\d+,"method":"(ListPodSandbox|ListContainers)"`)
+	var seen time.Duration
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end) && seen == 0; time.Sleep(20 * time.Millisecond) {
+		if late.MatchString(raw()) {
+			mu.Lock()
+			seen = time.Since(began)
+			mu.Unlock()
+		}
+	}
+	resume()
+	if seen == 0 {
+		t.Fatalf("no late relist said in 15 s of a stopped runtime:\n%s", raw())
+	}
+	t.Logf("the late relist was said %s after it began: %s", seen.Round(time.Millisecond), late.FindString(raw()))
+	if seen < 5*time.Second || seen > 7*time.Second {
+		t.Errorf("said %s after the last relist began, want about 5 s", seen)
+	}
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if strings.Contains(raw(), `"type":"pleg","event":"relisted"`) {
+			return
+		}
+	}
+	t.Errorf("no relisted note after SIGCONT:\n%s", raw())
 }
