@@ -70,7 +70,7 @@ var table = []Entry{
 		Next:       "FailedCreatePodSandBox again at every sync (10 s apart) while the first call runs; once it ends the name is free: if it made the sandbox, the kubelet finds it at the next sync and uses it, else its next RunPodSandbox starts over.",
 		Confirm:    []string{"crictl pods --name {POD} --namespace {NAMESPACE}  (the first call's sandbox once it is made)", "journalctl -u containerd | grep -e RunPodSandbox -e 'is reserved'  (when the first call started, what it waits on)", "ps -ef | grep /opt/cni/bin  (a CNI plugin still running for the pod)"},
 		Fix:        "Find what the first call waits on (its CNI plugin, its node agent, the pause image pull) and fix that; the retries stop by themselves. Restarting containerd ends the stuck call (the kubelet then makes the sandbox anew).",
-		Runtimes:   containerd + "; CRI-O's texts (from its source, untested): `error reserving pod name NAME for id ID: ...`, `conflict, name NAME already reserved for pod ID`",
+		Runtimes:   containerd + "; the real kubelet v1.37's retry through podstep proxy, its first call named as the cause (TestKubeletNameReserved); CRI-O's texts (from its source, untested): `error reserving pod name NAME for id ID: ...`, `conflict, name NAME already reserved for pod ID`",
 		Reproduced: "sandbox-name-reserved",
 		Seen: []string{
 			`failed to reserve sandbox name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0": name "reserved_default_5e1c0b7a-0000-4000-8000-000000000035_0" is reserved for "a3b0c04a4e6e51b61f3918c88912e6b14173217b2b24c22c6ee29a0a80a060cb"`,
