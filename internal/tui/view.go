@@ -75,7 +75,8 @@ func (m *model) View() tea.View {
 	return v
 }
 
-// render is the screen as a string: header, body, status line, help bar.
+// render is the screen as a string: header, the node banner (NodeNoter,
+// none without a note), body, status line, help bar.
 // The body is the help screen, the timeline, or the panes side by side,
 // each drawn by its sub-model into the box the layout gives it.
 func (m *model) render() string {
