@@ -80,6 +80,14 @@ func TestNodeBanner(t *testing.T) {
 		t.Errorf("a late relist is not in the warning style")
 	}
 
+	// The smallest window the layout is for: the banner's rows come from
+	// the body, the frame stays minH rows.
+	m.Update(resize(minW, minH))
+	if r := rows(); len(r) != minH || !strings.HasPrefix(r[1], "pleg:") {
+		t.Errorf("%dx%d: %d rows, want %d with the banner:\n%s", minW, minH, len(r), minH, frameOf(m))
+	}
+	m.Update(resize(80, 24))
+
 	f.set(plegSick, true)
 	m.refresh()
 	if r := rows(); len(r) != 24 || !strings.Contains(r[1], "3m1s ago: PLEG is not healthy") || !strings.Contains(m.render(), styleOn(m.st.Failed)+"pleg:") {
