@@ -58,7 +58,8 @@ type SessionOptions struct {
 
 // Page is the live page (internal/live's Server): a recording's lines
 // that it shows, Switch, to show another run from its start, and Note, a
-// line of the page's own (the stuck-at view's JSON lines), not recorded.
+// line of the page's own (the stuck-at view's and the PLEG notes' JSON
+// lines), not recorded.
 type Page interface {
 	session.Teed
 	Switch(h record.Header, src record.Source, rt render.Runtime, pod string) error
