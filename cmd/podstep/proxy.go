@@ -60,4 +60,7 @@ NodePublish calls show in the pods' volumes stage.`,
 	return cmd
 }
 
-var _ tui.Live = (*watch.Pod)(nil)
+var (
+	_ tui.Live      = (*watch.Pod)(nil)
+	_ tui.NodeNoter = (*watch.Pod)(nil) // the PLEG banner
+)

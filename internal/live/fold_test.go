@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -87,6 +88,59 @@ process.stdout.write(out.join("\n") + "\n");
 				if !reflect.DeepEqual(g, w.Pod) {
 					t.Fatalf("step line %d: the page folded\n%s\nwant\n%s", i+1, got[i], want[i])
 				}
+			}
+		})
+	}
+}
+
+// TestPagePLEGBanner: the page's podstepPLEG (live.js, run by node) makes
+// the node's banner from proxy's "pleg" lines (watch.PLEGNote's JSON): a
+// late relist with the call in flight, its ages ticking; unhealthy (and a
+// late one that ticked past the threshold) severe; "relisted" none.
+func TestPagePLEGBanner(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not installed (hack/test.sh installs nodejs): CI=true runs the page's PLEG banner")
+		}
+		t.Skip("node is not installed: the page's PLEG banner is not run (hack/test.sh installs nodejs; CI=true fails here)")
+	}
+	js, err := files.ReadFile("live.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok1 := strings.Cut(string(js), "// pleg:begin\n")
+	fn, _, ok2 := strings.Cut(rest, "// pleg:end\n")
+	if !ok1 || !ok2 {
+		t.Fatal("live.js has no // pleg:begin … // pleg:end section")
+	}
+	for _, tc := range []struct {
+		name, line string
+		since      int
+		want       string // "null", or severe + " " + text
+	}{
+		{"late", `{"type":"pleg","event":"late","age_ms":31000,"threshold_ms":180000,"open":{"seq":7,"method":"ListContainers","age_ms":30000}}`, 0,
+			"false PLEG: the kubelet's last relist was 31s ago (every 1s when the runtime answers; PLEG turns unhealthy at 3m0s: the node goes NotReady); waiting on ListContainers #7 30s, no answer"},
+		{"late, ticking", `{"type":"pleg","event":"late","age_ms":5000,"threshold_ms":180000}`, 2500,
+			"false PLEG: the kubelet's last relist was 7.5s ago (every 1s when the runtime answers; PLEG turns unhealthy at 3m0s: the node goes NotReady)"},
+		{"unhealthy", `{"type":"pleg","event":"unhealthy","age_ms":181000,"threshold_ms":180000}`, 0,
+			"true PLEG: the kubelet's last relist was 3m1s ago: PLEG is not healthy (over 3m0s): the node is NotReady and the kubelet syncs no pod until a relist goes through"},
+		{"late past the threshold", `{"type":"pleg","event":"late","age_ms":120000,"threshold_ms":180000}`, 61000,
+			"true PLEG: the kubelet's last relist was 3m1s ago: PLEG is not healthy (over 3m0s): the node is NotReady and the kubelet syncs no pod until a relist goes through"},
+		{"relisted", `{"type":"pleg","event":"relisted","age_ms":40000,"threshold_ms":180000}`, 0, "null"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := `"use strict";
+` + fn + `
+const v = podstepPLEG(JSON.parse(process.argv[1]), Number(process.argv[2]));
+process.stdout.write(v === null ? "null" : v.severe + " " + v.text);
+`
+			out, err := exec.Command(node, "-e", script, tc.line, strconv.Itoa(tc.since)).Output()
+			if err != nil {
+				t.Fatalf("node: %v", err)
+			}
+			if string(out) != tc.want {
+				t.Errorf("got  %s\nwant %s", out, tc.want)
 			}
 		})
 	}

@@ -48,6 +48,28 @@ function podstepFoldPod(prev, d) {
   return { phase: d.phase, display: d.display, ready: d.ready, restarts: d.restarts, status: st };
 }
 // fold:end
+// pleg:begin
+// podstepPLEG is the node's PLEG banner for a "pleg" line (podstep
+// proxy's note on the kubelet's relists), sinceMs after it came: its text,
+// the ages ticking, and whether PLEG is unhealthy (the node NotReady);
+// null for "relisted" (the relists go through again: no banner).
+function podstepPLEG(m, sinceMs) {
+  if (!m || m.event === "relisted") return null;
+  const dur = (msv) => {
+    const s = Math.max(0, Math.floor(msv / 1000));
+    if (msv < 10000) return (Math.max(0, msv) / 1000).toFixed(1) + "s";
+    const h = Math.floor(s / 3600), mn = Math.floor((s % 3600) / 60), r = s % 60;
+    return (h ? h + "h" : "") + (h || mn ? mn + "m" : "") + r + "s";
+  };
+  const a = (m.age_ms || 0) + sinceMs, th = m.threshold_ms || 180000;
+  const severe = m.event === "unhealthy" || a >= th;
+  let t = "PLEG: the kubelet's last relist was " + dur(a) + " ago";
+  t += severe ? ": PLEG is not healthy (over " + dur(th) + "): the node is NotReady and the kubelet syncs no pod until a relist goes through"
+    : " (every 1s when the runtime answers; PLEG turns unhealthy at " + dur(th) + ": the node goes NotReady)";
+  if (m.open) t += "; waiting on " + m.open.method + " #" + m.open.seq + " " + dur((m.open.age_ms || 0) + sinceMs) + ", no answer";
+  return { text: t, severe: severe };
+}
+// pleg:end
 (function () {
   const $ = (id) => document.getElementById(id);
   const FOLD_MS = 1000; // a gap longer than this between steps is folded
@@ -79,6 +101,7 @@ function podstepFoldPod(prev, d) {
     ["steps", "events", "timeline", "containers", "podfacts", "scenario"].forEach((id) => clear($(id)));
     $("scenario").hidden = true;
     stuck = null; drawStuck();
+    pleg = null; drawPLEG();
     fitDisplay("—"); $("outcome").textContent = ""; $("outcome").className = "badge";
     $("failure").hidden = true; $("lost").hidden = true; $("now").textContent = "";
   }
@@ -307,6 +330,19 @@ function podstepFoldPod(prev, d) {
   }
   setInterval(() => { if (stuck && (stuck.calls || []).length) drawStuck(); }, 1000);
 
+  // The node's PLEG banner (podstep proxy), from the last "pleg" line: the
+  // node's, not the pod's (the proxy gives it again after a start over).
+  let pleg = null, plegAt = 0;
+  function drawPLEG() {
+    const b = $("pleg"), v = podstepPLEG(pleg, Date.now() - plegAt);
+    b.hidden = !v;
+    if (!v) return;
+    b.textContent = v.text;
+    b.className = v.severe ? "pleg severe" : "pleg";
+  }
+  function onPLEG(m) { pleg = m; plegAt = Date.now(); drawPLEG(); }
+  setInterval(() => { if (pleg) drawPLEG(); }, 1000);
+
   function onLine(e) {
     let m;
     try { m = JSON.parse(e.data); } catch (_) { return; }
@@ -318,6 +354,7 @@ function podstepFoldPod(prev, d) {
       case "step": onStep(m); break;
       case "summary": onSummary(m); break;
       case "stuck": onStuck(m); break;
+      case "pleg": onPLEG(m); break;
     }
   }
 

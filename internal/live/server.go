@@ -258,7 +258,8 @@ func (s *Server) nameScenario(h record.Header) {
 
 // Note sends the pages one line of their own, not a recording's: `podstep
 // proxy`'s stuck-at view ({"type":"stuck",...}), which the page shows as
-// the calls in flight, their ages ticking. A nil Server drops it.
+// the calls in flight, their ages ticking, and its PLEG notes
+// ({"type":"pleg",...}), the node's banner. A nil Server drops it.
 func (s *Server) Note(line []byte) {
 	if s == nil || len(line) == 0 {
 		return

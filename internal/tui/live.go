@@ -2,11 +2,13 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/podstep/podstep/internal/steps"
 )
@@ -18,6 +20,45 @@ import (
 // call's deadline): the TUI re-reads it, and the list of steps may grow.
 type Live interface {
 	Changed() <-chan struct{}
+}
+
+// NodeNoter is a Live engine that also says what the node as a whole is
+// stuck on (podstep proxy: the kubelet's PLEG relists are late, or PLEG is
+// unhealthy and the node NotReady). NodeNote is the newest such note, ""
+// when none stands (the relists went through again); severe marks one
+// that stops every pod. The TUI shows it as a banner under the header,
+// re-read with the rest on each change.
+type NodeNoter interface {
+	NodeNote() (line string, severe bool)
+}
+
+// nodeNote is the banner's note (NodeNoter), "" for none.
+type nodeNote struct {
+	line   string
+	severe bool
+}
+
+// nodeRows is the most rows the node banner takes from the body.
+const nodeRows = 2
+
+// bannerLines is the node banner in w cells: the note wrapped on words,
+// at most nodeRows lines (the last cut with "…"), none without a note.
+func (m *model) bannerLines(w int) []string {
+	if m.node.line == "" {
+		return nil
+	}
+	st := m.st.Warning
+	if m.node.severe {
+		st = m.st.Failed
+	}
+	ls := strings.Split(ansi.Wordwrap(line(m.node.line), w, ""), "\n")
+	if len(ls) > nodeRows {
+		ls = append(ls[:nodeRows-1], strings.Join(ls[nodeRows-1:], " "))
+	}
+	for i, l := range ls {
+		ls[i] = fit(st.Render(l), w)
+	}
+	return ls
 }
 
 // running is the keypress's run under way, if any.

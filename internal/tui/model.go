@@ -38,6 +38,7 @@ type model struct {
 	last   lastChange // what the last step changed: highlighted until the next one starts
 	lastID int        // the last step that ran
 	nextID int        // the step Next would run (0: none)
+	node   nodeNote   // what the node is stuck on (NodeNoter), under the header
 	ver    int        // bumped whenever steps change (detail cache key)
 
 	// The panes' sub-models (plan.go, step.go, pod.go, events.go), the
@@ -147,6 +148,9 @@ func (m *model) refresh() {
 	}
 	m.steps = cleanSteps(m.eng.Steps())
 	m.pod = m.eng.PodState()
+	if n, ok := m.eng.(NodeNoter); ok {
+		m.node.line, m.node.severe = n.NodeNote()
+	}
 	m.nextID = 0
 	s, ok := m.eng.NextStep()
 	if ok {

@@ -23,7 +23,7 @@ const minW, minH = 60, 16
 
 func (m *model) layoutFor(podNeed int) layout {
 	w, h := max(m.width, minW), max(m.height, minH)
-	l := layout{w: w, bodyH: h - 3}
+	l := layout{w: w, bodyH: h - 3 - len(m.bannerLines(w))}
 	l.planW = min(max(w*3/8, 26), 44)
 	l.rightW = w - l.planW - 1
 	l.podH = min(podNeed, max(3, l.bodyH*3/10))
@@ -75,7 +75,8 @@ func (m *model) View() tea.View {
 	return v
 }
 
-// render is the screen as a string: header, body, status line, help bar.
+// render is the screen as a string: header, the node banner (NodeNoter,
+// none without a note), body, status line, help bar.
 // The body is the help screen, the timeline, or the panes side by side,
 // each drawn by its sub-model into the box the layout gives it.
 func (m *model) render() string {
@@ -84,8 +85,9 @@ func (m *model) render() string {
 	pod := m.podP.lines(rv, l.rightW-1)
 	l = m.layoutFor(len(pod))
 
-	lines := make([]string, 0, l.bodyH+3)
+	lines := make([]string, 0, l.bodyH+3+nodeRows)
 	lines = append(lines, m.headerView(l.w))
+	lines = append(lines, m.bannerLines(l.w)...)
 	if m.ui == uiHelp {
 		lines = append(lines, m.helpS.view(m.helpKeys(), m.replay != nil, l.w, l.bodyH)...)
 	} else if m.screen == screenTimeline {

@@ -140,3 +140,51 @@ func contains(ss []string, s string, from ...int) bool {
 	}
 	return false
 }
+
+// TestPagePLEGBanner: proxy --serve's page gets the PLEG notes as
+// {"type":"pleg"} lines (its node-wide banner), and a late one that still
+// stands when the page moves to a newer pod is given to the pages again
+// after they start over; once "relisted" took it down, not again.
+func TestPagePLEGBanner(t *testing.T) {
+	page := live.New()
+	ts := httptest.NewServer(page.Handler())
+	defer ts.Close()
+	s := NewSession(SessionOptions{Stdout: io.Discard, Stderr: io.Discard, Page: page, Header: record.Header{}})
+	px := startProxied(t, s.Hooks())
+	ctx := context.Background()
+	settle := func() { time.Sleep(120 * time.Millisecond) }
+	late := PLEGNote{Event: "late", AgeMs: 31000, ThresholdMs: PLEGThreshold.Milliseconds(),
+		Open: &PLEGCall{Seq: 7, Method: "ListContainers", AgeMs: 30000}}
+
+	stream := pageStream(t, ts.URL)
+	newKubelet(t, px.client, sandboxConfig("a", "uid-a")).sandbox(ctx)
+	settle()
+	s.onPLEG(late)
+	newKubelet(t, px.client, sandboxConfig("b", "uid-b")).sandbox(ctx)
+	settle()
+	s.onPLEG(PLEGNote{Event: "relisted", AgeMs: 40000, ThresholdMs: PLEGThreshold.Milliseconds()})
+	newKubelet(t, px.client, sandboxConfig("c", "uid-c")).sandbox(ctx)
+	settle()
+	s.Close(px.srv.Stop)
+	page.Close()
+
+	got := <-stream
+	t.Logf("the page: %q", got)
+	// Each start over, and whether a pleg line came after it.
+	var plegs []int
+	for _, l := range got {
+		switch l {
+		case "hello":
+			plegs = append(plegs, 0)
+		case "pleg":
+			if len(plegs) > 0 {
+				plegs[len(plegs)-1]++
+			}
+		}
+	}
+	// Pod a: the late note; pod b: the late note again, then relisted;
+	// pod c: none.
+	if len(plegs) != 3 || plegs[0] != 1 || plegs[1] != 2 || plegs[2] != 0 {
+		t.Errorf("pleg lines after each start over: %v; want [1 2 0] (a: late; b: late again, relisted; c: none)", plegs)
+	}
+}

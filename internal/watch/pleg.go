@@ -98,6 +98,7 @@ type plegState struct {
 	said     int       // the ages said of the last relist
 	late     bool      // a late relist was said, no relist went through on time since
 	open     map[uint64]PLEGCall
+	note     PLEGNote // the newest note (NodeNote), Event "" before the first
 }
 
 // relistCall says whether req is one of the kubelet's PLEG relist calls: a
@@ -189,9 +190,6 @@ func (w *Watcher) checkPLEG() {
 // notePLEG queues a note for Options.OnPLEG (w.mu held): the relist
 // that began at last, at now ("relisted": now is the next relist's start).
 func (w *Watcher) notePLEG(event string, last, now time.Time) {
-	if w.opts.OnPLEG == nil {
-		return
-	}
 	n := PLEGNote{Event: event, LastRelist: last, At: now, AgeMs: now.Sub(last).Milliseconds(), ThresholdMs: PLEGThreshold.Milliseconds()}
 	for _, o := range w.pleg.open {
 		if event == "relisted" {
@@ -205,5 +203,24 @@ func (w *Watcher) notePLEG(event string, last, now time.Time) {
 	if n.Open != nil {
 		n.Open.AgeMs = now.Sub(n.Open.Sent).Milliseconds()
 	}
-	w.plegQ = append(w.plegQ, n)
+	// The TUIs of the pods followed re-read it (Pod.NodeNote).
+	w.pleg.note = n
+	w.pokes = append(w.pokes, w.list...)
+	if w.opts.OnPLEG != nil {
+		w.plegQ = append(w.plegQ, n)
+	}
+}
+
+// NodeNote is what the node as a whole is stuck on, for the TUI
+// (tui.NodeNoter): the newest PLEG note's line while the kubelet's relists
+// are late ("" once one went through again, or before any was late), and
+// whether PLEG is unhealthy (the node is NotReady).
+func (p *Pod) NodeNote() (line string, severe bool) {
+	p.w.mu.Lock()
+	n := p.w.pleg.note
+	p.w.mu.Unlock()
+	if n.Event == "" || n.Event == "relisted" {
+		return "", false
+	}
+	return n.Line(), n.Event == "unhealthy"
 }

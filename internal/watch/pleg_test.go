@@ -92,6 +92,18 @@ func TestPLEG(t *testing.T) {
 				if got := strings.Join(lines, "|"); got != s.want {
 					t.Errorf("at %v (%s):\n got %q\nwant %q", s.at, s.do, got, s.want)
 				}
+				// The TUI's banner (Pod.NodeNote): the newest note until a
+				// relist went through again.
+				if s.want != "" {
+					node, severe := (&Pod{w: r.w}).NodeNote()
+					want := s.want
+					if strings.Contains(want, "relisted again") {
+						want = ""
+					}
+					if node != want || severe != strings.Contains(want, "not healthy") {
+						t.Errorf("at %v: NodeNote %q %v, want %q", s.at, node, severe, want)
+					}
+				}
 			}
 		})
 	}

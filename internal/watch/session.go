@@ -2,6 +2,7 @@ package watch
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,7 +58,8 @@ type SessionOptions struct {
 
 // Page is the live page (internal/live's Server): a recording's lines
 // that it shows, Switch, to show another run from its start, and Note, a
-// line of the page's own (the stuck-at view's JSON lines), not recorded.
+// line of the page's own (the stuck-at view's and the PLEG notes' JSON
+// lines), not recorded.
 type Page interface {
 	session.Teed
 	Switch(h record.Header, src record.Source, rt render.Runtime, pod string) error
@@ -78,6 +80,7 @@ type Session struct {
 	pagePod  atomic.Pointer[Pod]       // the pod the live page shows
 	recs     map[*Pod]*record.Recorder // --record-dir's, until finished
 	seq      atomic.Uint64             // the calls of every server (CRI, CSI drivers), numbered as one
+	plegLine atomic.Pointer[[]byte]    // the newest PLEG note's JSON line, for the page after a Switch
 }
 
 // NewSession makes the session and its watcher.
@@ -160,6 +163,11 @@ func (s *Session) showOnPage(p *Pod) {
 		err = s.o.Page.Start(h, p, s.o.Runtime, p.Key())
 	} else {
 		err = s.o.Page.Switch(h, p, s.o.Runtime, p.Key())
+		// The pages started over: the node's PLEG banner, if one
+		// stands, is the node's, not the pod's.
+		if l := s.plegLine.Load(); l != nil && !bytes.Contains(*l, []byte(`"event":"relisted"`)) {
+			s.o.Page.Note(*l)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(s.o.Stderr, "podstep: --serve: %s: %v\n", p.Key(), err)
@@ -336,16 +344,23 @@ func (s *Session) onStuck(p *Pod, n StuckNote) {
 	}
 }
 
-// onPLEG prints a note on the kubelet's relists under --auto: a line of
-// text, or a JSON line of type "pleg".
+// onPLEG says a note on the kubelet's relists: under --auto a line of
+// text, or a JSON line of type "pleg"; on the live page that JSON line
+// (a node-wide banner, which "relisted" takes down), given again to the
+// pages after each Switch while it stands.
 func (s *Session) onPLEG(n PLEGNote) {
+	line := jsonLine(plegLine{Type: "pleg", PLEGNote: n})
+	if s.o.Page != nil {
+		s.plegLine.Store(&line)
+		s.o.Page.Note(line)
+	}
 	if !s.o.Auto {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.o.Output == report.JSON {
-		_, _ = s.o.Stdout.Write(jsonLine(plegLine{Type: "pleg", PLEGNote: n})) // unchecked, as the step lines
+		_, _ = s.o.Stdout.Write(line) // unchecked, as the step lines
 		return
 	}
 	word, rest, _ := strings.Cut(n.Line(), ":")
