@@ -69,7 +69,9 @@ func startTUI(t *testing.T, session string, cols, rows int, args ...string) *tui
 	session = fmt.Sprintf("%s-%d", session, os.Getpid())
 	s := &tuiSession{t: t, tmux: tmux, session: session, done: filepath.Join(t.TempDir(), "exit-code")}
 	_ = exec.Command(tmux, "kill-session", "-t", session).Run() // a leftover session of that name, if any (fails when there is none)
-	cmdline := strings.Join(args, " ") + "; echo $? > " + s.done + "; sleep 60"
+	// The code is written beside and renamed: a reader never sees the
+	// file made but still empty (a replay's q once read "" there).
+	cmdline := strings.Join(args, " ") + "; echo $? > " + s.done + ".new; mv " + s.done + ".new " + s.done + "; sleep 60"
 	if out, err := exec.Command(tmux, "new-session", "-d", "-s", session, "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows), cmdline).CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v: %s", err, out)
 	}
