@@ -18,6 +18,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // TestInfo: `podstep info -r ENDPOINT` exits 0 and prints containerd's
@@ -331,6 +333,7 @@ func readCgroupInt(t *testing.T, ctl, path, file string) int64 {
 // TestHostPort: hostport.yaml's httpd answers on the host's 127.0.0.1:18080,
 // and no longer after cleanup.
 func TestHostPort(t *testing.T) {
+	testenv.HostLock(t) // the host's port 18080
 	e := setup(t)
 	d := newDirs(t)
 	r := e.mustRun(t, d, e.pod("hostport"), "--keep")
@@ -574,6 +577,9 @@ func TestAllPods(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
+			if filepath.Base(f) == "hostport.yaml" {
+				testenv.HostLock(t) // the host's port 18080
+			}
 			d := newDirs(t)
 			r := e.podstep(t, "run", "--auto", "-f", f, "-r", e.endpoint, "--grace-period", "0",
 				"--root-dir", d.root, "--log-dir", d.logs)

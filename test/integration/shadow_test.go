@@ -169,6 +169,7 @@ func newChains(before, after map[string]bool) []string {
 // (an image no registry has), and a run interrupted with SIGINT: each on a
 // shadow, the node's runtime as it was, and nothing of the shadow left.
 func TestShadowRunLeavesNodeAndHostAsTheyWere(t *testing.T) {
+	testenv.HostLock(t) // shadows: this test checks the host for what they leave
 	e := setup(t)
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	hello, err := os.ReadFile(e.pod("hello"))
@@ -274,6 +275,7 @@ func (e *env) interruptedRun(t *testing.T, args []string, sig syscall.Signal) *r
 // --keep keeps the shadow with the pod (shadowLeft sees it: the check can
 // fail), and `podstep cleanup` removes it all once the run has ended.
 func TestShadowKeptThenCleanedUp(t *testing.T) {
+	testenv.HostLock(t) // shadows: this test checks the host for what they leave
 	e := setup(t)
 	d := newDirs(t)
 	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint, "--shadow=always", "--keep",
@@ -300,6 +302,7 @@ func TestShadowKeptThenCleanedUp(t *testing.T) {
 // A run killed with SIGKILL cannot stop its shadow: its marker lets
 // `podstep cleanup` remove all of it.
 func TestShadowKilledThenCleanedUp(t *testing.T) {
+	testenv.HostLock(t) // shadows: this test checks the host for what they leave
 	e := setup(t)
 	d := newDirs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
@@ -361,6 +364,7 @@ func TestShadowKilledThenCleanedUp(t *testing.T) {
 // no kubelet sandbox, so the run is on it; with one (a sandbox carrying the
 // kubelet's labels, made here), the run goes to a shadow.
 func TestShadowAutoFollowsKubeletSandboxes(t *testing.T) {
+	testenv.HostLock(t) // shadows: this test checks the host for what they leave
 	e := setup(t)
 	d := newDirs(t)
 	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("hello"), "-r", e.endpoint, "--shadow=auto",
@@ -402,6 +406,7 @@ func TestShadowAutoFollowsKubeletSandboxes(t *testing.T) {
 // stays between runs is only the cache's root, nothing mounted, and
 // `podstep cleanup` removes it.
 func TestShadowImageCache(t *testing.T) {
+	testenv.HostLock(t) // shadows: this test checks the host for what they leave
 	e, reg := setupRegistry(t)
 	// A shadow dir of its own (PODSTEP_SHADOW_DIR), so that its cache
 	// beside it is this test's: another run's cleanup does not remove it.
@@ -483,6 +488,7 @@ func TestShadowImageCache(t *testing.T) {
 // namespace's root must reach as an unprivileged uid (runc: "remount-private
 // … permission denied" when it was under podstep's 0750 dir).
 func TestShadowUserNamespaces(t *testing.T) {
+	testenv.HostLock(t) // shadows: this test checks the host for what they leave
 	e := setup(t)
 	d := newDirs(t)
 	r := e.podstep(t, "run", "--auto", "-o", "json", "-f", e.pod("userns"), "-r", e.endpoint, "--shadow=always",

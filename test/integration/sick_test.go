@@ -20,6 +20,7 @@ import (
 	"github.com/podstep/podstep/internal/explain"
 	"github.com/podstep/podstep/internal/reason"
 	"github.com/podstep/podstep/internal/shadow"
+	"github.com/podstep/podstep/test/internal/testenv"
 )
 
 // A sick node: a private containerd made of the harness's own binary and
@@ -90,6 +91,7 @@ func removeDeadSick(ctx context.Context, t *testing.T) {
 // harness (its pause image always is).
 func startSick(t *testing.T, e *env, base string, plugins map[string]string, images ...string) *sickNode {
 	t.Helper()
+	testenv.HostLock(t) // a shadow: the other suite's shadow tests check the host
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	removeDeadSick(ctx, t)
