@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -286,28 +285,7 @@ func TestBenchImageConfig(t *testing.T) {
 	reg := imageconfigtest.New(t, user, password)
 	dig := reg.Push(t, "team/app", "1.0", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1000", Entrypoint: []string{"/server"}}))
 	source := reg.Host + "/team/app@" + dig
-	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
-	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.Host: map[string]string{"username": user, "password": password, "auth": auth}}})
-	pod := filepath.Join(t.TempDir(), "pod.yaml")
-	y := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: regcred}
-type: kubernetes.io/dockerconfigjson
-data:
-  .dockerconfigjson: %s
----
-apiVersion: v1
-kind: Pod
-metadata: {name: app}
-spec:
-  imagePullSecrets: [{name: regcred}]
-  securityContext: {runAsNonRoot: true}
-  containers:
-  - {name: app, image: %s/team/app:1.0, imagePullPolicy: Always}
-`, base64.StdEncoding.EncodeToString(cfg), reg.Host)
-	if err := os.WriteFile(pod, []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pod := regcredPod(t, reg.Host, user, password, "image: "+reg.Host+"/team/app:1.0, imagePullPolicy: Always")
 	benchOf := func(output string, n, warmup int) (string, int64) {
 		t.Helper()
 		before := reg.Requests()

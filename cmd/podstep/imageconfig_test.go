@@ -25,31 +25,7 @@ func TestRunImageConfig(t *testing.T) {
 	reg := imageconfigtest.New(t, user, password)
 	dig := reg.Push(t, "team/app", "1.0", imageconfigtest.ConfigJSON(imageconfig.Config{User: "1000", Entrypoint: []string{"/server"}}))
 	image, source := reg.Host+"/team/app:1.0", reg.Host+"/team/app@"+dig
-	manifest := func(pw string) string {
-		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
-		cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{reg.Host: map[string]string{"username": user, "password": pw, "auth": auth}}})
-		y := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: regcred}
-type: kubernetes.io/dockerconfigjson
-data:
-  .dockerconfigjson: %s
----
-apiVersion: v1
-kind: Pod
-metadata: {name: app}
-spec:
-  imagePullSecrets: [{name: regcred}]
-  securityContext: {runAsNonRoot: true}
-  containers:
-  - {name: app, image: %s}
-`, base64.StdEncoding.EncodeToString(cfg), image)
-		f := filepath.Join(t.TempDir(), "pod.yaml")
-		if err := os.WriteFile(f, []byte(y), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	manifest := func(pw string) string { return regcredPod(t, reg.Host, user, pw, "image: "+image) }
 	for _, tc := range []struct {
 		name, password, output string
 		exit                   int
@@ -112,4 +88,35 @@ func TestImageConfigFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2 and %q:\n%s%s", tc.args, code, tc.want, out, errOut)
 		}
 	}
+}
+
+// regcredPod writes a pod file: a dockerconfigjson Secret regcred with
+// user:password for host, and a pod "app" (runAsNonRoot) that names it in
+// imagePullSecrets and has one container "app" whose image fields are
+// image (e.g. "image: HOST/team/app:1.0").
+func regcredPod(t *testing.T, host, user, password, image string) string {
+	t.Helper()
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{"username": user, "password": password, "auth": auth}}})
+	y := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: regcred}
+type: kubernetes.io/dockerconfigjson
+data:
+  .dockerconfigjson: %s
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  imagePullSecrets: [{name: regcred}]
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - {name: app, %s}
+`, base64.StdEncoding.EncodeToString(cfg), image)
+	f := filepath.Join(t.TempDir(), "pod.yaml")
+	if err := os.WriteFile(f, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

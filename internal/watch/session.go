@@ -325,23 +325,11 @@ func (s *Session) onStuck(p *Pod, n StuckNote) {
 	if s.o.Page != nil && s.pagePod.Load() == p {
 		s.o.Page.Note(line)
 	}
-	if !s.o.Auto {
-		return
+	c := color.New(color.FgYellow, color.Bold)
+	if n.Event == "answered" || n.Event == "clear" {
+		c = color.New(color.Faint)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.o.Output == report.JSON {
-		_, _ = s.o.Stdout.Write(line) // unchecked, as the step lines
-		return
-	}
-	if l := n.Line(); l != "" {
-		word, rest, _ := strings.Cut(l, ":")
-		c := color.New(color.FgYellow, color.Bold)
-		if n.Event == "answered" || n.Event == "clear" {
-			c = color.New(color.Faint)
-		}
-		fmt.Fprintf(s.o.Stdout, "%s%s\n", c.Sprint(word+":"), rest)
-	}
+	s.printNote(line, n.Line(), c)
 }
 
 // onPLEG says a note on the kubelet's relists: under --auto a line of
@@ -354,6 +342,20 @@ func (s *Session) onPLEG(n PLEGNote) {
 		s.plegLine.Store(&line)
 		s.o.Page.Note(line)
 	}
+	c := color.New(color.FgYellow, color.Bold)
+	switch n.Event {
+	case "unhealthy":
+		c = color.New(color.FgRed, color.Bold)
+	case "relisted":
+		c = color.New(color.Faint)
+	}
+	s.printNote(line, n.Line(), c)
+}
+
+// printNote prints a note under --auto (nothing otherwise): its JSON line
+// under -o json, else its text ("" for none) with the word before the
+// first colon in c.
+func (s *Session) printNote(line []byte, text string, c *color.Color) {
 	if !s.o.Auto {
 		return
 	}
@@ -363,14 +365,10 @@ func (s *Session) onPLEG(n PLEGNote) {
 		_, _ = s.o.Stdout.Write(line) // unchecked, as the step lines
 		return
 	}
-	word, rest, _ := strings.Cut(n.Line(), ":")
-	c := color.New(color.FgYellow, color.Bold)
-	switch n.Event {
-	case "unhealthy":
-		c = color.New(color.FgRed, color.Bold)
-	case "relisted":
-		c = color.New(color.Faint)
+	if text == "" {
+		return
 	}
+	word, rest, _ := strings.Cut(text, ":")
 	fmt.Fprintf(s.o.Stdout, "%s%s\n", c.Sprint(word+":"), rest)
 }
 

@@ -340,15 +340,7 @@ func proxyExplains(t *testing.T, e *env, file, want string, extra []string) {
 	if r.code != 1 {
 		t.Errorf("the run through the proxy: exit %d, want 1\n%s", r.code, r)
 	}
-	id := `"explanation":{"id":"` + want + `"`
-	var out string
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		p.mu.Lock()
-		out = strings.Join(p.raw, "\n")
-		p.mu.Unlock()
-		if strings.Contains(out, id) {
-			return
-		}
+	if out, missing := p.waitOutput(30*time.Second, `"explanation":{"id":"`+want+`"`); len(missing) > 0 {
+		t.Errorf("the proxy's output names no %s:\n%s", want, out)
 	}
-	t.Errorf("the proxy's output names no %s:\n%s", want, out)
 }

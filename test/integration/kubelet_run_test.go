@@ -378,6 +378,26 @@ func (p *proxyRun) waitCalled(t *testing.T, d time.Duration) {
 	}
 }
 
+// waitOutput waits up to d for the proxy's output to hold every one of
+// wants; it returns that output (at the end of d, what there is) and the
+// wants it lacks.
+func (p *proxyRun) waitOutput(d time.Duration, wants ...string) (out string, missing []string) {
+	for end := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		p.mu.Lock()
+		out = strings.Join(p.raw, "\n")
+		p.mu.Unlock()
+		missing = missing[:0]
+		for _, w := range wants {
+			if !strings.Contains(out, w) {
+				missing = append(missing, w)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(end) {
+			return out, missing
+		}
+	}
+}
+
 func (p *proxyRun) stderrText() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

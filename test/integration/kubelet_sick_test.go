@@ -5,7 +5,6 @@ package integration
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -48,27 +47,14 @@ func TestKubeletNameReserved(t *testing.T) {
 
 	wants := []string{`"event":"gave-up"`, "reused the name of RunPodSandbox #", "which is the cause",
 		`"explanation":{"id":"sandbox-create-timeout"`, `"explanation":{"id":"sandbox-name-reserved"`}
-	var out string
-	for end := time.Now().Add(90 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		p.mu.Lock()
-		out = strings.Join(p.raw, "\n")
-		p.mu.Unlock()
-		missing := 0
-		for _, w := range wants {
-			if !strings.Contains(out, w) {
-				missing++
-			}
-		}
-		if missing == 0 {
-			t.Logf("the proxy named the reserved name and its cause %s after the pod was dropped",
-				time.Since(sent).Round(time.Second))
-			return
-		}
+	out, missing := p.waitOutput(90*time.Second, wants...)
+	if len(missing) == 0 {
+		t.Logf("the proxy named the reserved name and its cause %s after the pod was dropped",
+			time.Since(sent).Round(time.Second))
+		return
 	}
-	for _, w := range wants {
-		if !strings.Contains(out, w) {
-			t.Errorf("the proxy's output lacks %s", w)
-		}
+	for _, w := range missing {
+		t.Errorf("the proxy's output lacks %s", w)
 	}
 	t.Errorf("the proxy's output:\n%s\n%s", out, k.logTail(40))
 }

@@ -396,20 +396,9 @@ func TestExplainSickProxy(t *testing.T) {
 	t.Logf("the retry: %v", status.Convert(err).Message())
 	wants := []string{`"event":"gave-up"`, "reused the name of RunPodSandbox #1", "which is the cause",
 		`"explanation":{"id":"sandbox-create-timeout"`, `"explanation":{"id":"sandbox-name-reserved"`}
-	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		all := true
-		for _, w := range wants {
-			all = all && strings.Contains(raw(), w)
-		}
-		if all {
-			break
-		}
-	}
-	out := raw()
-	for _, w := range wants {
-		if !strings.Contains(out, w) {
-			t.Errorf("the proxy's output has no %s:\n%s", w, out)
-		}
+	out, missing := p.waitOutput(30*time.Second, wants...)
+	for _, w := range missing {
+		t.Errorf("the proxy's output has no %s:\n%s", w, out)
 	}
 	if testing.Verbose() {
 		t.Logf("proxy output:\n%s", out)
@@ -522,10 +511,7 @@ func TestPLEGStoppedRuntime(t *testing.T) {
 	if seen < 5*time.Second || seen > 7*time.Second {
 		t.Errorf("said %s after the last relist began, want about 5 s", seen)
 	}
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if strings.Contains(raw(), `"type":"pleg","event":"relisted"`) {
-			return
-		}
+	if out, missing := p.waitOutput(10*time.Second, `"type":"pleg","event":"relisted"`); len(missing) > 0 {
+		t.Errorf("no relisted note after SIGCONT:\n%s", out)
 	}
-	t.Errorf("no relisted note after SIGCONT:\n%s", raw())
 }
