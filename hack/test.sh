@@ -4,28 +4,29 @@
 # As root (CI), three lines of work at once, so that the machine's 2 cores are busy from the start
 # (cold, the CPU bounds the run; the suites themselves wait on runtimes and leave it mostly idle):
 #   A. the pinned builds (hack/prebuild.sh: the kubelet, the mock CSI driver, Jaeger, containerd 2
-#      and runc, etcd, the control plane, local-path-provisioner), from the Go module proxy, cached
-#      by version: the suites wait for them, so they run at the normal CPU priority;
+#      and runc, at the normal CPU priority: the suites wait for them; then etcd, the control plane
+#      and local-path-provisioner at nice 10), from the Go module proxy, cached by version;
 #   B. the checks (this script's --checks; nice 19, their own process group; output and results
-#      come before the summary):
-#        the linters (hack/lint.sh: golangci-lint, shellcheck), go vet, GOOS=darwin go build, the
-#        release snapshot, gofmt -l, go mod tidy -diff; then, once the pinned builds are done (their
-#        CPU is the suites' path), go test ./... (unit, raised to nice 5), hack/fuzz.sh and go test
-#        -race on the concurrent packages;
-#   C. the suites, in the foreground:
-#        go build -o $TMP/podstep ./cmd/podstep  →  hack/jaeger-up.sh (Jaeger v2, the tracing
-#        tests' OTLP receiver)  →  the integration suite against a real containerd and a private
-#        registry, once per runtime, both at once: Debian's containerd 1.6 and containerd 2.4.2
-#        (PODSTEP_CONTAINERD=1.6 / 2), each  hack/containerd-up.sh → go test -count=1 -tags
-#        integration ./test/integration/ -v → hack/containerd-down.sh  →  the cluster suite against
-#        a real Kubernetes v1.37.0 cluster: both harnesses up, then hack/cluster-up.sh (etcd,
-#        kube-apiserver, kube-controller-manager, kube-scheduler, and two nodes: a kubelet on each
-#        harness), two more harnesses no kubelet watches (the replay runtimes, containerd 1.6 and 2)
-#        → go test -count=1 -tags cluster ./test/cluster/ -v → hack/cluster-down.sh and all four
-#        harnesses down (always, from the trap).
-# The two integration suites share the host: the tests that need it alone (a shadow or sick node,
-# the host port 18080) take a lock on it (testenv.HostLock); each suite has its own kubelet ports
-# and second harness (runtimegone's). PODSTEP_TEST_SERIAL=1 runs the suites one after the other.
+#      come before the summary), in two lanes:
+#        the linters (hack/lint.sh: golangci-lint, shellcheck), GOOS=darwin go build, the release
+#        snapshot, hack/fuzz.sh and go test -race on the concurrent packages;
+#        go vet, gofmt -l, go mod tidy -diff, then, once the suites' pinned builds are done,
+#        go test ./... (unit, raised to nice 5);
+#   C. the suites: go build -o $TMP/podstep ./cmd/podstep  →  hack/jaeger-up.sh (Jaeger v2, the
+#      tracing tests' OTLP receiver)  →  three suites at once:
+#        the integration suite against a real containerd and a private registry, once per runtime
+#        (two background jobs): Debian's containerd 1.6 and containerd 2.4.2 (PODSTEP_CONTAINERD=1.6
+#        / 2), each  hack/containerd-up.sh → go test -count=1 -tags integration ./test/integration/
+#        -v → hack/containerd-down.sh;
+#        in the foreground, the cluster suite against a real Kubernetes v1.37.0 cluster: a harness
+#        per runtime for its nodes (node_env), then hack/cluster-up.sh (etcd, kube-apiserver,
+#        kube-controller-manager, kube-scheduler, and two nodes: a kubelet on each harness), two
+#        more harnesses no kubelet watches (the replay runtimes, containerd 1.6 and 2) → go test
+#        -count=1 -tags cluster ./test/cluster/ -v → hack/cluster-down.sh and its four harnesses
+#        down (always, from the trap).
+# The suites share the host: each has its own harnesses, registries, CNI networks and ports; the
+# tests that need the host alone (a shadow or sick node, the host's port 18080) take a lock on it
+# (testenv.HostLock). PODSTEP_TEST_SERIAL=1 runs the suites one after the other.
 #
 # Not root: the checks run in the foreground and the integration suite is SKIPPED (loudly); the
 # exit status is the checks'.
@@ -140,33 +141,41 @@ apt_tool() {
 
 # --- the checks ----------------------------------------------------------------------------------
 # checks RESULTS: the linters, vet, the builds for other platforms, gofmt, tidy, the unit tests,
-# the fuzz targets and the race run; each check's status and name into RESULTS, a line each.
-# As root this is the background job (--checks): it starts at nice 19 and raises the unit tests
-# to nice 5 once the pinned builds are done (PODSTEP_PREBUILD_PID): they then share the CPU with
-# the suites, which wait on the runtimes, and are not starved by the builds.
+# the fuzz targets and the race run; each check's status and name into RESULTS, a line each. Two
+# lanes side by side: the linters, the other platforms' builds, fuzz and race (checks_tools, its
+# output shown after the other lane's), and vet, gofmt, tidy and the unit tests (checks_code).
+# As root this is the background job (--checks) at nice 19; the unit tests wait for the suites'
+# pinned builds (PODSTEP_PREBUILD_SUITES_DONE, or hack/prebuild.sh's end) and then run at nice 5:
+# above the cluster's builds and the other checks, below the suites, and never starved by the
+# builds the suites wait for (their timeouts are wall-clock).
 RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./internal/bench ./cmd/podstep ./internal/trace ./internal/proxy ./internal/watch)
 checks() {
+	local out=$1 tools_log tools_pid
+	tools_log=$(mktemp /tmp/podstep-checks-tools.XXXXXX)
+	checks_tools "$out" >"$tools_log" 2>&1 </dev/null &
+	tools_pid=$!
+	checks_code "$out"
+	wait "$tools_pid"
+	cat "$tools_log"
+	rm -f "$tools_log"
+}
+check() { printf '%s\t%s\n' "$2" "$3" >>"$1"; } # check RESULTS STATUS NAME
+checks_tools() {
 	local out=$1 log rc
-	check() { printf '%s\t%s\n' "$1" "$2" >>"$out"; } # check STATUS NAME
 	# golangci-lint v2.15.0 (.golangci.yml; built once from the Go module proxy into
 	# ~/.cache/podstep/golangci-lint-v2.15.0) and shellcheck on hack/*.sh and .ci/run.
 	section "hack/lint.sh go (golangci-lint)"
 	bash hack/lint.sh go
-	check $? "golangci-lint (hack/lint.sh go)"
+	check "$out" $? "golangci-lint (hack/lint.sh go)"
 	section "hack/lint.sh shell (shellcheck)"
 	bash hack/lint.sh shell
-	check $? "shellcheck (hack/lint.sh shell)"
-
-	# One vet run with both suites' build tags (they add only their own packages' files).
-	section "go vet -tags integration,cluster ./..."
-	go vet -tags integration,cluster ./...
-	check $? "go vet -tags integration,cluster ./..."
+	check "$out" $? "shellcheck (hack/lint.sh shell)"
 
 	# Replay runs anywhere: everything but the runtime side builds for macOS too. -trimpath and no
 	# cgo as hack/release.sh builds, so the release's darwin/amd64 build below reuses these compiles.
 	section "GOOS=darwin go build ./..."
 	GOOS=darwin go build ./...
-	check $? "GOOS=darwin go build ./... (replay runs on macOS)"
+	check "$out" $? "GOOS=darwin go build ./... (replay runs on macOS)"
 
 	# The release build (version stamped, checksums), not published, for the two platforms whose
 	# compiles the steps above already made: linux/amd64 (vet's and the tests') and darwin/amd64
@@ -175,18 +184,39 @@ checks() {
 	# `bash hack/release.sh` builds all four.
 	section "hack/release.sh --snapshot (linux/amd64 darwin/amd64)"
 	PODSTEP_RELEASE_TARGETS="linux/amd64 darwin/amd64" bash hack/release.sh --snapshot
-	check $? "release snapshot (hack/release.sh --snapshot: linux/amd64 and darwin/amd64, checksums, stamped version)"
+	check "$out" $? "release snapshot (hack/release.sh --snapshot: linux/amd64 and darwin/amd64, checksums, stamped version)"
+
+	# The fuzz targets (manifest loading, recordings, the sanitiser: briefly, seeded from testdata:
+	# no panic, always exit 2) and the packages with goroutines (the engine and its actions, the
+	# TUI, the pod state tracker, the CRI client and its hooks, the simulated runtime, bench's pod
+	# workers, the signal handling in cmd, tracing, the proxy, watch) again under the race detector.
+	section "fuzz (hack/fuzz.sh)"
+	bash hack/fuzz.sh
+	check "$out" $? "fuzz (hack/fuzz.sh, 10 s per target)"
+	section "go test -race ${RACE_PKGS[*]}"
+	log=$(mktemp /tmp/podstep-race.XXXXXX)
+	CGO_ENABLED=1 gotest "$log" go test -race "${RACE_PKGS[@]}"
+	rc=$?
+	check "$out" $rc "go test -race (concurrent packages)$(failed_tests "$log")"
+	rm -f "$log"
+}
+checks_code() {
+	local out=$1 log rc
+	# One vet run with both suites' build tags (they add only their own packages' files).
+	section "go vet -tags integration,cluster ./..."
+	go vet -tags integration,cluster ./...
+	check "$out" $? "go vet -tags integration,cluster ./..."
 
 	section "gofmt -l"
 	local gofiles unformatted
 	mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*')
 	unformatted=$(gofmt -l "${gofiles[@]}")
 	[ -z "$unformatted" ] || printf 'gofmt would change:\n%s\n' "$unformatted"
-	check "$([ -z "$unformatted" ] && echo 0 || echo 1)" "gofmt -l (every Go file formatted)"
+	check "$out" "$([ -z "$unformatted" ] && echo 0 || echo 1)" "gofmt -l (every Go file formatted)"
 
 	section "go mod tidy -diff"
 	go mod tidy -diff
-	check $? "go mod tidy -diff (go.mod and go.sum are tidy)"
+	check "$out" $? "go mod tidy -diff (go.mod and go.sum are tidy)"
 
 	# internal/scenario's TestLessonsNameKubeletSource reads k8s.io/kubernetes v1.37.0 from the
 	# module cache (with CI=true its absence fails the test); the kubelet's build fetches it too.
@@ -195,9 +225,10 @@ checks() {
 
 	local nice=()
 	if [ -n "${PODSTEP_PREBUILD_PID:-}" ]; then
-		section "waiting for the pinned builds (hack/prebuild.sh) before the tests run"
+		section "waiting for the suites' pinned builds (hack/prebuild.sh) before the unit tests run"
 		local start=$SECONDS
-		while kill -0 "$PODSTEP_PREBUILD_PID" 2>/dev/null && [ $((SECONDS - start)) -lt 2700 ]; do sleep 5; done
+		while kill -0 "$PODSTEP_PREBUILD_PID" 2>/dev/null && [ ! -e "$PODSTEP_PREBUILD_SUITES_DONE" ] &&
+			[ $((SECONDS - start)) -lt 2700 ]; do sleep 5; done
 		echo "hack/test.sh: waited $((SECONDS - start)) s"
 		nice=(nice -n -14) # from the job's 19 to 5
 	fi
@@ -205,21 +236,7 @@ checks() {
 	log=$(mktemp /tmp/podstep-unit.XXXXXX)
 	gotest "$log" "${nice[@]}" go test ./...
 	rc=$?
-	check $rc "go test ./... (unit)$(failed_tests "$log")"
-	rm -f "$log"
-
-	# The fuzz targets (manifest loading, recordings, the sanitiser: briefly, seeded from testdata:
-	# no panic, always exit 2) and the packages with goroutines (the engine and its actions, the
-	# TUI, the pod state tracker, the CRI client and its hooks, the simulated runtime, bench's pod
-	# workers, the signal handling in cmd, tracing, the proxy, watch) again under the race detector.
-	section "fuzz (hack/fuzz.sh)"
-	bash hack/fuzz.sh
-	check $? "fuzz (hack/fuzz.sh, 10 s per target)"
-	section "go test -race ${RACE_PKGS[*]}"
-	log=$(mktemp /tmp/podstep-race.XXXXXX)
-	CGO_ENABLED=1 gotest "$log" go test -race "${RACE_PKGS[@]}"
-	rc=$?
-	check $rc "go test -race (concurrent packages)$(failed_tests "$log")"
+	check "$out" $rc "go test ./... (unit)$(failed_tests "$log")"
 	rm -f "$log"
 }
 if [ "${1:-}" = --checks ]; then # the background job's own run (checks_start)
@@ -251,6 +268,7 @@ PREBUILD_PID=
 PREBUILD_LOG=
 if [ -n "$ROOT" ] && [ "${PODSTEP_PREBUILD:-1}" != 0 ]; then
 	PREBUILD_LOG=$(mktemp /tmp/podstep-prebuild.XXXXXX)
+	export PODSTEP_PREBUILD_SUITES_DONE=$PREBUILD_LOG.suites
 	setsid bash hack/prebuild.sh >"$PREBUILD_LOG" 2>&1 &
 	PREBUILD_PID=$!
 fi
@@ -261,7 +279,7 @@ prebuild_stop() {
 	kill -- -"$PREBUILD_PID" 2>/dev/null && echo "hack/test.sh: stopped the background builds (hack/prebuild.sh)" >&2
 	wait "$PREBUILD_PID" 2>/dev/null
 	sed 's/^/  /' "$PREBUILD_LOG"
-	rm -f "$PREBUILD_LOG"
+	rm -f "$PREBUILD_LOG" "$PODSTEP_PREBUILD_SUITES_DONE"
 	PREBUILD_PID=
 }
 # The checks: as root in the background from the start (nice 19, their own process group; output
@@ -362,6 +380,7 @@ harness() {
 	env -u PODSTEP_HARNESS_DIR -u PODSTEP_CNI_SUBNET -u PODSTEP_CNI_BRIDGE -u PODSTEP_CNI_NETWORK \
 		-u PODSTEP_REGISTRY_PORT PODSTEP_CONTAINERD="$rt" "$@" bash "$REPO_ROOT/hack/$script"
 }
+# shellcheck disable=SC2317 # called from the EXIT trap and by integration (suite_job's bash -c)
 harness_down() {
 	section "PODSTEP_CONTAINERD=$1 hack/containerd-down.sh"
 	harness containerd-down.sh "$1" || echo "hack/test.sh: containerd-down.sh (PODSTEP_CONTAINERD=$1) failed" >&2
@@ -377,6 +396,25 @@ replay_env() {
 		PODSTEP_CNI_BRIDGE=podstep6 PODSTEP_CNI_NETWORK=podstep6 PODSTEP_REGISTRY_PORT=5058 ;;
 	esac
 }
+# The cluster's nodes' harnesses: one per runtime, in folders, networks and registry ports of their
+# own (the integration suites' harnesses run at the same time). node_env RUNTIME prints its harness
+# variables; node_endpoint RUNTIME its CRI endpoint, for cluster-up.sh (PODSTEP_CLUSTER_ENDPOINT_*).
+node_env() {
+	case $1 in
+	1.6) echo PODSTEP_HARNESS_DIR=/var/lib/podstep-harness-node16 PODSTEP_CNI_SUBNET=10.88.73.0/24 \
+		PODSTEP_CNI_BRIDGE=podstep3 PODSTEP_CNI_NETWORK=podstep3 PODSTEP_REGISTRY_PORT=5053 ;;
+	2) echo PODSTEP_HARNESS_DIR=/var/lib/podstep-harness-node2 PODSTEP_CNI_SUBNET=10.88.74.0/24 \
+		PODSTEP_CNI_BRIDGE=podstep4 PODSTEP_CNI_NETWORK=podstep4 PODSTEP_REGISTRY_PORT=5054 ;;
+	esac
+}
+node_endpoint() { echo "unix:///var/lib/podstep-harness-node${1/1.6/16}/run/containerd.sock"; }
+node_harness_down() {
+	local -a nenv
+	read -ra nenv <<<"$(node_env "$1")"
+	section "PODSTEP_CONTAINERD=$1 $(node_env "$1") hack/containerd-down.sh"
+	harness containerd-down.sh "$1" "${nenv[@]}" ||
+		echo "hack/test.sh: containerd-down.sh (node harness, PODSTEP_CONTAINERD=$1) failed" >&2
+}
 replay_harness_down() {
 	local -a renv
 	read -ra renv <<<"$(replay_env "$1")"
@@ -385,13 +423,14 @@ replay_harness_down() {
 		echo "hack/test.sh: containerd-down.sh (replay harness, PODSTEP_CONTAINERD=$1) failed" >&2
 }
 # cluster SCRIPT [VAR=value...]: hack/SCRIPT (cluster-up.sh or cluster-down.sh) with the CI
-# defaults (hack/cluster-env.sh: /var/lib/podstep-cluster, ports from 16400, the CI harnesses'
-# sockets), whatever PODSTEP_CLUSTER_* the caller's environment has (a developer's cluster).
+# defaults (hack/cluster-env.sh: /var/lib/podstep-cluster, ports from 16400) and the node harnesses'
+# sockets (node_env), whatever PODSTEP_CLUSTER_* the caller's environment has (a developer's cluster).
 cluster() {
 	local script=$1
 	shift
-	env -u PODSTEP_CLUSTER_DIR -u PODSTEP_CLUSTER_PORT_BASE -u PODSTEP_CLUSTER_ENDPOINT_16 -u PODSTEP_CLUSTER_ENDPOINT_2 \
-		-u PODSTEP_CLUSTER_NODE_16 -u PODSTEP_CLUSTER_NODE_2 "$@" bash "$REPO_ROOT/hack/$script"
+	env -u PODSTEP_CLUSTER_DIR -u PODSTEP_CLUSTER_PORT_BASE -u PODSTEP_CLUSTER_NODE_16 -u PODSTEP_CLUSTER_NODE_2 \
+		PODSTEP_CLUSTER_ENDPOINT_16="$(node_endpoint 1.6)" PODSTEP_CLUSTER_ENDPOINT_2="$(node_endpoint 2)" \
+		"$@" bash "$REPO_ROOT/hack/$script"
 }
 cluster_down() {
 	section "hack/cluster-down.sh"
@@ -412,7 +451,7 @@ teardown() {
 		[ -e "$TMP/suite-$rt.down" ] || harness_down "$rt"
 	done
 	for rt in "${CLUSTER_HARNESSES[@]}"; do
-		harness_down "$rt"
+		node_harness_down "$rt"
 	done
 	for rt in "${REPLAY_HARNESSES[@]}"; do
 		replay_harness_down "$rt"
@@ -564,14 +603,12 @@ else
 	for rt in "${RUNTIMES[@]}"; do
 		suite_job "$rt"
 	done
-	for i in "${!SUITES[@]}"; do
-		suite_wait "$i"
-	done
 fi
 
 # --- 4. cluster --------------------------------------------------------------------------------
 # A real Kubernetes v1.37.0 cluster on this machine, two nodes: a kubelet on each runtime's harness
-# (started again here, the suites' own are down). Builds (etcd 3.6.16, the control plane, the
+# (harnesses of their own, node_env: the integration suites run meanwhile, unless
+# PODSTEP_TEST_SERIAL=1, which runs it after them). Builds (etcd 3.6.16, the control plane, the
 # kubelet) are cached in ~/.cache/podstep; cold, they take many minutes (hack/README.md, "Cluster").
 # PODSTEP_TEST_CLUSTER=0 leaves the phase out (a failure under CI=true). Each kubelet runs behind
 # `podstep proxy --record-dir` (cluster-up.sh's PODSTEP_CLUSTER_PROXY), which TestFidelity's
@@ -580,12 +617,14 @@ fi
 # default StorageClass) and the mock CSI driver on each node (TestStorage*: their sockets are passed).
 cluster_phase() {
 	local rt out up start rc env=() n
-	section "cluster: both harnesses up"
+	section "cluster: both node harnesses up"
+	local -a nenv
 	for rt in "${ALL_RUNTIMES[@]}"; do
 		out=$TMP/cluster-harness-$rt.out
 		CLUSTER_HARNESSES+=("$rt")
 		start=$SECONDS
-		harness containerd-up.sh "$rt" PODSTEP_BIN="$TMP/podstep" | tee "$out"
+		read -ra nenv <<<"$(node_env "$rt")"
+		harness containerd-up.sh "$rt" "${nenv[@]}" PODSTEP_BIN="$TMP/podstep" | tee "$out"
 		up=$?
 		n=${rt/1.6/16}
 		env+=("PODSTEP_RUNTIME_$n=$(sed -n 's/^PODSTEP_RUNTIME=//p' "$out" | tail -n 1)"
@@ -677,7 +716,7 @@ else
 	cluster_phase
 	[ -z "$CLUSTER_UP" ] || cluster_down
 	for rt in "${CLUSTER_HARNESSES[@]}"; do
-		harness_down "$rt"
+		node_harness_down "$rt"
 	done
 	CLUSTER_HARNESSES=()
 	for rt in "${REPLAY_HARNESSES[@]}"; do
@@ -685,5 +724,10 @@ else
 	done
 	REPLAY_HARNESSES=()
 fi
+
+# The integration suites started before the cluster phase (both at once): their outputs and results.
+for i in "${!SUITE_PIDS[@]}"; do
+	[ -z "${SUITE_PIDS[$i]}" ] || suite_wait "$i"
+done
 
 finish

@@ -160,6 +160,7 @@ func shadowTraces(t *testing.T, dir, uid string) []string {
 // stops 12 of 12: docs/fleet.md); nothing of the shadows is left and the
 // kubelets' pods are as they were.
 func TestFleetShadowZeroSetup(t *testing.T) {
+	testenv.HostLock(t) // shadows: the integration suites' shadow tests check the host meanwhile
 	e := newFleetEnv(t)
 	e.removeReplayAnnotations(t)
 	c := newCluster(t)
@@ -217,6 +218,7 @@ func TestFleetShadowZeroSetup(t *testing.T) {
 // named with its reason; containerd 2.x runs it (its rootfs under the
 // shadow's state dir, which the pod's unprivileged root must reach).
 func TestFleetShadowOddNodeUserNamespaces(t *testing.T) {
+	testenv.HostLock(t) // shadows: the integration suites' shadow tests check the host meanwhile
 	e := newFleetEnv(t)
 	e.removeReplayAnnotations(t)
 	rep, stderr, code := e.run(t, "-f", "testdata/pods/userns.yaml", "--node", e.nodes[0], "--node", e.nodes[1], "--timeout", "2m", "--run-flag=--settle=0")
@@ -257,6 +259,7 @@ var shadowNormal = []struct {
 // with shadowNormal); nothing of the shadow is left and the kubelet's pod
 // is as it was.
 func TestRunPodShadowOnKubeletRuntime(t *testing.T) {
+	testenv.HostLock(t) // shadows: the integration suites' shadow tests check the host meanwhile
 	c := newCluster(t)
 	v := testenv.Require(t, "SHADOW CLUSTER", "hack/test.sh's cluster phase sets them", "PODSTEP_BIN", "PODSTEP_REPLAY_ENDPOINT_16")
 	n := c.Node("1.6")
