@@ -9,7 +9,7 @@
 # the normal CPU priority: on a cold machine these builds are most of the run's CPU and the suites
 # wait for them, while the checks beside them (lint, vet, the other platforms' builds) run at nice
 # 19 and take what they leave. The cluster's builds (etcd, the control plane, local-path) come
-# last, at nice 10, above the checks and below the unit tests. Each build script holds its cache's lock while it builds, so a phase
+# last; the unit tests (nice 5) start beside them. Each build script holds its cache's lock while it builds, so a phase
 # that calls the same script meanwhile waits for that build (then finds it cached) instead of
 # starting its own. Warm, each script only checks its cache: seconds.
 # Exit status: the number of builds that failed (each phase reports its own failure again).
@@ -26,10 +26,9 @@ for script in kubelet-build.sh csi-mock-build.sh jaeger-build.sh containerd-buil
 	local-path-build.sh; do
 	if [ "$script" = etcd-build.sh ]; then
 		# The integration suites' builds are done (PODSTEP_PREBUILD_SUITES_DONE: a file to touch
-		# then, for hack/test.sh's checks); the cluster's come next, at nice 10: the cluster phase
-		# needs them only after both suites, and the unit tests (nice 5) run meanwhile.
+		# then, for hack/test.sh's checks: the unit tests start, at nice 5, beside the cluster's
+		# builds).
 		[ -z "${PODSTEP_PREBUILD_SUITES_DONE:-}" ] || touch "$PODSTEP_PREBUILD_SUITES_DONE"
-		renice -n 10 $$ >/dev/null 2>&1 || true
 	fi
 	start=$SECONDS
 	if { time bash "$HERE/$script" >/dev/null 2>&3; } 3>&2 2>"$cpu"; then

@@ -4,8 +4,8 @@
 # As root (CI), three lines of work at once, so that the machine's 2 cores are busy from the start
 # (cold, the CPU bounds the run; the suites themselves wait on runtimes and leave it mostly idle):
 #   A. the pinned builds (hack/prebuild.sh: the kubelet, the mock CSI driver, Jaeger, containerd 2
-#      and runc, at the normal CPU priority: the suites wait for them; then etcd, the control plane
-#      and local-path-provisioner at nice 10), from the Go module proxy, cached by version;
+#      and runc, then etcd, the control plane and local-path-provisioner), from the Go module proxy,
+#      cached by version, at the normal CPU priority: the suites wait for them;
 #   B. the checks (this script's --checks; nice 19, their own process group; output and results
 #      come before the summary), in two lanes:
 #        the linters (hack/lint.sh: golangci-lint, shellcheck), GOOS=darwin go build, the release
@@ -146,8 +146,8 @@ apt_tool() {
 # output shown after the other lane's), and vet, gofmt, tidy and the unit tests (checks_code).
 # As root this is the background job (--checks) at nice 19; the unit tests wait for the suites'
 # pinned builds (PODSTEP_PREBUILD_SUITES_DONE, or hack/prebuild.sh's end) and then run at nice 5:
-# above the cluster's builds and the other checks, below the suites, and never starved by the
-# builds the suites wait for (their timeouts are wall-clock).
+# above the other checks, below the suites and the cluster's builds, and not starved by the builds
+# the integration suites wait for (their timeouts are wall-clock).
 RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./internal/bench ./cmd/podstep ./internal/trace ./internal/proxy ./internal/watch)
 checks() {
 	local out=$1 tools_log tools_pid
