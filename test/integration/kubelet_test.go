@@ -424,6 +424,97 @@ func TestKubeletThroughProxy(t *testing.T) {
 		}
 	})
 
+	// A sandbox stopped behind the kubelet's back (as a runtime restart or
+	// a lost network does): its PLEG relist sees it not ready, and
+	// computePodActions (pkg/kubelet/kuberuntime/kuberuntime_manager.go)
+	// says SandboxChanged: the kubelet kills the pod and sends RunPodSandbox
+	// again, attempt 1. Held there, that call is the pod's second sandbox
+	// try, and the proxy says why the first one gave none.
+	t.Run("sandbox changed", func(t *testing.T) {
+		name := "changed-" + kubeletNode
+		p := e.startProxy(t, sock, "--pod", "default/"+name, "--hold", "--hold-stage", "sandbox")
+		p.waitCalled(t, 30*time.Second)
+		k.drop(t, e, "hello.yaml", "changed")
+		p.waitHeld(t, k, "RunPodSandbox", 60*time.Second)
+		if _, err := p.stdin.Write([]byte("c\n")); err != nil { // the whole sandbox stage
+			t.Fatalf("the proxy's stdin: %v\n%s", err, p)
+		}
+		p.waitStep(t, k, "start/hello", 60*time.Second, stepNamed("start/hello"))
+		var first *runtimeapi.PodSandbox
+		for _, sb := range kubeletSandboxes(t, c) {
+			if sb.Metadata.Name == name {
+				first = sb
+			}
+		}
+		if first == nil || first.Metadata.Attempt != 0 {
+			t.Fatalf("the pod's sandbox: %+v, want one of attempt 0", first)
+		}
+		if _, err := c.rt.StopPodSandbox(ctx10(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: first.Id}); err != nil {
+			t.Fatalf("stop the sandbox behind the kubelet: %v", err)
+		}
+		// The kubelet's calls until its new RunPodSandbox: what else of the
+		// stage is held (its KillPod's) goes one at a time.
+		released := 0
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			p.mu.Lock()
+			held := append([]heldLine(nil), p.held...)
+			p.mu.Unlock()
+			runs := 0
+			for _, h := range held {
+				if h.Method == "RunPodSandbox" {
+					runs++
+				}
+			}
+			if runs >= 2 {
+				break
+			}
+			if len(held) > 1+released {
+				released++
+				if _, err := p.stdin.Write([]byte("\n")); err != nil {
+					t.Fatalf("the proxy's stdin: %v\n%s", err, p)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no second RunPodSandbox held within 60s of the sandbox's stop\n%s\n%s", p, k.logTail(30))
+			}
+		}
+		out, missing := p.waitOutput(10*time.Second, `"event":"slow"`, `"method":"RunPodSandbox"`, `"attempt":1`, `"try":2`,
+			`"previous":"sandbox `+first.Id[:13]+` is not ready (SandboxChanged`)
+		for _, w := range missing {
+			t.Errorf("the proxy's output lacks %s", w)
+		}
+		if len(missing) > 0 {
+			t.Logf("the proxy's output:\n%s", out)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, `"try":2`) {
+				t.Logf("the proxy: %s", l)
+				break
+			}
+		}
+		if _, err := p.stdin.Write([]byte("c\n")); err != nil {
+			t.Fatalf("the proxy's stdin: %v\n%s", err, p)
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			var now *runtimeapi.PodSandbox
+			for _, sb := range kubeletSandboxes(t, c) {
+				if sb.Metadata.Name == name && sb.Metadata.Attempt == 1 && sb.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+					now = sb
+				}
+			}
+			if now != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no ready sandbox of attempt 1 within 60s: %v\n%s", sandboxesNamed(t, c, name), k.logTail(30))
+			}
+		}
+		if code := p.stop(t); code != 0 {
+			t.Fatalf("proxy exit %d\n%s", code, p)
+		}
+		pods[name] = first.Metadata.Uid
+	})
+
 	t.Run("nothing left", func(t *testing.T) {
 		p := e.startProxy(t, sock)
 		entries, _ := os.ReadDir(k.manifests)
