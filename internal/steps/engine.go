@@ -135,14 +135,19 @@ type Engine struct {
 	// after the step before (at New, before the first).
 	tracker *podstate.Tracker
 
-	mu       sync.Mutex
-	steps    []*Step
-	next     int   // index of the next step to run
-	current  *Step // the running step; nil between steps
-	breaks   map[Stage]bool
-	stepBrk  map[int]bool
-	failed   *Step
-	teardown bool // teardown steps were planned
+	mu      sync.Mutex
+	steps   []*Step
+	next    int   // index of the next step to run
+	current *Step // the running step; nil between steps
+	breaks  map[Stage]bool
+	stepBrk map[int]bool
+	failed  *Step
+	// startFailed is the first container start (its image, create, start
+	// or postStart hook) that failed where the kubelet's SyncPod goes on
+	// with the next container: a regular container's or a sidecar's. It
+	// becomes failed when the start loop is over (goesOn).
+	startFailed *Step
+	teardown    bool // teardown steps were planned
 	// restarting is set by the running step when it planned a restart: its
 	// failure is one the kubelet recovers from, so the run goes on.
 	restarting bool
@@ -480,7 +485,18 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 	e.restarting = false
 	if res.Err != nil {
 		s.State = Failed
-		if s.Stage != StageTeardown && !recovered {
+		switch {
+		case s.Stage == StageTeardown || recovered:
+		case e.goesOn(s):
+			if e.startFailed == nil {
+				e.startFailed = s
+			}
+			for _, rest := range e.steps[e.next+1:] {
+				if rest.Container == s.Container && rest.Stage != StageTeardown && rest.State == Pending {
+					rest.State = Skipped
+				}
+			}
+		default:
 			e.failed = s
 			for _, rest := range e.steps[e.next+1:] {
 				if rest.Stage != StageTeardown {
@@ -492,6 +508,19 @@ func (e *Engine) Next(ctx context.Context) (Step, error) {
 		s.State = Done
 	}
 	e.next++
+	// Past the steps a failed container start left (goesOn); once the
+	// start loop is over, that failure is the run's.
+	for e.next < len(e.steps) && e.steps[e.next].State != Pending && e.steps[e.next].Stage != StageTeardown {
+		e.next++
+	}
+	if e.failed == nil && e.startFailed != nil && !e.inStartLoop(e.next) {
+		e.failed, e.startFailed = e.startFailed, nil
+		for _, rest := range e.steps[e.next:] {
+			if rest.Stage != StageTeardown && rest.State == Pending {
+				rest.State = Skipped
+			}
+		}
+	}
 	if e.failed != nil && s.Stage != StageTeardown {
 		// Skip to teardown steps, if any were planned.
 		for e.next < len(e.steps) && e.steps[e.next].Stage != StageTeardown {
@@ -530,6 +559,43 @@ func (e *Engine) Continue(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// goesOn says whether the kubelet goes on with the next container after
+// failed step s (e.mu held): SyncPod's start loop (kuberuntime_manager.go,
+// "Step 9: start containers") ignores a regular container's start error,
+// and its init loop skips a sidecar's (IsRestartableInitContainer:
+// "skipping"), where an init container's aborts the sync. A start is the
+// image (EnsureImageExists), CreateContainer, StartContainer and the
+// postStart hook (startContainer, kuberuntime_container.go).
+func (e *Engine) goesOn(s *Step) bool {
+	switch s.Kind {
+	case KindPull, KindCreate, KindStart, KindPostStart:
+	default:
+		return false
+	}
+	for i := range e.pod.Spec.Containers {
+		if e.pod.Spec.Containers[i].Name == s.Container {
+			return true
+		}
+	}
+	for i := range e.pod.Spec.InitContainers {
+		if c := &e.pod.Spec.InitContainers[i]; c.Name == s.Container {
+			return isSidecar(c)
+		}
+	}
+	return false
+}
+
+// inStartLoop says whether step i is one of the containers' starts (the
+// init and containers stages' steps of a container, and their postStart
+// hooks) (e.mu held).
+func (e *Engine) inStartLoop(i int) bool {
+	if i >= len(e.steps) {
+		return false
+	}
+	st := e.steps[i]
+	return st.Container != "" && (st.Stage == StageInit || st.Stage == StageContainers || st.Stage == StagePostStart)
 }
 
 func (e *Engine) inTeardown() bool {
@@ -576,12 +642,15 @@ func (e *Engine) Retry() error {
 		}
 	}
 	for _, s := range e.steps[idx:] {
+		if s.State == Done && s.Container != "" && s.Container != e.failed.Container {
+			continue // another container, started while the kubelet went on (goesOn): the next sync leaves it
+		}
 		s.State = Pending
 		s.Calls = nil
 		s.Result = Result{}
 		s.Pod, s.Changes, s.Events = nil, nil, nil
 	}
-	e.failed = nil
+	e.failed, e.startFailed = nil, nil
 	e.next = idx
 	return nil
 }
