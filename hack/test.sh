@@ -129,11 +129,11 @@ record_file() {
 ROOT=
 [ "$(id -u)" != 0 ] || ROOT=1
 
-# autogroup_nice PID N: the nice value of PID's autogroup. With the kernel's autogroups
-# (/proc/sys/kernel/sched_autogroup_enabled, on here) each session (setsid) is a scheduling group
-# of its own and the groups share the CPU equally whatever their processes' nice: a job is made
-# to yield by its group's nice, not its own.
-autogroup_nice() { echo "$2" >"/proc/$1/autogroup" 2>/dev/null || true; }
+# Autogroups: with the kernel's (/proc/sys/kernel/sched_autogroup_enabled, on here) each session
+# (setsid) is a scheduling group of its own and the groups share the CPU equally whatever their
+# processes' nice: a background job is made to yield by its group's nice (/proc/self/autogroup),
+# set from inside its new session (from outside, right after the fork, it would still be the
+# parent's group).
 
 # apt_tool COMMAND PACKAGE WHY: installs PACKAGE when COMMAND is missing (as root; apt-get waits up
 # to 600 s for dpkg's lock). All of them at the start, before the lines of work run side by side.
@@ -152,7 +152,7 @@ apt_tool() {
 # output shown after the other lane's), and vet, gofmt, tidy and the unit tests (checks_code).
 # As root this is the background job (--checks), its session's autogroup at nice 19; the unit tests
 # wait for the suites' pinned builds (PODSTEP_PREBUILD_SUITES_DONE, or hack/prebuild.sh's end)
-# and then run in a session of their own at nice 5 (autogroup_nice):
+# and then run in a session of their own at nice 5 (Autogroups, above):
 # above the other checks, below the suites and the cluster's builds, and not starved by the builds
 # the integration suites wait for (their timeouts are wall-clock).
 RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./internal/sim ./internal/bench ./cmd/podstep ./internal/trace ./internal/proxy ./internal/watch)
@@ -237,7 +237,7 @@ checks_code() {
 		while kill -0 "$PODSTEP_PREBUILD_PID" 2>/dev/null && [ ! -e "$PODSTEP_PREBUILD_SUITES_DONE" ] &&
 			[ $((SECONDS - start)) -lt 2700 ]; do sleep 5; done
 		echo "hack/test.sh: waited $((SECONDS - start)) s"
-		# In a session (an autogroup) of its own at nice 5 (autogroup_nice).
+		# In a session (an autogroup) of its own at nice 5 (Autogroups, above).
 		nice=(setsid -w bash -c 'echo 5 >/proc/self/autogroup 2>/dev/null; exec "$@"' unit)
 	fi
 	section "go test ./..."
@@ -247,7 +247,8 @@ checks_code() {
 	check "$out" $rc "go test ./... (unit)$(failed_tests "$log")"
 	rm -f "$log"
 }
-if [ "${1:-}" = --checks ]; then # the background job's own run (checks_start)
+if [ "${1:-}" = --checks ]; then # the background job's own run, in a session of its own
+	echo 19 >/proc/self/autogroup 2>/dev/null || true # (Autogroups, above)
 	checks "$2"
 	exit 0
 fi
@@ -299,7 +300,6 @@ if [ -n "$ROOT" ]; then
 	CHECKS_LOG=$(mktemp /tmp/podstep-checks-log.XXXXXX)
 	PODSTEP_PREBUILD_PID=$PREBUILD_PID nice -n 19 setsid bash "$REPO_ROOT/hack/test.sh" --checks "$CHECKS_RESULTS" >"$CHECKS_LOG" 2>&1 </dev/null &
 	CHECKS_PID=$!
-	autogroup_nice "$CHECKS_PID" 19
 	echo "hack/test.sh: the checks (lint, vet, builds, unit, fuzz, race) in the background beside the suites (nice 19; their output comes before the summary)"
 else
 	checks "$CHECKS_RESULTS"
