@@ -449,8 +449,24 @@ func TestKubeletThroughProxy(t *testing.T) {
 		if first == nil || first.Metadata.Attempt != 0 {
 			t.Fatalf("the pod's sandbox: %+v, want one of attempt 0", first)
 		}
-		if _, err := c.rt.StopPodSandbox(ctx10(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: first.Id}); err != nil {
-			t.Fatalf("stop the sandbox behind the kubelet: %v", err)
+		// (containerd stops the sandbox's container, then tears its network
+		// down; under load that can fail, "failed to delete eth0: no such
+		// device", with the sandbox already not ready, which is all the
+		// kubelet's relist needs: try again only while it is ready.)
+		for try := 1; ; try++ {
+			_, err := c.rt.StopPodSandbox(ctx10(t), &runtimeapi.StopPodSandboxRequest{PodSandboxId: first.Id})
+			if err == nil {
+				break
+			}
+			st, serr := c.rt.PodSandboxStatus(ctx10(t), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: first.Id})
+			if serr == nil && st.GetStatus().GetState() == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+				t.Logf("stop the sandbox behind the kubelet: %v; it is not ready, which the kubelet's relist sees", err)
+				break
+			}
+			if try == 5 {
+				t.Fatalf("stop the sandbox behind the kubelet: %v", err)
+			}
+			time.Sleep(time.Second)
 		}
 		// The kubelet's calls until its new RunPodSandbox: what else of the
 		// stage is held (its KillPod's) goes one at a time.
