@@ -65,7 +65,7 @@ build() { # build NAME
 	printf '=== %s %s (%s, load %s)\n' "$name" "$K8S_VERSION" "$(date -u +%FT%TZ)" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out"
 	# The version is stamped as Kubernetes' release builds do (hack/lib/version.sh): --version
 	# says v1.37.0, and kubectl can parse the server's and its own version (v0.0.0-master fails).
-	if ! (cd "$HERE/kubelet" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath -o "$CACHE/bin/.$name.new" \
+	if ! (cd "$HERE/kubelet" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath "$PINNED_GCFLAGS" -o "$CACHE/bin/.$name.new" \
 		-ldflags "-s -w -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=37 -X $pkg.gitTreeState=clean" \
 		"k8s.io/kubernetes/cmd/$name") >>"$out" 2>&1; then
 		tail -n 30 "$out" >&2

@@ -37,7 +37,7 @@ crictl_works() {
 
 # compile DIR: go install of the module at its tag (outside any module: GOWORK off, from /).
 compile() (
-	cd / && GOWORK=off GOFLAGS='' GOBIN=$1 CGO_ENABLED=0 "$GO" install -trimpath \
+	cd / && GOWORK=off GOFLAGS='' GOBIN=$1 CGO_ENABLED=0 "$GO" install -trimpath "$PINNED_GCFLAGS" \
 		-ldflags "-s -w -X $CRICTL_MODULE/pkg/version.Version=$CRICTL_VERSION" "$CRICTL_MODULE/cmd/crictl@$CRICTL_VERSION"
 )
 build_crictl() {

@@ -30,7 +30,7 @@ works() { [ -x "$BIN" ] && [ -f "$CACHE/bin/source.sha256" ] && [ "$(cat "$CACHE
 # its imports resolve to k8s.io/kubernetes v1.37.0 and the versions that module pins (its build tag
 # csimock keeps it out of podstep's own module: go build ./... and the linters skip it).
 compile() {
-	(cd "$HERE/kubelet" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath -tags csimock -ldflags "-s -w" -o "$1/csimock" "$SRC")
+	(cd "$HERE/kubelet" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath "$PINNED_GCFLAGS" -tags csimock -ldflags "-s -w" -o "$1/csimock" "$SRC")
 	sum >"$1/source.sha256"
 }
 build() {

@@ -28,7 +28,7 @@ works() {
 # compile DIR: GitSHA as etcd's release builds stamp it (scripts/build-binary.sh), with the tag:
 # without it --version says "Git SHA: Not provided (use ./build instead of go build)".
 compile() (
-	cd "$HERE/etcd" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath -o "$1/etcd" \
+	cd "$HERE/etcd" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath "$PINNED_GCFLAGS" -o "$1/etcd" \
 		-ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" \
 		go.etcd.io/etcd/server/v3
 )

@@ -33,7 +33,7 @@ works() { [ -x "$BIN" ] && "$BIN" version 2>/dev/null | grep -q "\"gitVersion\":
 # "gitVersion": "v1.76.0", which works() checks.
 compile() (
 	pkg=github.com/jaegertracing/jaeger
-	cd "$HERE/jaeger" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=1 "$GO" build -trimpath -o "$1/jaeger" \
+	cd "$HERE/jaeger" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath "$PINNED_GCFLAGS" -o "$1/jaeger" \
 		-ldflags "-s -w -X $pkg/internal/version.latestVersion=$JAEGER_VERSION -X $pkg/internal/version.commitSHA=$JAEGER_VERSION -X $pkg/internal/version.date=1970-01-01T00:00:00Z" \
 		"$pkg/cmd/jaeger"
 )

@@ -24,7 +24,7 @@ works() { [ -x "$BIN" ] && [[ $("$BIN" --version 2>/dev/null) == "Kubernetes $KU
 # that --version and the node object say v1.37.0, not v0.0.0-master.
 compile() (
 	pkg=k8s.io/component-base/version
-	cd "$HERE/kubelet" && GOWORK=off CGO_ENABLED=0 "$GO" build -trimpath -o "$1/kubelet" \
+	cd "$HERE/kubelet" && GOWORK=off CGO_ENABLED=0 "$GO" build -trimpath "$PINNED_GCFLAGS" -o "$1/kubelet" \
 		-ldflags "-s -w -X $pkg.gitVersion=$KUBELET_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=37 -X $pkg.gitTreeState=clean" \
 		k8s.io/kubernetes/cmd/kubelet
 )

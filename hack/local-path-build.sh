@@ -33,7 +33,7 @@ works() {
 # compile DIR: the wrapper module's tool, with the flags of the kubelet's build (CGO_ENABLED=0,
 # -trimpath), which share the build cache's packages.
 compile() {
-	(cd "$HERE/local-path" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath \
+	(cd "$HERE/local-path" && GOWORK=off GOFLAGS=-mod=readonly CGO_ENABLED=0 "$GO" build -trimpath "$PINNED_GCFLAGS" \
 		-ldflags "-s -w -X main.VERSION=$VERSION" -o "$1/local-path-provisioner" "$MODULE")
 	sum >"$1/source.sha256"
 }

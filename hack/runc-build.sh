@@ -38,7 +38,7 @@ runc_works() {
 }
 
 compile() (
-	cd / && GOWORK=off GOBIN=$1 CGO_ENABLED=1 "$GO" install -tags seccomp \
+	cd / && GOWORK=off GOBIN=$1 CGO_ENABLED=1 "$GO" install "$PINNED_GCFLAGS" -tags seccomp \
 		-ldflags "-X main.version=${RUNC_VERSION#v}" "$RUNC_MODULE@$RUNC_VERSION"
 )
 build_runc() {

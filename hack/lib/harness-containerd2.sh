@@ -23,7 +23,7 @@ containerd2_works() {
 # containerd does, not the source default "2.4.2+unknown". CGO_ENABLED=1 whatever the caller's
 # (hack/test.sh exports 0 for podstep's own compiles).
 compile_containerd2() (
-	cd / && GOWORK=off GOBIN=$1 CGO_ENABLED=1 "$GO" install -tags no_btrfs \
+	cd / && GOWORK=off GOBIN=$1 CGO_ENABLED=1 "$GO" install "$PINNED_GCFLAGS" -tags no_btrfs \
 		-ldflags "-X $C2_MODULE/version.Version=$CONTAINERD2_VERSION" \
 		"$C2_MODULE/cmd/containerd@$CONTAINERD2_VERSION" \
 		"$C2_MODULE/cmd/containerd-shim-runc-v2@$CONTAINERD2_VERSION" \

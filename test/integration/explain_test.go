@@ -103,11 +103,11 @@ func TestExplainReal(t *testing.T) {
 		{name: "poststart-hook-failed", manifest: pod("hookfail", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '30'], lifecycle: {postStart: {exec: {command: [sh, -c, 'echo no config; exit 3']}}}}]\n"),
 			want: "poststart-hook-failed", extra: []string{"--max-restarts", "0"}},
 		{name: "container-exited-error", manifest: pod("crash", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo bad config >&2; exit 3']}]\n"),
-			want: "container-exited-error", extra: []string{"--settle", "2s"}},
+			want: "container-exited-error", extra: []string{"--settle", "10s"}},
 		// A container that completes under restartPolicy Always loops with
 		// no error of its own: the back-off is the explanation.
 		{name: "crash-loop-back-off", manifest: pod("completes", "  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo done']}]\n"),
-			want: "crash-loop-back-off", extra: []string{"--max-restarts", "0", "--settle", "2s"}},
+			want: "crash-loop-back-off", extra: []string{"--max-restarts", "0", "--settle", "10s"}},
 		// An image index with only another architecture's image.
 		{name: "image-platform-mismatch", manifest: pod("foreign", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
 			image: foreignImage, proxy: "image-platform-mismatch", want: "image-platform-mismatch"},

@@ -31,7 +31,9 @@ func TestTimelinePageInChromium(t *testing.T) {
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "crashloop.rec.gz")
 	r := e.run(t, d, filepath.Join(e.repo, "internal", "scenario", "data", "crashloop.yaml"),
-		"--max-restarts", "2", "--backoff-scale", "0.001", "--record", rec)
+		// --settle 10s: the relist ends at the container's exit; its default 1 s was too short
+		// on a loaded machine (`exit 2` still running after it: the run ended 0, load 27).
+		"--max-restarts", "2", "--backoff-scale", "0.001", "--settle", "10s", "--record", rec)
 	if r.code != 1 || r.summary.Failure == nil {
 		t.Fatalf("the crash loop: exit %d, want 1 with a failure\n%s", r.code, r)
 	}
