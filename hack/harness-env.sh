@@ -10,7 +10,8 @@
 #
 # Sets: RUNTIME (1.6 or 2), DIR, CNI_SUBNET, CNI_BRIDGE, CNI_NETWORK, REG_PORT, CONTAINERD_BIN,
 # CTR_BIN, SHIM_DIR (the folder put first on containerd's PATH; "" for 1.6) and
-# CONTAINERD2_VERSION, C2_CACHE. The PODSTEP_* variables override the per-runtime defaults.
+# CONTAINERD2_VERSION, C2_CACHE, CNI_HANG_POD and CNI_BIN_DIR. The PODSTEP_* variables override the
+# per-runtime defaults.
 
 # shellcheck source=lib/cache.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cache.sh"
@@ -45,3 +46,11 @@ CNI_BRIDGE=${PODSTEP_CNI_BRIDGE:-$_bridge}
 CNI_NETWORK=${PODSTEP_CNI_NETWORK:-$_network}
 REG_PORT=${PODSTEP_REGISTRY_PORT:-$_port}
 unset _dir _subnet _bridge _network _port
+# PODSTEP_CNI_HANG_POD=PREFIX: the network's chain ends with podstep-hang-pod (hack/lib/harness-cni.sh),
+# whose ADD for a pod named PREFIX... hangs (a CNI plugin that never answers, as containerd 9947
+# and 12438 saw) until $DIR/cni-hang/release-NAMESPACE_NAME exists; other pods pass through. The
+# CNI plugins are then looked up in $DIR/cni-bin (the plugin and a link to each of /usr/lib/cni's).
+# The cluster's node harnesses set it (hack/test.sh's node_env): test/cluster's name-is-reserved test.
+CNI_HANG_POD=${PODSTEP_CNI_HANG_POD:-}
+CNI_BIN_DIR=/usr/lib/cni
+[ -z "$CNI_HANG_POD" ] || CNI_BIN_DIR=$DIR/cni-bin

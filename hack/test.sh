@@ -417,9 +417,9 @@ replay_env() {
 node_env() {
 	case $1 in
 	1.6) echo PODSTEP_HARNESS_DIR=/var/lib/podstep-harness-node16 PODSTEP_CNI_SUBNET=10.88.73.0/24 \
-		PODSTEP_CNI_BRIDGE=podstep3 PODSTEP_CNI_NETWORK=podstep3 PODSTEP_REGISTRY_PORT=5053 ;;
+		PODSTEP_CNI_BRIDGE=podstep3 PODSTEP_CNI_NETWORK=podstep3 PODSTEP_REGISTRY_PORT=5053 PODSTEP_CNI_HANG_POD=hang-cni- ;;
 	2) echo PODSTEP_HARNESS_DIR=/var/lib/podstep-harness-node2 PODSTEP_CNI_SUBNET=10.88.74.0/24 \
-		PODSTEP_CNI_BRIDGE=podstep4 PODSTEP_CNI_NETWORK=podstep4 PODSTEP_REGISTRY_PORT=5054 ;;
+		PODSTEP_CNI_BRIDGE=podstep4 PODSTEP_CNI_NETWORK=podstep4 PODSTEP_REGISTRY_PORT=5054 PODSTEP_CNI_HANG_POD=hang-cni- ;;
 	esac
 }
 node_endpoint() { echo "unix:///var/lib/podstep-harness-node${1/1.6/16}/run/containerd.sock"; }

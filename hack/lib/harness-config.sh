@@ -71,7 +71,7 @@ $(common_config)
         SystemdCgroup = false
         Root = "$DIR/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = "$CNI_BIN_DIR"
     conf_dir = "$DIR/cni"
     max_conf_num = 1
 EOF
@@ -123,7 +123,7 @@ $(common_config)
         # runc >= 1.2 (idmapped mounts, for hostUsers: false), built by hack/runc-build.sh
         BinaryName = "$RUNC_BIN"
   [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = ["/usr/lib/cni"]
+    bin_dirs = ["$CNI_BIN_DIR"]
     conf_dir = "$DIR/cni"
     max_conf_num = 1
 EOF

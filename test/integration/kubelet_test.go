@@ -287,10 +287,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 
 	t.Run("hold", func(t *testing.T) {
 		name := "held-" + kubeletNode
-		p := e.startProxy(t, sock, "--pod", "default/"+name, "--hold", "--hold-stage", "sandbox")
-		p.waitCalled(t, 30*time.Second)
-		k.drop(t, e, "hello.yaml", "held")
-		p.waitHeld(t, k, "RunPodSandbox", 60*time.Second)
+		p := heldAtSandbox(t, e, k, sock, "held")
 		time.Sleep(time.Second)
 		if sb := sandboxesNamed(t, c, name); len(sb) != 0 {
 			t.Fatalf("a sandbox exists while RunPodSandbox is held: %v\n%s", sb, p)
@@ -432,10 +429,7 @@ func TestKubeletThroughProxy(t *testing.T) {
 	// try, and the proxy says why the first one gave none.
 	t.Run("sandbox changed", func(t *testing.T) {
 		name := "changed-" + kubeletNode
-		p := e.startProxy(t, sock, "--pod", "default/"+name, "--hold", "--hold-stage", "sandbox")
-		p.waitCalled(t, 30*time.Second)
-		k.drop(t, e, "hello.yaml", "changed")
-		p.waitHeld(t, k, "RunPodSandbox", 60*time.Second)
+		p := heldAtSandbox(t, e, k, sock, "changed")
 		if _, err := p.stdin.Write([]byte("c\n")); err != nil { // the whole sandbox stage
 			t.Fatalf("the proxy's stdin: %v\n%s", err, p)
 		}
@@ -603,6 +597,18 @@ func (p *proxyRun) stepNamed(name string) *proxyStep {
 }
 
 // waitHeld waits for a held line of method.
+// heldAtSandbox starts a proxy on sock that follows the pod default/NAME-NODE
+// (hello.yaml's pod, renamed by drop) and holds its sandbox stage, gives the
+// kubelet the pod, and returns once its RunPodSandbox is held.
+func heldAtSandbox(t *testing.T, e *env, k *kubelet, sock, name string) *proxyRun {
+	t.Helper()
+	p := e.startProxy(t, sock, "--pod", "default/"+name+"-"+kubeletNode, "--hold", "--hold-stage", "sandbox")
+	p.waitCalled(t, 30*time.Second)
+	k.drop(t, e, "hello.yaml", name)
+	p.waitHeld(t, k, "RunPodSandbox", 60*time.Second)
+	return p
+}
+
 func (p *proxyRun) waitHeld(t *testing.T, k *kubelet, method string, d time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
