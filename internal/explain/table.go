@@ -330,7 +330,7 @@ var table = []Entry{
 	{
 		ID:      "no-space-left",
 		Title:   "a disk is full: no space left on device",
-		Reasons: []string{"Error", "ErrImagePull"},
+		Reasons: []string{"Error", "ErrImagePull", "RunContainerError", "CreateContainerError"},
 		Pattern: pattern(`(?i)no space left on device`),
 		Causes: []string{
 			"the container writes into its own filesystem (its writable layer, on the node's containerd root: /var/lib/containerd) and that disk is full: logs, caches or temp files the program writes outside a volume",
@@ -340,10 +340,12 @@ var table = []Entry{
 		Next:       "The program decides: most exit (Error) and the container is restarted after the crash back-off (10 s, doubling to 5 min); the kubelet's eviction manager evicts pods once nodefs.available falls under its threshold (10% by default: DiskPressure), beginning with those using the most beyond their requests.",
 		Confirm:    []string{"df -h /var/lib/containerd /var/lib/kubelet  (the disk's use)", "crictl stats  (each container's writable layer: the WRITABLE LAYER column)", "du -xsh /var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/* | sort -h | tail  (the largest layers)", "kubectl describe node NODE  (DiskPressure, evictions)"},
 		Fix:        "Free the disk (crictl rmi --prune; the program's files), have the program write to a volume with a size limit (emptyDir sizeLimit) or set resources.limits.ephemeral-storage (the kubelet evicts the pod before the disk fills), and give the node's containerd root more space.",
-		Runtimes:   containerd + ": the kernel's ENOSPC, in the program's own words (a container's last log line) or in the pull's (unpacking a layer; no-space-left-pull)",
+		Runtimes:   containerd + ": the kernel's ENOSPC, in the program's own words (a container's last log line), in the pull's (downloading or unpacking a layer; no-space-left-pull), or in containerd's own when its root is on the full disk (StartContainer: writing the container's status checkpoint; seen on containerd 2.4.2 when the program filled the disk before containerd wrote it)",
 		Reproduced: "no-space-left",
 		Seen: []string{
 			`dd: error writing '/fill': No space left on device`,
+			`failed to pull and unpack image "127.0.0.1:46455/podstep/big:1.0": failed to copy: write /tmp/podstep-sick-disk-2196833614/n/ee5f1382/root/io.containerd.content.v1.content/ingest/5d0438f8e61be5ba52a5e507dce145d940748d29f92175fed539309fcf60c112/data: no space left on device`,
+			`failed to update container "9b755059259af6b34596c7369379892da8147d8b5266ed6349406e7837cfdbec" state: failed to checkpoint status to "/tmp/podstep-sick-disk-3550316648/n/f186ef44/root/io.containerd.grpc.v1.cri/containers/9b755059259af6b34596c7369379892da8147d8b5266ed6349406e7837cfdbec/status": write /tmp/podstep-sick-disk-3550316648/n/f186ef44/root/io.containerd.grpc.v1.cri/containers/9b755059259af6b34596c7369379892da8147d8b5266ed6349406e7837cfdbec/.tmp-status912727349: no space left on device`,
 			`failed to pull and unpack image "127.0.0.1:5231/podstep/private-busybox:1.0": failed to extract layer sha256:1b2b0e45ddc7450b9832d79900b0175e16de9bfc2cd738815de7c9eaabada56a: mount callback failed on /tmp/podstep-sick-disk-1839335504/00c58916/root/tmpmounts/containerd-mount723905890: write /tmp/podstep-sick-disk-1839335504/00c58916/root/tmpmounts/containerd-mount723905890/bin/busybox: no space left on device: unknown`,
 			`failed to pull and unpack image "127.0.0.1:5232/podstep/private-busybox:1.0": failed to extract layer (application/vnd.oci.image.layer.v1.tar+gzip sha256:c8a8647da7d8b3e3d76368315646d7b7444887c307a3fcad426a7a2015aef839) to overlayfs as "extract-115375937--82x sha256:bb45685959bf876468df32ca3f1b2f86a764c6a197b0a625bbe9b9afd5eb0c9c": mount callback failed on /tmp/podstep-sick-disk-127359416/56871886/root/tmpmounts/containerd-mount3713365062: write /tmp/podstep-sick-disk-127359416/56871886/root/tmpmounts/containerd-mount3713365062/bin/busybox: no space left on device`,
 		},

@@ -121,8 +121,12 @@ func TestExplainReal(t *testing.T) {
 		{name: "no-space-left", manifest: pod("full", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'dd if=/dev/zero of=/fill bs=1M']}]\n"),
 			proxy: "no-space-left", want: "no-space-left", extra: []string{"--settle", "20s"}, sick: &sickCase{disk: "64m"}},
 		// The same full disk at a pull: the layers do not fit.
-		{name: "no-space-left-pull", manifest: "SECRET" + pod("fullpull", "  imagePullSecrets: [{name: reg}]\n  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
-			want: "no-space-left", sick: &sickCase{disk: "6m"}},
+		// (An image of its own, with 1 MiB left on the disk: the harness's
+		// private busybox shares its layer with the pause image the node
+		// has when both were built in the same second, and its pull then
+		// fitted.)
+		{name: "no-space-left-pull", manifest: pod("fullpull", "  containers: [{name: app, image: IMAGE, imagePullPolicy: Always}]\n"),
+			image: bigImage, want: "no-space-left", sick: &sickCase{disk: "16m", prepare: leaveFree(1 << 20)}},
 		// A sick node's network (sick_test.go), each its own copy of the
 		// harness's containerd. No CNI config: containerd says
 		// NetworkReady=false and the kubelet sends no RunPodSandbox; one sent

@@ -148,7 +148,9 @@ func TestSecondInterruptAbandonsTeardown(t *testing.T) {
 	for _, want := range []string{"teardown abandoned; left: sandbox ", ", container app ", ", dir " + d.podDir(uid) + ",",
 		", mount " + d.podDir(uid) + "/volumes/kubernetes.io~empty-dir/scratch (tmpfs)", "run `podstep cleanup`"} {
 		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+			// (the whole run: once, on containerd 2 under load, the container
+			// was no longer listed; its steps say how far teardown had come)
+			t.Errorf("stderr lacks %q:\n%s", want, r)
 		}
 	}
 	if strings.Contains(r.stderr, "torn down") {

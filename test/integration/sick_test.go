@@ -405,6 +405,41 @@ func TestExplainSickProxy(t *testing.T) {
 	}
 }
 
+// leaveFree is a sickCase's prepare for a small disk: a file fills the
+// node's disk until free bytes are left, less than an image's layers need
+// (the private busybox's compressed layer is ~1 MB, unpacked ~2 MB): a 6m
+// disk alone was enough for them on one machine and not on another.
+func leaveFree(free uint64) func(t *testing.T, n *sickNode) {
+	return func(t *testing.T, n *sickNode) {
+		t.Helper()
+		root := n.sh.Layout.Root()
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(root, &st); err != nil {
+			t.Fatal(err)
+		}
+		avail := st.Bavail * uint64(st.Bsize)
+		if avail <= free {
+			return
+		}
+		f, err := os.Create(filepath.Join(filepath.Dir(root), "filler"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		buf := make([]byte, 64<<10)
+		for left := avail - free; left > 0; {
+			n := min(uint64(len(buf)), left)
+			if _, err := f.Write(buf[:n]); err != nil {
+				t.Fatalf("fill the small disk: %v", err)
+			}
+			left -= n
+		}
+		if err := syscall.Statfs(root, &st); err == nil {
+			t.Logf("the small disk: %d KiB free of %d KiB", st.Bavail*uint64(st.Bsize)>>10, st.Blocks*uint64(st.Bsize)>>10)
+		}
+	}
+}
+
 // smallDisk mounts a tmpfs of size (64m) on a new dir and returns it;
 // unmounted and removed at the end, after the node on it.
 func smallDisk(t *testing.T, size string) string {

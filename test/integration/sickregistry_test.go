@@ -3,12 +3,16 @@
 package integration
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"math/big"
 	"net"
 	"net/http/httptest"
@@ -42,6 +46,50 @@ func foreignImage(t *testing.T) string {
 	cfg := []byte(`{"architecture":"` + otherArch() + `","os":"linux","config":{"Cmd":["/app"]},"rootfs":{"type":"layers","diff_ids":[]}}`)
 	r.PushIndex(t, "podstep/foreign", "1.0", imageconfigtest.Platform{OS: "linux", Arch: otherArch(), Config: cfg})
 	return r.Ref("podstep/foreign:1.0")
+}
+
+// bigImage pushes an image of one layer, a file of 3 MiB of random bytes
+// (no compression shrinks it; no other image shares it), to an in-process
+// registry and returns its reference: a small disk with less free cannot
+// take its pull, whatever other images the node has.
+func bigImage(t *testing.T) string {
+	data := make([]byte, 3<<20)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	if err := tw.WriteHeader(&tar.Header{Name: "data", Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(layer.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := imageconfigtest.New(t, "", "")
+	const repo = "podstep/big"
+	layerDigest := r.PushBlob(t, repo, gz.Bytes())
+	cfg := []byte(`{"architecture":"` + runtime.GOARCH + `","os":"linux","config":{"Cmd":["/data"]},"rootfs":{"type":"layers","diff_ids":["` +
+		imageconfigtest.Digest(layer.Bytes()) + `"]}}`)
+	cfgDigest := r.PushBlob(t, repo, cfg)
+	manifest, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": imageconfigtest.OCIManifest,
+		"config": map[string]any{"mediaType": imageconfigtest.OCIConfig, "digest": cfgDigest, "size": len(cfg)},
+		"layers": []any{map[string]any{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layerDigest, "size": gz.Len()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PushManifest(t, repo, "1.0", manifest, imageconfigtest.OCIManifest)
+	return r.Ref(repo + ":1.0")
 }
 
 // untrustedRegistry starts a registry on HTTPS whose certificate a CA of
