@@ -9,8 +9,8 @@
 # harness is gone), then fails;
 # for any other pod it passes the previous plugin's result on. Its waiting runs in a subshell that
 # holds stdout: when the runtime kills the plugin (the CRI call's context ended), the runtime still
-# waits for that output, so the ADD stays hung as a blocked plugin's does. The conf on stdin is one
-# line of JSON whose keys are sorted (libcni marshals a map): "prevResult" is the last but "type".
+# waits for that output, so the ADD stays hung as a blocked plugin's does. The conf on stdin is read
+# with jq (a sed on it once passed on more than the previous result, and every pod's ADD failed).
 hang_plugin() {
 	cat <<'EOF'
 #!/bin/sh
@@ -22,16 +22,14 @@ ADD) ;;
 esac
 name=$(printf '%s' "$CNI_ARGS" | tr ';' '\n' | sed -n 's/^K8S_POD_NAME=//p')
 ns=$(printf '%s' "$CNI_ARGS" | tr ';' '\n' | sed -n 's/^K8S_POD_NAMESPACE=//p')
-prefix=$(printf '%s' "$conf" | sed -n 's/.*"podPrefix":"\([^"]*\)".*/\1/p')
-dir=$(printf '%s' "$conf" | sed -n 's/.*"releaseDir":"\([^"]*\)".*/\1/p')
-case $name in
-"$prefix"*)
-	[ -n "$prefix" ] || { echo '{"cniVersion":"1.0.0","code":7,"msg":"podstep-hang-pod: no podPrefix in its conf"}'; exit 1; }
+prefix=$(printf '%s' "$conf" | jq -r '.podPrefix // ""')
+dir=$(printf '%s' "$conf" | jq -r '.releaseDir // ""')
+if [ -n "$prefix" ] && [ "${name#"$prefix"}" != "$name" ]; then
 	(i=0; while [ -d "$dir" ] && [ ! -e "$dir/release-${ns}_$name" ] && [ $i -lt 18000 ]; do sleep 0.1; i=$((i+1)); done
 	echo '{"cniVersion":"1.0.0","code":11,"msg":"podstep-hang-pod: released"}')
-	exit 1 ;;
-esac
-printf '%s' "$conf" | sed -n 's/.*"prevResult":\(.*\),"type":"podstep-hang-pod"}$/\1/p'
+	exit 1
+fi
+printf '%s' "$conf" | jq -c '.prevResult'
 EOF
 }
 

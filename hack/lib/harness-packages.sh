@@ -13,6 +13,8 @@ ensure_packages() {
 	local missing=() cmd
 	# containerd 2 is built (ensure_containerd2); its shim and ctr come with it.
 	[ "$RUNTIME" = 2 ] || want[containerd]=containerd
+	# podstep-hang-pod (PODSTEP_CNI_HANG_POD) reads its conf with jq.
+	[ -z "$CNI_HANG_POD" ] || want[jq]=jq
 	for cmd in "${!want[@]}"; do
 		if [[ $cmd == /* ]]; then
 			[ -x "$cmd" ] || missing+=("${want[$cmd]}")
