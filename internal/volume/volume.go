@@ -311,6 +311,13 @@ func (p *Prepared) Apply(ctx context.Context) (Result, error) {
 		if err = p.setupEmptyDir(&r); err != nil {
 			break
 		}
+		var nested []string
+		if nested, err = makeNestedMountpoints(p.vol.Name, p.dir, p.pod); err != nil {
+			break
+		}
+		if len(nested) > 0 {
+			r.Notes = append(r.Notes, "made the mount points of the volumes mounted beneath it, as the kubelet does before writing (MakeNestedMountpoints): "+strings.Join(nested, ", "))
+		}
 		ctxt := fmt.Sprintf("pod %s/%s volume %s", p.pod.Namespace, p.pod.Name, p.vol.Name)
 		w := atomicWriter{dir: p.dir, context: ctxt, now: p.host.now}
 		if err = w.write(p.payload); err != nil {

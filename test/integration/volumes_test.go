@@ -24,6 +24,31 @@ const hostPathDemo = "/tmp/podstep-hostpath-demo"
 // time.Now().UTC().Format("..2006_01_02_15_04_05.")).
 var atomicDir = regexp.MustCompile(`^\.\.(\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2})\.\d{1,10}$`)
 
+// TestNestedVolumeMountpoints: volumes mounted beneath a read-only secret
+// volume (testdata/nested-mounts.yaml, 103 grafana's layout) start, because
+// podstep makes their mount points in the secret's dir as the kubelet does;
+// the container sees each volume at its path and the secret's own file
+// beside the mount points. (Without them runc answered `make mountpoint
+// "/etc/grafana/provisioning/datasources": mkdirat ...: read-only file
+// system`.)
+func TestNestedVolumeMountpoints(t *testing.T) {
+	e := setup(t)
+	d := newDirs(t)
+	r := e.mustRun(t, d, e.local("nested-mounts"), "--keep")
+	defer e.cleanup(t)
+	c := dialCRI(t, e.endpoint)
+	app := c.running(t, r.summary.UID, "app")
+	for _, tc := range []struct{ script, want string }{
+		{"cat /etc/grafana/provisioning/datasources/datasources.yaml", "apiVersion: 1"},
+		{"cat /etc/grafana/provisioning/dashboards/dashboards.yaml", "providers: []"},
+		{"ls /etc/grafana /etc/grafana/provisioning", "/etc/grafana:\ngrafana.ini\nprovisioning\n\n/etc/grafana/provisioning:\ndashboards\ndatasources"},
+	} {
+		if got := strings.TrimSpace(c.exec(t, app.Id, "sh", "-c", tc.script)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.script, got, tc.want)
+		}
+	}
+}
+
 // TestVolumesInContainer runs testdata/pods/volumes.yaml with --keep and
 // looks at every volume from inside the running container (CRI ExecSync)
 // and on the host: content, modes, the atomic writer's ..data link, the
