@@ -159,7 +159,7 @@ RACE_PKGS=(./internal/steps ./internal/tui ./internal/podstate ./internal/cri ./
 # cmd/podstep's tests of its own goroutines (signals, Ctrl-C, concurrent runs, the in-process proxy
 # and its stuck-at view, the TUI's start) under the race detector; its other tests (goldens, the
 # command reference, pods of 1,000 containers) drive the packages above, which run whole: under
-# the race detector they were ~500 s of a cold run's CPU for no goroutine of cmd/podstep's own.
+# the race detector they ran 492 s of a cold run (session 16), for no goroutine of cmd/podstep's own.
 RACE_CMD_TESTS='Interrupt|Signal|SIGTERM|Killed|Concurrent|Proxy|Stuck|TUI'
 
 checks() {
