@@ -423,19 +423,14 @@ node_env() {
 	esac
 }
 node_endpoint() { echo "unix:///var/lib/podstep-harness-node${1/1.6/16}/run/containerd.sock"; }
-node_harness_down() {
-	local -a nenv
-	read -ra nenv <<<"$(node_env "$1")"
-	section "PODSTEP_CONTAINERD=$1 $(node_env "$1") hack/containerd-down.sh"
-	harness containerd-down.sh "$1" "${nenv[@]}" ||
-		echo "hack/test.sh: containerd-down.sh (node harness, PODSTEP_CONTAINERD=$1) failed" >&2
-}
-replay_harness_down() {
-	local -a renv
-	read -ra renv <<<"$(replay_env "$1")"
-	section "PODSTEP_CONTAINERD=$1 $(replay_env "$1") hack/containerd-down.sh"
-	harness containerd-down.sh "$1" "${renv[@]}" ||
-		echo "hack/test.sh: containerd-down.sh (replay harness, PODSTEP_CONTAINERD=$1) failed" >&2
+# cluster_harness_down KIND RUNTIME: the cluster phase's harness of KIND (node or replay: node_env,
+# replay_env) for RUNTIME, down.
+cluster_harness_down() {
+	local -a henv
+	read -ra henv <<<"$("$1_env" "$2")"
+	section "PODSTEP_CONTAINERD=$2 ${henv[*]} hack/containerd-down.sh"
+	harness containerd-down.sh "$2" "${henv[@]}" ||
+		echo "hack/test.sh: containerd-down.sh ($1 harness, PODSTEP_CONTAINERD=$2) failed" >&2
 }
 # cluster SCRIPT [VAR=value...]: hack/SCRIPT (cluster-up.sh or cluster-down.sh) with the CI
 # defaults (hack/cluster-env.sh: /var/lib/podstep-cluster, ports from 16400) and the node harnesses'
@@ -466,10 +461,10 @@ teardown() {
 		[ -e "$TMP/suite-$rt.down" ] || harness_down "$rt"
 	done
 	for rt in "${CLUSTER_HARNESSES[@]}"; do
-		node_harness_down "$rt"
+		cluster_harness_down node "$rt"
 	done
 	for rt in "${REPLAY_HARNESSES[@]}"; do
-		replay_harness_down "$rt"
+		cluster_harness_down replay "$rt"
 	done
 	if [ -n "${JAEGER_UP:-}" ]; then
 		PODSTEP_JAEGER_DIR=$TMP/jaeger bash "$REPO_ROOT/hack/jaeger-down.sh" || echo "hack/test.sh: jaeger-down.sh failed" >&2
@@ -732,11 +727,11 @@ else
 	cluster_phase
 	[ -z "$CLUSTER_UP" ] || cluster_down
 	for rt in "${CLUSTER_HARNESSES[@]}"; do
-		node_harness_down "$rt"
+		cluster_harness_down node "$rt"
 	done
 	CLUSTER_HARNESSES=()
 	for rt in "${REPLAY_HARNESSES[@]}"; do
-		replay_harness_down "$rt"
+		cluster_harness_down replay "$rt"
 	done
 	REPLAY_HARNESSES=()
 fi
