@@ -108,6 +108,7 @@ func browse(t *testing.T, chromium, page string, action ...string) string {
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + t.TempDir()}, action...)
 	cmd := exec.CommandContext(ctx, chromium, append(args, "file://"+page)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // its org.chromium.Chromium.* dirs go with the test
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {

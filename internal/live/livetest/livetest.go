@@ -105,6 +105,7 @@ func launch(t testing.TB, chromium string, errOut *bytes.Buffer) (b *Browser, st
 		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+t.TempDir(),
 		"--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // its org.chromium.Chromium.* dirs go with the test
 	cmd.Stderr = errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
