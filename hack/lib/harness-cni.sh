@@ -6,11 +6,12 @@
 # hang_plugin: podstep-hang-pod, a chained CNI plugin for the tests of a hung CNI ADD on a node
 # (harness-env.sh, PODSTEP_CNI_HANG_POD). Its ADD for a pod whose name starts with the network's
 # "podPrefix" waits until "releaseDir"/release-NAMESPACE_NAME exists (at most 30 min, or until the
-# harness is gone), then fails;
-# for any other pod it passes the previous plugin's result on. Its waiting runs in a subshell that
-# holds stdout: when the runtime kills the plugin (the CRI call's context ended), the runtime still
-# waits for that output, so the ADD stays hung as a blocked plugin's does. The conf on stdin is read
-# with jq (a sed on it once passed on more than the previous result, and every pod's ADD failed).
+# harness is gone), then fails; for any other pod it passes the previous plugin's result on. Its
+# waiting runs in a subshell that holds stdout: when the runtime kills the plugin (the CRI call's
+# context ended), the runtime still waits for that output, so the ADD stays hung as a blocked
+# plugin's does. The conf on stdin is read with one jq (a sed on it once passed on more than the
+# previous result, and every pod's ADD failed): the prefix, the dir and the previous result, a line
+# each.
 hang_plugin() {
 	cat <<'EOF'
 #!/bin/sh
@@ -22,14 +23,15 @@ ADD) ;;
 esac
 name=$(printf '%s' "$CNI_ARGS" | tr ';' '\n' | sed -n 's/^K8S_POD_NAME=//p')
 ns=$(printf '%s' "$CNI_ARGS" | tr ';' '\n' | sed -n 's/^K8S_POD_NAMESPACE=//p')
-prefix=$(printf '%s' "$conf" | jq -r '.podPrefix // ""')
-dir=$(printf '%s' "$conf" | jq -r '.releaseDir // ""')
+{ read -r prefix; read -r dir; read -r prev; } <<CONF
+$(printf '%s' "$conf" | jq -r '(.podPrefix // ""), (.releaseDir // ""), (.prevResult | tojson)')
+CONF
 if [ -n "$prefix" ] && [ "${name#"$prefix"}" != "$name" ]; then
 	(i=0; while [ -d "$dir" ] && [ ! -e "$dir/release-${ns}_$name" ] && [ $i -lt 18000 ]; do sleep 0.1; i=$((i+1)); done
 	echo '{"cniVersion":"1.0.0","code":11,"msg":"podstep-hang-pod: released"}')
 	exit 1
 fi
-printf '%s' "$conf" | jq -c '.prevResult'
+printf '%s\n' "$prev"
 EOF
 }
 
