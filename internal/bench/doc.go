@@ -5,8 +5,9 @@
 // over concurrency levels; and it compares two results with the
 // Mann-Whitney U test of golang.org/x/perf/benchmath.
 //
-// The command (cmd/podstep/bench.go) runs the pods through the engine and
-// hands each one's steps to Measure; Build summarises a level's pods; a
+// The command (Command, filled from the flags by cmd/podstep/bench.go)
+// runs the pods through the engine (Runner) and hands each one's steps to
+// Measure; Build summarises a level's pods; a
 // Result is written as text (WriteText) or JSON, and read back as the
 // baseline of Compare.
 package bench
