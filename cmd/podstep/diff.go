@@ -1,26 +1,14 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/diff"
 	"github.com/podstep/podstep/internal/report"
-	"github.com/podstep/podstep/internal/session"
 )
 
-// ExitDiffers is podstep diff's exit code when the recordings differ after
-// normalisation (0: the same; 2: bad input).
-const ExitDiffers = 1
-
-type diffOptions struct {
-	output        string
-	differentPods bool
-}
-
 func newDiffCmd() *cobra.Command {
-	var o diffOptions
+	o := diff.Command{}
 	cmd := &cobra.Command{
 		Use:   "diff A B",
 		Short: "Compare two recordings of the same pod: call order, request fields, time per stage",
@@ -39,44 +27,11 @@ damaged one, or two recordings of different pod specs without --different-pods).
   podstep diff a.rec.gz b.rec.gz -o json | jq '.calls[] | select(.op != "=")'`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDiff(cmd, args[0], args[1], o)
+			o.A, o.B, o.Stdout, o.Stderr = args[0], args[1], cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return o.Execute()
 		},
 	}
-	cmd.Flags().StringVarP(&o.output, "output", "o", report.Text, "output format: text or json")
-	cmd.Flags().BoolVar(&o.differentPods, "different-pods", false, "compare recordings of different pod specs (a warning instead of exit 2)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", report.Text, "output format: text or json")
+	cmd.Flags().BoolVar(&o.DifferentPods, "different-pods", false, "compare recordings of different pod specs (a warning instead of exit 2)")
 	return cmd
-}
-
-func runDiff(cmd *cobra.Command, pathA, pathB string, o diffOptions) error {
-	if err := session.CheckOutput(o.output, report.Text, report.JSON); err != nil {
-		return err
-	}
-	a, err := diff.Load(pathA)
-	if err != nil {
-		return session.Usagef("diff: %v", err)
-	}
-	b, err := diff.Load(pathB)
-	if err != nil {
-		return session.Usagef("diff: %v", err)
-	}
-	res := diff.Compare(a, b)
-	if !res.Manifest.Same {
-		if !o.differentPods && a.FromManifest && b.FromManifest {
-			return session.Usagef("diff %s %s: %s (they are not recordings of the same manifest; --different-pods compares them anyway)", pathA, pathB, res.Manifest.Why)
-		}
-		fmt.Fprintln(cmd.ErrOrStderr(), "warning:", res.Manifest.Why)
-	}
-	out := cmd.OutOrStdout()
-	if o.output == report.JSON {
-		err = res.WriteJSON(out)
-	} else {
-		err = res.WriteText(out)
-	}
-	if err != nil {
-		return err
-	}
-	if res.Differs() {
-		return session.Silent(ExitDiffers)
-	}
-	return nil
 }
