@@ -351,6 +351,23 @@ var table = []Entry{
 		},
 	},
 	{
+		ID:      "killed",
+		Title:   "the container was killed (exit code 137: SIGKILL), and the runtime did not say OOMKilled",
+		Reasons: []string{"Error"},
+		Pattern: pattern(`exited with code 137 \(Error\)`),
+		Causes: []string{
+			"the kernel's OOM killer all the same, when the container has a memory limit: containerd can handle the task's exit before its OOM event, and then answers Error, not OOMKilled (containerd issues 8180 and 12260; most often when the kill comes right after the start, or on a loaded node); the kubelet shows the runtime's Error",
+			"a process sent SIGKILL to the container's program: its own script, a person or an agent on the node (kill -9, crictl stop with a short timeout)",
+			"the kubelet stopped the container (a failed liveness probe, an eviction, the pod's deletion) and the program outlived its grace period",
+		},
+		Next:       crashBack,
+		Confirm:    []string{"dmesg | grep -i -e 'killed process' -e 'memory cgroup out of memory'  (the OOM killer's lines name the process and the container's cgroup)", "crictl inspect {CONTAINER_ID} | grep -i -e reason -e exitCode", "kubectl -n {NAMESPACE} describe pod {POD}  (events: Killing, Unhealthy, Evicted)"},
+		Fix:        "If the kernel log shows the OOM kill, as for oom-killed: raise resources.limits.memory above the peak use, or make the program stay below it. Otherwise find who sent the signal: the pod's events (Killing, Unhealthy, Evicted), the node's logs.",
+		Runtimes:   containerd + ": the reason is the runtime's; containerd 1.6 answered Error for the oom-killed case's 16Mi OOM kill under load",
+		Reproduced: "killed",
+		Seen:       []string{`container "app" exited with code 137 (Error): not restarted (restartPolicy Never); the pod is Failed`},
+	},
+	{
 		ID:      "container-exited-error",
 		Title:   "the container's program exited with a non-zero code",
 		Reasons: []string{"Error"},

@@ -14,8 +14,8 @@ import (
 // PlanCommand is `podstep plan` with its flags read: cmd/podstep fills it
 // and calls Execute. Nothing is sent to a runtime.
 type PlanCommand struct {
-	Options       // the pod's flags; NoTokens is set by Execute
-	Output string // yaml or json
+	Options        // the pod's flags; NoTokens is set by Execute
+	Output  string // yaml or json
 	// OutputGiven: -o was given; with CrictlDir, the plan is printed too.
 	OutputGiven bool
 	CrictlDir   string // --crictl: write crictl-ready configs here
