@@ -101,8 +101,8 @@ func TestExplainReal(t *testing.T) {
 		{name: "oom-killed", manifest: pod("oom", "  restartPolicy: Never\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done'], resources: {limits: {memory: 16Mi}}}]\n"),
 			want: "oom-killed", raced: "killed", extra: []string{"--settle", "20s"}}, // 16Mi in about a second; several seconds on a loaded machine
 		// A real SIGKILL: with a shared process namespace the shell is not
-		// the namespace's init (pause is), so its kill -9 of itself lands.
-		{name: "killed", manifest: pod("killed", "  restartPolicy: Never\n  shareProcessNamespace: true\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'kill -9 $$']}]\n"),
+		// the namespace's init (pause is), so its kill -9 of itself lands ($$$$: the kubelet's expansion makes $$ of it).
+		{name: "killed", manifest: pod("killed", "  restartPolicy: Never\n  shareProcessNamespace: true\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sh, -c, 'kill -9 $$$$']}]\n"),
 			want: "killed", extra: []string{"--settle", "10s"}},
 		{name: "run-as-non-root", manifest: pod("nonroot", "  securityContext: {runAsNonRoot: true}\n  containers: [{name: app, image: "+busybox+", imagePullPolicy: IfNotPresent, command: [sleep, '1']}]\n"),
 			want: "run-as-non-root"},
