@@ -114,12 +114,23 @@ func (e *env) stream(t *testing.T, d dirs, file string, extra []string, onStep f
 // ends podstep at once with exit 4 and a list of what is left, sandbox,
 // container, dirs and tmpfs mount included; `podstep cleanup` then removes
 // it all. (The second SIGINT was swallowed: podstep ended ~10 s later.)
+//
+// The first SIGINT waits for the container's first log line: StartContainer
+// answers before runc's init has exec'd the shell, and a SIGTERM in that
+// window ends the init (it is no PID 1 that ignores it), so the container
+// was stopped and removed before the second SIGINT (once, on containerd 2
+// under load: "stderr lacks , container app").
 func TestSecondInterruptAbandonsTeardown(t *testing.T) {
 	e := setup(t)
 	d := newDirs(t)
 	var second time.Time
+	uid := ""
 	r := e.stream(t, d, e.local("start-interrupt"), []string{"--grace-period", "10"}, func(cmd *exec.Cmd, s stepEvent) {
+		if s.Name == "dirs" && len(s.Details) > 0 {
+			uid = filepath.Base(s.Details[0].Value)
+		}
 		if s.Name == "start/app" && second.IsZero() {
+			waitForLine(t, filepath.Join(d.podLogDir("default", "start-interrupt", uid), "app", "0.log"), "started", 10*time.Second)
 			if err := interrupt(cmd); err != nil {
 				t.Errorf("SIGINT: %v", err)
 			}
@@ -141,10 +152,6 @@ func TestSecondInterruptAbandonsTeardown(t *testing.T) {
 	if r.code != 4 {
 		t.Errorf("exit %d, want 4 (something left)\n%s", r.code, r)
 	}
-	uid := ""
-	if st := r.step("dirs"); st != nil {
-		uid = filepath.Base(st.Details[0].Value)
-	}
 	for _, want := range []string{"teardown abandoned; left: sandbox ", ", container app ", ", dir " + d.podDir(uid) + ",",
 		", mount " + d.podDir(uid) + "/volumes/kubernetes.io~empty-dir/scratch (tmpfs)", "run `podstep cleanup`"} {
 		if !strings.Contains(r.stderr, want) {
@@ -161,4 +168,19 @@ func TestSecondInterruptAbandonsTeardown(t *testing.T) {
 	}
 	e.cleanup(t)
 	e.assertNothingLeft(t, d, "default", "start-interrupt", uid)
+}
+
+// waitForLine waits until the file holds a line containing text (a
+// container's log: its program has started), at most d; past it the test
+// goes on and says so.
+func waitForLine(t *testing.T, file, text string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(file); err == nil && strings.Contains(string(b), text) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("%s holds no %q after %s: going on", file, text, d)
 }
