@@ -2,28 +2,19 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/podstep/podstep/internal/live"
-	"github.com/podstep/podstep/internal/predict"
-	"github.com/podstep/podstep/internal/record"
 	"github.com/podstep/podstep/internal/report"
 	"github.com/podstep/podstep/internal/session"
 )
 
 // replayOptions are the flags of `podstep replay`.
 type replayOptions struct {
-	auto   bool
-	output string
-	html   string     // --html: write the timeline page here instead
-	serve  live.Flags // --serve: the live page of the recording
-	// predict is --predict: ask before each step (internal/predict).
-	predict bool
-	// jsonFullPod is --json-full-pod: the whole pod on every step line.
-	jsonFullPod bool
+	session.ReplayCommand
+	auto  bool
+	serve live.Flags // --serve: the live page of the recording
 }
 
 func newReplayCmd() *cobra.Command {
@@ -62,71 +53,43 @@ first, then where and why it stopped).`,
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.predict, "predict", false, "before each step, ask what comes next (answers from stdin), then say right or wrong and why; a score at the end (implies --auto)")
+	f.BoolVar(&o.Predict, "predict", false, "before each step, ask what comes next (answers from stdin), then say right or wrong and why; a score at the end (implies --auto)")
 	f.BoolVar(&o.auto, "auto", false, "print every step without stopping, as run --auto did")
-	f.StringVarP(&o.output, "output", "o", report.Text, "output of --auto: text, short (one line per step) or json")
-	f.BoolVar(&o.jsonFullPod, "json-full-pod", false, "with -o json: the whole pod on every step line (\"pod\"), as podstep run --json-full-pod, instead of what the step changed (\"pod_delta\"); a version 1 recording replays so anyway")
+	f.StringVarP(&o.Output, "output", "o", report.Text, "output of --auto: text, short (one line per step) or json")
+	f.BoolVar(&o.JSONFullPod, "json-full-pod", false, "with -o json: the whole pod on every step line (\"pod\"), as podstep run --json-full-pod, instead of what the step changed (\"pod_delta\"); a version 1 recording replays so anyway")
 	o.serve.AddFlags(f)
-	f.StringVar(&o.html, "html", "", "write the recording as one self-contained HTML timeline page to this file (prints nothing else)")
+	f.StringVar(&o.HTML, "html", "", "write the recording as one self-contained HTML timeline page to this file (prints nothing else)")
 	return cmd
 }
 
-// replay prints the recording at path through the printer of run --auto.
+// replay replays the recording at path: --html's page, --serve's live
+// page, the TUI on a terminal, else the printer of run --auto.
 func replay(cmd *cobra.Command, path string, o *replayOptions) error {
-	if err := session.CheckOutput(o.output, report.Text, report.Short, report.JSON); err != nil {
+	o.Path, o.Force = path, forceFlag(cmd)
+	o.Stdin, o.Stdout, o.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if err := o.Check(); err != nil {
 		return err
 	}
-	if o.jsonFullPod && o.output != report.JSON {
-		return session.Usagef("--json-full-pod is a shape of -o json's step lines: it goes with -o json")
-	}
-	if o.html != "" {
-		return replayHTML(cmd, path, o.html)
+	if o.HTML != "" {
+		return o.WriteHTML()
 	}
 	if o.serve.Addr != "" {
 		ctx, cancel := session.SignalContext(cmd.Context())
 		defer cancel()
-		return o.serve.Replay(ctx, path, cmd.ErrOrStderr())
+		return o.serve.Replay(ctx, path, o.Stderr)
 	}
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if o.predict {
-		if o.output == report.JSON {
-			return session.Usagef("--predict asks on stdout: it goes with -o text or short")
-		}
+	if o.Predict {
 		o.auto = true
 	}
 	switch {
-	case !o.auto && isTerminal(stdout):
+	case !o.auto && isTerminal(o.Stdout):
 		return replayInteractive(cmd, path)
 	case !o.auto:
-		fmt.Fprintln(stderr, "podstep: stdout is not a terminal: replaying as --auto")
+		fmt.Fprintln(o.Stderr, "podstep: stdout is not a terminal: replaying as --auto")
 	}
-	if !isTerminal(stdout) {
+	if !isTerminal(o.Stdout) {
 		noColor()
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return session.Usagef("replay %s: %v", path, err)
-	}
-	defer f.Close()
-	rd, err := record.NewReader(f)
-	if err != nil {
-		return session.Usagef("replay %s: %v", path, err)
-	}
-	fmt.Fprintln(stderr, rd.Header().Banner(path))
-	if o.predict {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return session.Usagef("replay %s: %v", path, err)
-		}
-		qo := predict.Options{In: cmd.InOrStdin(), Out: stdout, Echo: !isTerminalIn(cmd.InOrStdin())}
-		if err := predict.Replay(cmd.Context(), f, report.New(stdout, o.output), qo); err != nil {
-			return session.Usagef("replay %s: %v", path, err)
-		}
-		return nil
-	}
-	printer := report.New(stdout, o.output)
-	printer.SetFullPod(o.jsonFullPod)
-	if err := rd.Print(printer); err != nil {
-		return session.Usagef("replay %s: %v", path, err)
-	}
-	return nil
+	o.EchoAnswers = !isTerminalIn(o.Stdin)
+	return o.Print(cmd.Context())
 }
